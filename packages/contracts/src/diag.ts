@@ -1,0 +1,13 @@
+import { z } from "zod";
+
+/** Payloads of the built-in diagnostic job types every pool can run. */
+export const ZDiagSleep = z.strictObject({ ms: z.number().int().min(0).max(3_600_000) });
+export const ZDiagFail = z.strictObject({
+  mode: z.enum(["transient", "permanent"]),
+  /** Fails until this attempt, then succeeds. */
+  until_attempt: z.number().int().min(1).optional(),
+});
+export const ZDiagEffect = z.strictObject({ key: z.string().min(1).max(200), ms: z.number().int().min(0).optional() });
+export const ZDiagHang = z.strictObject({});
+
+export const DIAG_JOB_TYPES = ["diag.sleep", "diag.fail", "diag.effect", "diag.hang"] as const;

@@ -1,0 +1,3 @@
+export * from "./job";
+export * from "./errors";
+export * from "./diag";
