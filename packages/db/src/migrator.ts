@@ -1,0 +1,218 @@
+import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+
+/**
+ * Key of the session advisory lock every migrator takes before reading the ledger, so that
+ * concurrent migrators (two deploys, a CI job and a developer) apply each file exactly once.
+ * It is the bytes of "porter" read as a big-endian integer.
+ */
+export const MIGRATION_LOCK_KEY = "123740543166834";
+
+/** The ledger of applied migrations; tables starting with `_` are Porter's own bookkeeping. */
+export const MIGRATIONS_TABLE = "_porter_migrations";
+
+/** One migration on disk: `<migrationsDir>/<name>/migration.sql`. */
+export type MigrationFile = {
+  /** Directory name, e.g. `20261130000000_init`; migrations apply in this name's order. */
+  name: string;
+  sql: string;
+  /** sha256 (hex) of the SQL with line endings normalised to `\n`. */
+  checksum: string;
+};
+
+/** Reported once per migration file by {@link migrate}, in the order the files are processed. */
+export type MigrationProgress = {
+  name: string;
+  /** `applied` now, or `skipped` because the ledger already has it with the same checksum. */
+  status: "applied" | "skipped";
+  durationMs: number;
+};
+
+/** Options of {@link migrate}. */
+export type MigrateOptions = {
+  /** Directory holding `<name>/migration.sql`. Default: the repository's `prisma/migrations`. */
+  migrationsDir?: string;
+  /** Called for every migration file, e.g. to print progress. */
+  onProgress?: (event: MigrationProgress) => void;
+};
+
+/** What {@link migrate} did: the names applied now, and how many were already applied. */
+export type MigrateResult = { applied: string[]; skipped: number };
+
+/** A migration could not be applied, or the ledger disagrees with the files on disk. */
+export class MigrationError extends Error {
+  /** The migration the error is about, when there is one. */
+  readonly migration: string | undefined;
+
+  constructor(message: string, opts: { migration?: string; cause?: unknown } = {}) {
+    super(message, { cause: opts.cause });
+    this.name = "MigrationError";
+    this.migration = opts.migration;
+  }
+}
+
+/** The repository's `prisma/migrations`, found relative to this file (packages/db/src). */
+export function defaultMigrationsDir(): string {
+  return fileURLToPath(new URL("../../../prisma/migrations", import.meta.url));
+}
+
+/** sha256 (hex) of a migration's SQL, insensitive to CRLF line endings. */
+export function migrationChecksum(sql: string): string {
+  return createHash("sha256").update(sql.replace(/\r\n/g, "\n")).digest("hex");
+}
+
+/**
+ * Reads every `<dir>/<name>/migration.sql`, sorted by name. Directories without a
+ * `migration.sql` and plain files (such as Prisma's `migration_lock.toml`) are ignored.
+ */
+export async function readMigrations(migrationsDir: string): Promise<MigrationFile[]> {
+  const entries = await readdir(migrationsDir, { withFileTypes: true });
+  const names = entries
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const files: MigrationFile[] = [];
+  for (const name of names) {
+    let sql: string;
+    try {
+      sql = await readFile(join(migrationsDir, name, "migration.sql"), "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw error;
+    }
+    files.push({ name, sql, checksum: migrationChecksum(sql) });
+  }
+  return files;
+}
+
+/**
+ * Applies the pending migrations of `migrationsDir` to the database, in name order.
+ *
+ * - Takes a session advisory lock ({@link MIGRATION_LOCK_KEY}) first, so concurrent migrators
+ *   serialize: the second one waits, then finds everything applied.
+ * - Refuses to run (before applying anything) when an applied migration's file changed
+ *   (checksum mismatch) or disappeared from disk; the error names the migration.
+ * - Runs each file in its own transaction, inserting its ledger row first: a migrator that
+ *   somehow bypassed the lock fails on the ledger's primary key instead of applying twice.
+ *
+ * `target` is a connection string (a dedicated connection is opened and closed) or a pool (one
+ * connection is checked out for the duration). Migrating is a step of its own: call it from
+ * `npm run db:migrate` or test setup, never as a side effect of a process booting.
+ */
+export async function migrate(
+  target: string | pg.Pool,
+  opts: MigrateOptions = {},
+): Promise<MigrateResult> {
+  const files = await readMigrations(opts.migrationsDir ?? defaultMigrationsDir());
+  const { client, done } = await connect(target);
+  let broken: Error | undefined;
+  try {
+    await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
+    try {
+      return await applyLocked(client, files, opts.onProgress);
+    } finally {
+      // A failed unlock means a broken connection, whose end releases the lock anyway.
+      await client
+        .query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK_KEY])
+        .catch((error: Error) => {
+          broken = error;
+        });
+    }
+  } catch (error) {
+    broken ??= error instanceof Error ? error : new Error(String(error));
+    throw error;
+  } finally {
+    await done(broken);
+  }
+}
+
+type Connection = { client: pg.ClientBase; done: (error?: Error) => Promise<void> };
+
+async function connect(target: string | pg.Pool): Promise<Connection> {
+  if (typeof target === "string") {
+    const client = new pg.Client({ connectionString: target, application_name: "porter-migrator" });
+    // A dropped connection also drops the session lock; report it through the pending query.
+    client.on("error", () => {});
+    await client.connect();
+    return { client, done: () => client.end().catch(() => {}) };
+  }
+  const client = await target.connect();
+  return {
+    client,
+    // A client whose last query failed may be mid-transaction: destroy it rather than reuse it.
+    done: async (error) => client.release(error),
+  };
+}
+
+async function applyLocked(
+  client: pg.ClientBase,
+  files: MigrationFile[],
+  onProgress: MigrateOptions["onProgress"],
+): Promise<MigrateResult> {
+  await client.query(`CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (
+    name       text PRIMARY KEY,
+    checksum   text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  )`);
+  const ledger = await client.query<{ name: string; checksum: string }>(
+    `SELECT name, checksum FROM ${MIGRATIONS_TABLE} ORDER BY name`,
+  );
+  const applied = new Map(ledger.rows.map((row) => [row.name, row.checksum]));
+  const onDisk = new Set(files.map((file) => file.name));
+
+  const missing = [...applied.keys()].filter((name) => !onDisk.has(name));
+  if (missing.length > 0) {
+    throw new MigrationError(
+      `migration ${missing.join(", ")} is applied to the database but missing on disk; ` +
+        `restore it (migrations are append-only) or use the matching version of Porter`,
+      { migration: missing[0] },
+    );
+  }
+  for (const file of files) {
+    const checksum = applied.get(file.name);
+    if (checksum !== undefined && checksum !== file.checksum) {
+      throw new MigrationError(
+        `migration ${file.name} was changed after it was applied (checksum ${checksum.slice(0, 12)}… ` +
+          `in the database, ${file.checksum.slice(0, 12)}… on disk); add a new migration instead`,
+        { migration: file.name },
+      );
+    }
+  }
+
+  const result: MigrateResult = { applied: [], skipped: 0 };
+  for (const file of files) {
+    const started = performance.now();
+    if (applied.has(file.name)) {
+      result.skipped += 1;
+      onProgress?.({ name: file.name, status: "skipped", durationMs: 0 });
+      continue;
+    }
+    await client.query("BEGIN");
+    try {
+      await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (name, checksum) VALUES ($1, $2)`, [
+        file.name,
+        file.checksum,
+      ]);
+      // No parameters: pg sends it as a simple query, so the file may hold many statements.
+      await client.query(file.sql);
+      await client.query("COMMIT");
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new MigrationError(`migration ${file.name} failed: ${reason}`, {
+        migration: file.name,
+        cause: error,
+      });
+    }
+    result.applied.push(file.name);
+    onProgress?.({
+      name: file.name,
+      status: "applied",
+      durationMs: Math.round(performance.now() - started),
+    });
+  }
+  return result;
+}
