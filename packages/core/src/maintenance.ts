@@ -1,0 +1,32 @@
+import type pg from "pg";
+import { expireJobs } from "./sql/expire-jobs";
+import { pruneFinished } from "./sql/prune-finished";
+import { rescueExpiredLeases, type RescueOutcome } from "./sql/rescue-expired-leases";
+import { pruneWorkers } from "./sql/workers";
+
+/** Advisory-lock key held by the one maintenance leader across all worker processes. */
+export const MAINTENANCE_LOCK_KEY = 0x706f7274; // "port"
+
+export type MaintenanceReport = RescueOutcome & { expiredQueued: number; promoted: number; pruned: number; workersPruned: number };
+
+/**
+ * One maintenance pass: rescue expired leases, expire passed deadlines (and promote due retries),
+ * prune finished jobs past retention and forgotten workers. Each step is batched and safe to run
+ * concurrently with claims and acks; the leader lock only avoids wasted work.
+ */
+export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date; batch?: number } = {}): Promise<MaintenanceReport> => {
+  const rescue = await rescueExpiredLeases(db, params);
+  const expire = await expireJobs(db, params);
+  const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
+  const workersPruned = await pruneWorkers(db);
+  return { ...rescue, expiredQueued: expire.expired, promoted: expire.promoted, pruned: prune.pruned, workersPruned };
+};
+
+/**
+ * Tries to become the maintenance leader on a dedicated connection (session advisory lock; it is
+ * released if that connection drops, so another worker takes over).
+ */
+export const tryAcquireLeadership = async (client: pg.Client | pg.PoolClient): Promise<boolean> => {
+  const { rows } = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [MAINTENANCE_LOCK_KEY]);
+  return rows[0]?.ok === true;
+};

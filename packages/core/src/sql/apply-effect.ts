@@ -1,0 +1,63 @@
+import type pg from "pg";
+
+
+/** Raised when an effect is attempted under a lease this worker no longer holds. */
+export class StaleLeaseError extends Error {
+  override readonly name = "StaleLeaseError";
+  constructor(readonly jobId: string) {
+    super(`lease of job ${jobId} is no longer held by this attempt`);
+  }
+}
+
+export type EffectScope = { id: string; jobId: string; tenantId: string; attempt: number; leaseToken: string };
+
+/**
+ * `ctx.effect(key, fn)`: runs `fn` at most once per (tenant, key), ever. In one transaction it
+ * locks the job row under the caller's lease (FOR SHARE: lease rescue waits, and a stale attempt
+ * is refused with StaleLeaseError), claims the ledger row, runs `fn` with the transaction's client
+ * — so database writes made through it commit together with the ledger row — and stores `fn`'s
+ * result. When the key was applied before (by an earlier attempt or another job of the tenant),
+ * `fn` is not run and the stored result is returned.
+ */
+export const applyEffect = async <T>(
+  pool: pg.Pool,
+  scope: EffectScope,
+  key: string,
+  fn: (tx: pg.PoolClient) => Promise<T>,
+): Promise<{ applied: boolean; result: T }> => {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const lease = await client.query(
+      `SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2 AND state = 'RUNNING' FOR SHARE`,
+      [scope.id, scope.leaseToken],
+    );
+    if (!lease.rowCount) throw new StaleLeaseError(scope.jobId);
+    const claimed = await client.query(
+      `INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+      [scope.tenantId, key, scope.jobId, scope.attempt],
+    );
+    if (!claimed.rowCount) {
+      const { rows } = await client.query<{ result: T }>(
+        `SELECT result FROM job_effects WHERE tenant_id = $1 AND key = $2`,
+        [scope.tenantId, key],
+      );
+      await client.query("COMMIT");
+      return { applied: false, result: rows[0]?.result as T };
+    }
+    const result = await fn(client);
+    await client.query(`UPDATE job_effects SET result = $3 WHERE tenant_id = $1 AND key = $2`, [
+      scope.tenantId,
+      key,
+      JSON.stringify(result ?? null),
+    ]);
+    await client.query("COMMIT");
+    return { applied: true, result };
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+};
+

@@ -1,0 +1,184 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import {
+  AppError,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  type TEnqueueRequest,
+  type TEnqueueResult,
+  type TJobState,
+} from "@porter/contracts";
+import { inTransaction, type Db } from "../db";
+import { payloadHash } from "../hash";
+import { clampEnvelope } from "../policy/clamp";
+import { policyKey, Registry } from "../registry";
+
+/** An enqueue request whose tenant has been resolved from the caller's credential. */
+export type EnqueueInput = TEnqueueRequest & { tenant_id: string };
+
+export type EnqueueOptions = {
+  now?: Date;
+  maxPayloadBytes?: number;
+  registry?: Registry;
+  /** NOTIFY waiting workers (once per pool per call). Default true. */
+  notify?: boolean;
+};
+
+/** Channel a worker LISTENs on; the payload is the pool id. */
+export const READY_CHANNEL = "porter_ready";
+
+type Prepared = {
+  ord: number;
+  jobId: string;
+  input: EnqueueInput;
+  queueId: string;
+  poolId: string;
+  payloadJson: string;
+  hash: string;
+  priority: number;
+  maxAttempts: number;
+  timeoutS: number;
+  notBefore: Date | null;
+  deadlineAt: Date | null;
+  runAt: Date;
+  traceId: string;
+};
+
+/**
+ * Enqueues jobs durably: all of them or none (one transaction; the caller's, when `db` is a
+ * client inside one). The queue comes from the job-type registry, priority/attempts/timeout are
+ * clamped to the queue's and tenant's ceilings. The same (tenant, idempotency_key) returns the
+ * existing job with `deduplicated: true`; the same key with another payload is a 409 and nothing
+ * is stored. Results are in input order.
+ */
+export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: EnqueueOptions = {}): Promise<TEnqueueResult[]> => {
+  if (inputs.length === 0) return [];
+  const now = options.now ?? new Date();
+  const maxBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  const registry = options.registry ?? new Registry();
+
+  const prepared: Prepared[] = [];
+  const policies = await registry.resolve(db, inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })));
+  inputs.forEach((input, ord) => {
+    const payloadJson = JSON.stringify(input.payload);
+    const size = Buffer.byteLength(payloadJson);
+    if (size > maxBytes) {
+      throw new AppError("PAYLOAD_TOO_LARGE", {
+        message: `payload of ${size} bytes exceeds the limit of ${maxBytes} bytes; store the data elsewhere and pass a reference (source_ref, artifact_ref)`,
+        details: { index: ord, size, limit: maxBytes },
+      });
+    }
+    const policy = policies.get(policyKey(input.job_type, input.tenant_id))!;
+    const clamped = clampEnvelope(input, policy);
+    const notBefore = input.not_before ? new Date(input.not_before) : null;
+    const deadlineAt = input.deadline_at
+      ? new Date(input.deadline_at)
+      : policy.defaultDeadlineS
+        ? new Date(now.getTime() + policy.defaultDeadlineS * 1000)
+        : null;
+    if (deadlineAt && deadlineAt <= now) {
+      throw new AppError("BAD_REQUEST", { message: "deadline_at is in the past", details: { index: ord } });
+    }
+    prepared.push({
+      ord,
+      jobId: randomUUID(),
+      input,
+      queueId: policy.queueId,
+      poolId: policy.poolId,
+      payloadJson,
+      hash: payloadHash(input.job_type, input.payload),
+      ...clamped,
+      notBefore,
+      deadlineAt,
+      runAt: notBefore && notBefore > now ? notBefore : now,
+      traceId: input.trace_id ?? randomBytes(16).toString("hex"),
+    });
+  });
+
+  return inTransaction(db, async (client) => {
+    // One statement for the batch: the idempotency ledger decides which rows are new (ON CONFLICT
+    // DO NOTHING also absorbs duplicates inside the batch), and only those reach `jobs`.
+    const { rows: inserted } = await client.query<{ job_id: string }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                              $7::int[], $8::text[], $9::int[], $10::int[], $11::timestamptz[],
+                              $12::timestamptz[], $13::timestamptz[], $14::text[])
+           AS t(job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
+                max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id)
+       ), keys AS (
+         INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, payload_hash, created_at)
+         SELECT tenant_id, idempotency_key, job_id, payload_hash, $15 FROM input
+         ON CONFLICT DO NOTHING
+         RETURNING job_id
+       )
+       INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
+                         state, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id, created_at)
+       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload::jsonb, i.payload_hash, i.priority,
+              i.idempotency_key, 'READY', i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, i.run_at,
+              i.trace_id, $15
+         FROM input i JOIN keys k ON k.job_id = i.job_id
+       RETURNING job_id`,
+      [
+        prepared.map((p) => p.jobId),
+        prepared.map((p) => p.input.job_type),
+        prepared.map((p) => p.queueId),
+        prepared.map((p) => p.input.tenant_id),
+        prepared.map((p) => p.payloadJson),
+        prepared.map((p) => p.hash),
+        prepared.map((p) => p.priority),
+        prepared.map((p) => p.input.idempotency_key),
+        prepared.map((p) => p.maxAttempts),
+        prepared.map((p) => p.timeoutS),
+        prepared.map((p) => p.notBefore),
+        prepared.map((p) => p.deadlineAt),
+        prepared.map((p) => p.runAt),
+        prepared.map((p) => p.traceId),
+        now,
+      ],
+    );
+    const insertedIds = new Set(inserted.map((r) => r.job_id));
+    const results: TEnqueueResult[] = new Array(prepared.length);
+    const duplicates = prepared.filter((p) => !insertedIds.has(p.jobId));
+    for (const p of prepared) {
+      if (insertedIds.has(p.jobId)) results[p.ord] = { job_id: p.jobId, status: "READY", deduplicated: false };
+    }
+
+    if (duplicates.length > 0) {
+      // A new statement sees keys committed by concurrent producers and earlier rows of this batch.
+      const { rows: existing } = await client.query<{
+        tenant_id: string;
+        idempotency_key: string;
+        job_id: string;
+        payload_hash: string;
+        state: TJobState | null;
+      }>(
+        `SELECT k.tenant_id, k.idempotency_key, k.job_id, k.payload_hash,
+                coalesce(j.state, f.state) AS state
+           FROM idempotency_keys k
+           JOIN unnest($1::text[], $2::text[]) AS d(tenant_id, idempotency_key)
+             ON (k.tenant_id, k.idempotency_key) = (d.tenant_id, d.idempotency_key)
+           LEFT JOIN jobs j ON j.job_id = k.job_id
+           LEFT JOIN finished_jobs f ON f.job_id = k.job_id`,
+        [duplicates.map((d) => d.input.tenant_id), duplicates.map((d) => d.input.idempotency_key)],
+      );
+      const byKey = new Map(existing.map((e) => [`${e.tenant_id}\u0000${e.idempotency_key}`, e]));
+      for (const d of duplicates) {
+        const found = byKey.get(`${d.input.tenant_id}\u0000${d.input.idempotency_key}`);
+        if (!found) throw new Error(`idempotency key vanished during enqueue: ${d.input.idempotency_key}`);
+        if (found.payload_hash !== d.hash) {
+          throw new AppError("CONFLICT", {
+            message: `idempotency_key "${d.input.idempotency_key}" was already used with a different payload (job ${found.job_id})`,
+            details: { index: d.ord, job_id: found.job_id, idempotency_key: d.input.idempotency_key },
+          });
+        }
+        results[d.ord] = { job_id: found.job_id, status: found.state ?? "READY", deduplicated: true };
+      }
+    }
+
+    if (options.notify !== false) {
+      const pools = [...new Set(prepared.filter((p) => insertedIds.has(p.jobId) && p.runAt <= now).map((p) => p.poolId))];
+      if (pools.length > 0) {
+        await client.query(`SELECT pg_notify($1, pool) FROM unnest($2::text[]) AS pool`, [READY_CHANNEL, pools]);
+      }
+    }
+    return results;
+  });
+};

@@ -1,0 +1,40 @@
+import type { Db } from "../db";
+import { insertFinished } from "./finish";
+
+/**
+ * Moves queued work whose deadline passed to EXPIRED (running work is bounded by its lease, which
+ * never outlives the deadline, and is expired by lease rescue). Also promotes RETRY_WAIT jobs whose
+ * `run_at` was reached to READY, so counts by state tell the truth (claims take both anyway).
+ */
+export const expireJobs = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ expired: number; promoted: number }> => {
+  const { rows } = await db.query<{ expired: string; promoted: string }>(
+    `WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
+     late AS (
+       SELECT id FROM jobs
+        WHERE deadline_at <= (SELECT t FROM at) AND state IN ('READY', 'RETRY_WAIT')
+        LIMIT $2 FOR UPDATE SKIP LOCKED
+     ), done AS (
+       DELETE FROM jobs j USING late WHERE j.id = late.id AND j.state IN ('READY', 'RETRY_WAIT')
+       RETURNING j.*
+     ), fin AS (${insertFinished({
+       state: "'EXPIRED'",
+       finishedAt: "(SELECT t FROM at)",
+       error: `jsonb_build_object('code', 'DEADLINE_EXCEEDED', 'class', 'expired', 'message',
+                 'deadline ' || done.deadline_at::text || ' passed before the job could run', 'worker_version', NULL,
+                 'attempt', done.attempt, 'trace_id', done.trace_id, 'last_checkpoint', NULL)`,
+     })}
+     ), ev AS (
+       INSERT INTO job_events (job_id, at, kind, attempt, data)
+       SELECT job_id, (SELECT t FROM at), 'expired', attempt, jsonb_build_object('deadline_at', deadline_at) FROM done
+     ), promoted AS (
+       UPDATE jobs SET state = 'READY'
+        WHERE id IN (SELECT id FROM jobs WHERE state = 'RETRY_WAIT' AND run_at <= (SELECT t FROM at)
+                      AND (deadline_at IS NULL OR deadline_at > (SELECT t FROM at))
+                      LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING id
+     )
+     SELECT (SELECT count(*) FROM done)::text AS expired, (SELECT count(*) FROM promoted)::text AS promoted`,
+    [params.now ?? null, params.batch ?? 1000],
+  );
+  return { expired: Number(rows[0]?.expired ?? 0), promoted: Number(rows[0]?.promoted ?? 0) };
+};

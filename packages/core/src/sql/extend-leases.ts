@@ -1,0 +1,37 @@
+import type { Db } from "../db";
+
+export type LeaseRef = { id: string; leaseToken: string };
+export type ExtendOutcome = {
+  /** Leases extended; `leaseUntil` ≤ now means the bound (deadline, max runtime) was reached. */
+  extended: Array<{ id: string; leaseUntil: Date; cancelRequested: boolean }>;
+  /** Leases this worker no longer holds: the attempt must stop and must not ack. */
+  lost: string[];
+};
+
+/**
+ * Heartbeats a batch of leases. The new lease is `now + lease_seconds` but never past the job's
+ * deadline nor `claimed_at + max_runtime_s`. Fenced by token. Lease columns are in no index, so
+ * this is a HOT update; it runs with synchronous_commit off (a lost heartbeat only shortens a
+ * lease). Reports cancel requests so the worker can signal the handler.
+ */
+export const extendLeases = async (db: Db, items: LeaseRef[], now?: Date): Promise<ExtendOutcome> => {
+  if (items.length === 0) return { extended: [], lost: [] };
+  const { rows } = await db.query<{ id: string; lease_until: Date; cancel_requested: boolean }>(
+    `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)),
+     at AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS t, set_config('synchronous_commit', 'off', true))
+     UPDATE jobs j
+        SET lease_until = greatest(j.lease_until, least((SELECT t FROM at) + q.lease_seconds * interval '1 second',
+                                                        coalesce(j.deadline_at, 'infinity'),
+                                                        j.claimed_at + q.max_runtime_s * interval '1 second')),
+            heartbeat_at = (SELECT t FROM at)
+       FROM input i, queues q
+      WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING' AND q.id = j.queue_id
+     RETURNING j.id::text, j.lease_until, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
+    [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null],
+  );
+  const kept = new Set(rows.map((r) => r.id));
+  return {
+    extended: rows.map((r) => ({ id: r.id, leaseUntil: r.lease_until, cancelRequested: r.cancel_requested })),
+    lost: items.map((i) => i.id).filter((id) => !kept.has(id)),
+  };
+};

@@ -1,0 +1,64 @@
+import type { TJobError } from "@porter/contracts";
+import type { Db } from "../db";
+import type { FailureDecision } from "../policy/decide";
+import { insertAttempt, insertFinished } from "./finish";
+
+export type Failure = {
+  id: string;
+  leaseToken: string;
+  /** How the attempt ended. */
+  outcome: "failed" | "timed_out" | "cancelled";
+  error: TJobError;
+  /** Where the job goes next, from `decideFailure`. */
+  next: FailureDecision;
+};
+export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision["state"] }>; stale: string[] };
+
+/**
+ * Records failed attempts in one statement: retries go to RETRY_WAIT with their `run_at` (the
+ * job stays in the hot table); dead, cancelled and expired jobs move to `finished_jobs` with their
+ * structured error, marked partial when they recorded effects. Fenced like the ack: only a RUNNING
+ * row under the same token changes; the rest are reported stale. The last attempt's owner and
+ * token stay on a retrying row as history; no check accepts them once the state left RUNNING.
+ */
+export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
+  if (items.length === 0) return { applied: [], stale: [] };
+  const { rows } = await db.query<{ id: string; state: FailureDecision["state"] }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[])
+         AS t(id, token, next_state, run_at, error, outcome)
+     ), at AS (SELECT coalesce($7::timestamptz, clock_timestamp()) AS t),
+     retried AS (
+       UPDATE jobs j
+          SET state = 'RETRY_WAIT', run_at = i.run_at, last_error = i.error::jsonb, lease_until = NULL
+         FROM input i
+        WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING' AND i.next_state = 'RETRY_WAIT'
+       RETURNING j.*, i.outcome, i.error AS err
+     ), retried_att AS (${insertAttempt({ source: "retried AS done", outcome: "done.outcome", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb", retryAt: "done.run_at" })}
+     ), done AS (
+       DELETE FROM jobs j USING input i
+        WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING' AND i.next_state <> 'RETRY_WAIT'
+       RETURNING j.*, i.next_state, i.outcome, i.error AS err
+     ), fin AS (${insertFinished({ state: "done.next_state", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb" })}
+     ), att AS (${insertAttempt({ outcome: "done.outcome", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb" })}
+     ), ev AS (
+       INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
+       SELECT done.job_id, (SELECT t FROM at), lower(done.next_state), done.attempt, done.lease_owner,
+              jsonb_build_object('code', done.err::jsonb ->> 'code', 'class', done.err::jsonb ->> 'class')
+         FROM done
+     )
+     SELECT id::text, 'RETRY_WAIT' AS state FROM retried
+     UNION ALL SELECT id::text, next_state FROM done`,
+    [
+      items.map((i) => i.id),
+      items.map((i) => i.leaseToken),
+      items.map((i) => i.next.state),
+      items.map((i) => (i.next.state === "RETRY_WAIT" ? i.next.runAt : null)),
+      items.map((i) => JSON.stringify(i.error)),
+      items.map((i) => i.outcome),
+      now ?? null,
+    ],
+  );
+  const applied = new Set(rows.map((r) => r.id));
+  return { applied: rows, stale: items.map((i) => i.id).filter((id) => !applied.has(id)) };
+};

@@ -1,0 +1,94 @@
+import { AppError } from "@porter/contracts";
+import { writeAudit } from "../audit";
+import { inTransaction, type Db } from "../db";
+
+export type RedriveFilter = { queueId?: string; jobType?: string; tenantId?: string; errorCode?: string };
+export type RedriveParams = {
+  /** Redrive these jobs… */
+  jobIds?: string[];
+  /** …or every DEAD job matching this filter (at most `limit`). */
+  filter?: RedriveFilter;
+  /** Also redrive partially completed jobs and jobs past their deadline (the deadline is cleared). */
+  force?: boolean;
+  actor: string;
+  reason?: string;
+  limit?: number;
+  /** Count what would happen, change nothing. */
+  dryRun?: boolean;
+  now?: Date;
+};
+export type SkipReason = "not_found" | "not_dead" | "partial" | "expired";
+export type RedriveOutcome = { redriven: string[]; skipped: Array<{ job_id: string; reason: SkipReason }> };
+
+/**
+ * DEAD → READY, audited: each redriven job moves back to the hot table with a fresh attempt budget
+ * (attempt 0, redrive_count + 1), a `redriven` timeline event and an audit row, all in one
+ * transaction. Jobs that recorded effects (partial) or whose deadline passed are skipped unless
+ * `force`; a forced redrive of an expired deadline clears it.
+ */
+export const redriveJobs = async (db: Db, params: RedriveParams): Promise<RedriveOutcome> => {
+  if (!params.jobIds?.length && !params.filter) {
+    throw new AppError("BAD_REQUEST", { message: "redrive needs job ids or a filter" });
+  }
+  const limit = Math.min(params.limit ?? 10_000, 100_000);
+  return inTransaction(db, async (client) => {
+    const f = params.filter ?? {};
+    const { rows } = await client.query<{ job_id: string; state: string; partial: boolean; past_deadline: boolean }>(
+      `SELECT job_id::text, state, partial, (deadline_at IS NOT NULL AND deadline_at <= coalesce($7::timestamptz, now())) AS past_deadline
+         FROM finished_jobs
+        WHERE ($1::uuid[] IS NULL OR job_id = ANY($1))
+          AND ($1::uuid[] IS NOT NULL OR state = 'DEAD')
+          AND ($2::text IS NULL OR queue_id = $2) AND ($3::text IS NULL OR job_type = $3)
+          AND ($4::text IS NULL OR tenant_id = $4) AND ($5::text IS NULL OR error ->> 'code' = $5)
+        ORDER BY finished_at
+        LIMIT $6
+        FOR UPDATE`,
+      [params.jobIds?.length ? params.jobIds : null, f.queueId ?? null, f.jobType ?? null, f.tenantId ?? null, f.errorCode ?? null, limit, params.now ?? null],
+    );
+    const skipped: RedriveOutcome["skipped"] = [];
+    const chosen: string[] = [];
+    const seen = new Set(rows.map((r) => r.job_id));
+    for (const id of params.jobIds ?? []) if (!seen.has(id)) skipped.push({ job_id: id, reason: "not_found" });
+    for (const r of rows) {
+      if (r.state !== "DEAD") skipped.push({ job_id: r.job_id, reason: "not_dead" });
+      else if (r.partial && !params.force) skipped.push({ job_id: r.job_id, reason: "partial" });
+      else if (r.past_deadline && !params.force) skipped.push({ job_id: r.job_id, reason: "expired" });
+      else chosen.push(r.job_id);
+    }
+    if (params.dryRun || chosen.length === 0) return { redriven: params.dryRun ? chosen : [], skipped };
+
+    await client.query(
+      `WITH at AS (SELECT coalesce($2::timestamptz, clock_timestamp()) AS t),
+       done AS (DELETE FROM finished_jobs WHERE job_id = ANY($1::uuid[]) AND state = 'DEAD' RETURNING *),
+       back AS (
+         INSERT INTO jobs (id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
+                           state, attempt, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id,
+                           contract_version, created_at, last_error, redrive_count)
+         SELECT id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
+                'READY', 0, max_attempts, timeout_s, not_before,
+                CASE WHEN deadline_at <= (SELECT t FROM at) THEN NULL ELSE deadline_at END,
+                (SELECT t FROM at), trace_id, contract_version, created_at, error, redrive_count + 1
+           FROM done
+         RETURNING job_id, queue_id
+       ), ev AS (
+         INSERT INTO job_events (job_id, at, kind, actor, data)
+         SELECT job_id, (SELECT t FROM at), 'redriven', $3, jsonb_build_object('reason', $4::text, 'forced', $5::boolean) FROM back
+       )
+       SELECT pg_notify('porter_ready', q.pool_id) FROM (SELECT DISTINCT queue_id FROM back) b JOIN queues q ON q.id = b.queue_id`,
+      [chosen, params.now ?? null, params.actor, params.reason ?? null, params.force ?? false],
+    );
+    await writeAudit(
+      client,
+      chosen.map((id) => ({
+        actor: params.actor,
+        action: "job.redrive",
+        objectType: "job",
+        objectId: id,
+        before: { status: "DEAD" },
+        after: { status: "READY" },
+        reason: params.reason ?? null,
+      })),
+    );
+    return { redriven: chosen, skipped };
+  });
+};
