@@ -23,3 +23,6 @@ export * from "./sql/prune-finished";
 export * from "./sql/apply-effect";
 export * from "./sql/get-job";
 export * from "./sql/workers";
+export * from "./api-keys";
+export * from "./control";
+export * from "./users";
