@@ -1,0 +1,26 @@
+// @porter/db: connections, the Prisma client, the migrator and the embedded PostgreSQL server.
+// Test helpers live under `@porter/db/testing/*` and are not exported here.
+export { createPool, withTransaction, type CreatePoolOptions, type Queryable } from "./pool";
+export { createPrisma, type CreatePrismaOptions } from "./prisma";
+export {
+  defaultMigrationsDir,
+  migrate,
+  migrationChecksum,
+  MigrationError,
+  MIGRATION_LOCK_KEY,
+  MIGRATIONS_TABLE,
+  readMigrations,
+  type MigrateOptions,
+  type MigrateResult,
+  type MigrationFile,
+  type MigrationProgress,
+} from "./migrator";
+export {
+  EMBEDDED_DEFAULT_PORT,
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+  type EmbeddedPostgresOptions,
+} from "./embedded";
+// The generated client: PrismaClient, the Prisma namespace, model types (Job, Queue, …) and enums
+// (JobState, AttemptOutcome, Role) as both values and types.
+export * from "./generated/prisma/client";
