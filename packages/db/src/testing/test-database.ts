@@ -1,0 +1,144 @@
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, inject } from "vitest";
+import { createPool } from "../pool";
+import { withDatabase } from "./context";
+
+/** A database of one's own for an integration test file. */
+export type TestDatabase = {
+  /** Database name, `porter_test_<label>_<random>`. */
+  name: string;
+  connectionString: string;
+  /** A pool on the database (max 5), ended by `drop()`. */
+  pool: pg.Pool;
+  /** Ends `pool` and drops the database (terminating other connections to it). */
+  drop: () => Promise<void>;
+};
+
+/** Options of {@link createTestDatabase} and {@link useTestDatabase}. */
+export type TestDatabaseOptions = {
+  /**
+   * `true`: an empty database (from `template0`, no migrations, no ledger), for tests of the
+   * migrator itself. Default: a clone of the run's migrated template.
+   */
+  isEmpty?: boolean;
+  /** Readable part of the name, e.g. the test file's name; slugged and cut to 24 characters. */
+  label?: string;
+};
+
+/**
+ * Creates a database for one test file: `CREATE DATABASE … TEMPLATE <migrated template>`, which
+ * costs tens of milliseconds instead of a full migration. Needs the `integration` project's
+ * global setup (packages/db/src/testing/global-setup.ts), which provides the template.
+ */
+export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promise<TestDatabase> {
+  const adminUrl = inject("porterTestAdminUrl");
+  const template = opts.isEmpty ? "template0" : inject("porterTestTemplate");
+  if (!adminUrl || !template) {
+    throw new Error("no template database: run integration tests with `vitest run --project integration`");
+  }
+  const label = slug(opts.label ?? "");
+  const name = `porter_test_${label ? `${label}_` : ""}${randomBytes(4).toString("hex")}`;
+  await withAdmin(adminUrl, async (client) => {
+    const sql = `CREATE DATABASE ${client.escapeIdentifier(name)} TEMPLATE ${client.escapeIdentifier(template)}`;
+    // 55006 object_in_use: the template is briefly busy (another file cloning it); retry.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.query(sql);
+        return;
+      } catch (error) {
+        if ((error as { code?: string }).code !== "55006" || attempt >= 20) throw error;
+        await sleep(50 * attempt);
+      }
+    }
+  });
+  const connectionString = withDatabase(adminUrl, name);
+  const pool = createPool(connectionString, { max: 5, applicationName: "porter-test" });
+  let dropped: Promise<void> | undefined;
+  const drop = () =>
+    (dropped ??= (async () => {
+      await pool.end();
+      await withAdmin(adminUrl, (client) =>
+        client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
+      );
+    })());
+  return { name, connectionString, pool, drop };
+}
+
+/**
+ * Registers hooks giving the calling test file its own database: created in `beforeAll`, dropped
+ * in `afterAll` — unless a test or hook of the file failed, in which case the database is kept
+ * for inspection and its connection string printed. Call it at the top level of the file; read
+ * the returned object's fields inside tests and hooks (they throw before `beforeAll` ran).
+ */
+export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
+  let db: TestDatabase | undefined;
+  let hasFailure = false;
+  beforeAll(async ({}, suite) => {
+    db = await createTestDatabase({ ...opts, label: opts.label ?? fileLabel(suite) });
+  });
+  afterEach((context) => {
+    if (context.task.result?.state === "fail") hasFailure = true;
+  });
+  afterAll(async ({}, suite) => {
+    if (!db) return;
+    if (hasFailure || hasFailed(suite)) {
+      await db.pool.end();
+      console.warn(`[porter] kept test database ${db.name} for inspection: psql ${db.connectionString}`);
+      return;
+    }
+    await db.drop();
+  });
+  const current = (): TestDatabase => {
+    if (!db) throw new Error("useTestDatabase(): the database exists only inside tests and hooks");
+    return db;
+  };
+  return {
+    get name() {
+      return current().name;
+    },
+    get connectionString() {
+      return current().connectionString;
+    },
+    get pool() {
+      return current().pool;
+    },
+    drop: () => current().drop(),
+  };
+}
+
+type TaskLike = {
+  name: string;
+  file?: { name: string };
+  result?: { state?: string; errors?: unknown[] };
+  tasks?: readonly TaskLike[];
+};
+
+function hasFailed(task: TaskLike): boolean {
+  if (task.result?.state === "fail" || (task.result?.errors?.length ?? 0) > 0) return true;
+  return (task.tasks ?? []).some(hasFailed);
+}
+
+function fileLabel(suite: TaskLike): string {
+  const path = suite.file?.name ?? suite.name;
+  return (path.split("/").pop() ?? "").replace(/\.(int\.)?test\.ts$/, "");
+}
+
+function slug(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "_")
+    .replace(/^_+|_+$/g, "")
+    .slice(0, 24);
+}
+
+async function withAdmin(adminUrl: string, fn: (client: pg.Client) => Promise<unknown>): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl, application_name: "porter-test" });
+  await client.connect();
+  try {
+    await fn(client);
+  } finally {
+    await client.end();
+  }
+}
