@@ -1,0 +1,89 @@
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { beforeEach, describe, expect, it } from "vitest";
+import { controlPlane, type QueueFixture } from "../testing/fixtures";
+import { claimJobs } from "./claim-jobs";
+import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+
+const db = useTestDatabase();
+let n = 0;
+const job = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => ({
+  job_type: type, tenant_id: "tenant_A", payload: { n: n++ }, idempotency_key: `k${n}`, ...over,
+});
+const setup = async (queues: QueueFixture[], poolCap: number | null = null) => {
+  await db.pool.query(`TRUNCATE jobs, finished_jobs, idempotency_keys, job_types, queues, pools, tenants CASCADE`);
+  await controlPlane(db.pool, { queues, poolCap });
+};
+
+describe("claimJobs honours policy", () => {
+  beforeEach(() => setup([{ id: "q1" }, { id: "q2" }]));
+
+  it("claims by priority, then age, across the pool's queues", async () => {
+    const [low] = await enqueueJobs(db.pool, [job("q1.job", { priority: 10 })]);
+    const [high] = await enqueueJobs(db.pool, [job("q2.job", { priority: 90 })]);
+    const [mid1] = await enqueueJobs(db.pool, [job("q1.job", { priority: 50 })]);
+    const [mid2] = await enqueueJobs(db.pool, [job("q2.job", { priority: 50 })]);
+    const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 4 });
+    expect(claimed.map((c) => c.jobId)).toEqual([high!.job_id, mid1!.job_id, mid2!.job_id, low!.job_id]);
+    expect(claimed.every((c) => c.attempt === 1 && c.leaseUntil > new Date())).toBe(true);
+  });
+
+  it("skips paused queues and work not yet due", async () => {
+    await db.pool.query(`UPDATE queues SET paused = true WHERE id = 'q2'`);
+    await enqueueJobs(db.pool, [job("q2.job"), job("q1.job", { not_before: new Date(Date.now() + 60_000).toISOString() })]);
+    const [due] = await enqueueJobs(db.pool, [job("q1.job")]);
+    const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
+    expect(claimed.map((c) => c.jobId)).toEqual([due!.job_id]);
+  });
+
+  it("does not start work past its deadline", async () => {
+    const [r] = await enqueueJobs(db.pool, [job("q1.job", { deadline_at: new Date(Date.now() + 60_000).toISOString() })]);
+    const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10, now: new Date(Date.now() + 120_000) });
+    expect(claimed).toEqual([]);
+    const later = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
+    expect(later.map((c) => c.jobId)).toEqual([r!.job_id]);
+  });
+
+  it("never lets a lease outlive the deadline", async () => {
+    const deadline = new Date(Date.now() + 5_000);
+    await enqueueJobs(db.pool, [job("q1.job", { deadline_at: deadline.toISOString() })]);
+    const [c] = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 1 });
+    expect(c!.leaseUntil.getTime()).toBe(deadline.getTime());
+  });
+
+  it("gives every claim batch a new fencing token", async () => {
+    await enqueueJobs(db.pool, [job("q1.job"), job("q1.job")]);
+    const [a] = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 1 });
+    const [b] = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 1 });
+    expect(a!.leaseToken).not.toBe(b!.leaseToken);
+  });
+});
+
+describe("claimJobs holds caps", () => {
+  it("never exceeds a queue's concurrency cap, across claims", async () => {
+    await setup([{ id: "q1", concurrency_cap: 3 }, { id: "q2" }]);
+    await enqueueJobs(db.pool, Array.from({ length: 10 }, () => job("q1.job")));
+    await enqueueJobs(db.pool, Array.from({ length: 2 }, () => job("q2.job")));
+    const first = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
+    expect(first.filter((c) => c.queueId === "q1")).toHaveLength(3);
+    expect(first.filter((c) => c.queueId === "q2")).toHaveLength(2);
+    expect(await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 })).toEqual([]);
+  });
+
+  it("never exceeds a pool's cap", async () => {
+    await setup([{ id: "q1" }, { id: "q2" }], 4);
+    await enqueueJobs(db.pool, Array.from({ length: 10 }, (_, i) => job(i % 2 ? "q1.job" : "q2.job")));
+    expect(await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 })).toHaveLength(4);
+    expect(await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 })).toHaveLength(0);
+  });
+
+  it("holds the queue cap with many concurrent claimers on separate connections", async () => {
+    await setup([{ id: "q1", concurrency_cap: 5 }]);
+    await enqueueJobs(db.pool, Array.from({ length: 200 }, () => job("q1.job")));
+    const claims = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => claimJobs(db.pool, { poolId: "p1", workerId: `w${i}`, limit: 5 })),
+    );
+    expect(claims.flat()).toHaveLength(5);
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state = 'RUNNING'`);
+    expect(rows[0].n).toBe(5);
+  });
+});

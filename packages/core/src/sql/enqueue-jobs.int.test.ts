@@ -1,0 +1,156 @@
+import { AppError } from "@porter/contracts";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { beforeAll, describe, expect, it } from "vitest";
+import { controlPlane, jobTableCounts, stateOf } from "../testing/fixtures";
+import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+
+const db = useTestDatabase();
+const job = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
+  job_type: "q1.job",
+  tenant_id: "tenant_A",
+  payload: { source_ref: "s3://bucket/a" },
+  idempotency_key: `k-${Math.random()}`,
+  ...over,
+});
+const expectAppError = async (promise: Promise<unknown>, code: AppError["code"]) => {
+  const error = await promise.then(() => null, (e: unknown) => e);
+  expect(error).toBeInstanceOf(AppError);
+  expect((error as AppError).code).toBe(code);
+};
+
+beforeAll(async () => {
+  await controlPlane(db.pool, {
+    queues: [{ id: "q1", max_priority: 80, max_attempts: 10, default_deadline_s: null }, { id: "q2", default_deadline_s: 3600 }],
+    tenants: [{ id: "tenant_A" }, { id: "tenant_B", max_priority: 30 }],
+  });
+});
+
+describe("enqueueJobs", () => {
+  it("stores a READY job in the queue its type maps to, clamped by policy", async () => {
+    const [result] = await enqueueJobs(db.pool, [job({ priority: 100, max_attempts: 50 })]);
+    expect(result).toMatchObject({ status: "READY", deduplicated: false });
+    const { rows } = await db.pool.query(`SELECT queue_id, priority, max_attempts, state FROM jobs WHERE job_id = $1`, [result!.job_id]);
+    expect(rows[0]).toEqual({ queue_id: "q1", priority: 80, max_attempts: 10, state: "READY" });
+  });
+
+  it("clamps priority to the tenant's ceiling too", async () => {
+    const [result] = await enqueueJobs(db.pool, [job({ tenant_id: "tenant_B", priority: 90 })]);
+    const { rows } = await db.pool.query(`SELECT priority FROM jobs WHERE job_id = $1`, [result!.job_id]);
+    expect(rows[0].priority).toBe(30);
+  });
+
+  it("applies the queue's default deadline and honours not_before", async () => {
+    const notBefore = new Date(Date.now() + 60_000).toISOString();
+    const [result] = await enqueueJobs(db.pool, [job({ job_type: "q2.job", not_before: notBefore })]);
+    const { rows } = await db.pool.query(`SELECT run_at, deadline_at, created_at FROM jobs WHERE job_id = $1`, [result!.job_id]);
+    expect(rows[0].run_at.toISOString()).toBe(notBefore);
+    expect(rows[0].deadline_at.getTime() - rows[0].created_at.getTime()).toBe(3600_000);
+  });
+
+  it("returns the same job for the same key and payload, deduplicated", async () => {
+    const first = job({ payload: { b: 1, a: 2 } });
+    const [a] = await enqueueJobs(db.pool, [first]);
+    const [b] = await enqueueJobs(db.pool, [{ ...first, payload: { a: 2, b: 1 } }]);
+    expect(b).toEqual({ job_id: a!.job_id, status: "READY", deduplicated: true });
+  });
+
+  it("deduplicates against finished jobs too", async () => {
+    const first = job();
+    const [a] = await enqueueJobs(db.pool, [first]);
+    await db.pool.query(
+      `WITH done AS (DELETE FROM jobs WHERE job_id = $1 RETURNING *)
+       INSERT INTO finished_jobs (id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
+         state, attempt, max_attempts, timeout_s, run_at, trace_id, created_at, finished_at)
+       SELECT id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key, 'SUCCEEDED',
+         1, max_attempts, timeout_s, run_at, trace_id, created_at, now() FROM done`,
+      [a!.job_id],
+    );
+    const [b] = await enqueueJobs(db.pool, [first]);
+    expect(b).toEqual({ job_id: a!.job_id, status: "SUCCEEDED", deduplicated: true });
+  });
+
+  it("refuses the same key with another payload (409) and stores nothing of the batch", async () => {
+    const first = job();
+    await enqueueJobs(db.pool, [first]);
+    const before = await jobTableCounts(db.pool);
+    await expectAppError(enqueueJobs(db.pool, [job(), { ...first, payload: { other: true } }]), "CONFLICT");
+    expect(await jobTableCounts(db.pool)).toEqual(before);
+  });
+
+  it("refuses a conflicting duplicate inside one batch", async () => {
+    const before = await jobTableCounts(db.pool);
+    const dup = job();
+    await expectAppError(enqueueJobs(db.pool, [dup, { ...dup, payload: { x: 1 } }]), "CONFLICT");
+    expect(await jobTableCounts(db.pool)).toEqual(before);
+  });
+
+  it("deduplicates an identical duplicate inside one batch", async () => {
+    const dup = job();
+    const [a, b] = await enqueueJobs(db.pool, [dup, dup]);
+    expect(b).toEqual({ job_id: a!.job_id, status: "READY", deduplicated: true });
+  });
+
+  it("refuses oversize payloads with 413 and a hint to pass a reference", async () => {
+    const before = await jobTableCounts(db.pool);
+    const error = await enqueueJobs(db.pool, [job(), job({ payload: { blob: "x".repeat(70_000) } })]).catch((e: AppError) => e);
+    expect(error).toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect((error as AppError).message).toMatch(/reference/);
+    expect(await jobTableCounts(db.pool)).toEqual(before);
+  });
+
+  it("refuses unknown job types and tenants with 400", async () => {
+    await expectAppError(enqueueJobs(db.pool, [job({ job_type: "nope" })]), "BAD_REQUEST");
+    await expectAppError(enqueueJobs(db.pool, [job({ tenant_id: "tenant_Z" })]), "BAD_REQUEST");
+  });
+
+  it("stores a batch of 1000 in input order", async () => {
+    const inputs = Array.from({ length: 1000 }, (_, i) => job({ payload: { i } }));
+    const results = await enqueueJobs(db.pool, inputs);
+    expect(results).toHaveLength(1000);
+    const { rows } = await db.pool.query<{ job_id: string; i: number }>(
+      `SELECT job_id::text, (payload->>'i')::int AS i FROM jobs WHERE job_id = ANY($1::uuid[])`,
+      [results.map((r) => r.job_id)],
+    );
+    const byId = new Map(rows.map((r) => [r.job_id, r.i]));
+    results.forEach((r, i) => expect(byId.get(r.job_id)).toBe(i));
+  });
+
+  it("enqueues inside the caller's transaction: rolled back, nothing stays", async () => {
+    const client = await db.pool.connect();
+    let jobId: string;
+    try {
+      await client.query("BEGIN");
+      await client.query(`INSERT INTO diag_effects (key, applied) VALUES ('outbox-rollback', 1)`);
+      const [r] = await enqueueJobs(client, [job()]);
+      jobId = r!.job_id;
+      await client.query("ROLLBACK");
+    } finally {
+      client.release();
+    }
+    expect(await stateOf(db.pool, jobId)).toBeNull();
+  });
+
+  it("enqueues inside the caller's transaction: committed with the caller's own write", async () => {
+    const client = await db.pool.connect();
+    let jobId: string;
+    try {
+      await client.query("BEGIN");
+      await client.query(`INSERT INTO diag_effects (key, applied) VALUES ('outbox-commit', 1)`);
+      const [r] = await enqueueJobs(client, [job()]);
+      jobId = r!.job_id;
+      expect(await stateOf(db.pool, jobId)).toBeNull(); // not visible before commit
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    expect(await stateOf(db.pool, jobId)).toBe("READY");
+  });
+
+  it("lets exactly one of many concurrent producers create a keyed job", async () => {
+    const input = job();
+    const results = await Promise.all(Array.from({ length: 8 }, () => enqueueJobs(db.pool, [input])));
+    const ids = new Set(results.map((r) => r[0]!.job_id));
+    expect(ids.size).toBe(1);
+    expect(results.filter((r) => !r[0]!.deduplicated)).toHaveLength(1);
+  });
+});
