@@ -1,0 +1,49 @@
+import type { ApiKeyScope, Registry } from "@porter/core";
+import type pg from "pg";
+
+/** Console roles, weakest first. */
+export const ROLES = ["viewer", "operator", "admin"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** A signed-in console user. Filled by `getSession` once console sign-in exists. */
+export type Session = { userId: string; email: string; role: Role };
+
+/** What every procedure sees. Procedure builders narrow it (`apiKey`, `session` non-null). */
+export type Context = {
+  req: Request;
+  /** Headers added to the HTTP response (e.g. Set-Cookie, Cache-Control). */
+  resHeaders: Headers;
+  pool: pg.Pool;
+  /** Job-type/tenant policy cache shared by the process (enqueue). */
+  registry: Registry;
+  /** Ceiling of one job's serialized payload (413 above it). */
+  maxPayloadBytes: number;
+  /** The verified producer key; set by `producerProcedure`. */
+  apiKey: ApiKeyScope | null;
+  /** The console user; null until sign-in lands (viewer/operator/admin procedures deny). */
+  session: Session | null;
+};
+
+/** Inputs of {@link createContext}; `getSession` is the hook console sign-in will fill. */
+export type CreateContextOptions = {
+  req: Request;
+  resHeaders: Headers;
+  pool: pg.Pool;
+  registry: Registry;
+  maxPayloadBytes: number;
+  getSession?: (req: Request) => Promise<Session | null>;
+};
+
+/**
+ * Builds the per-request context. Nothing is verified here: credentials are checked by the
+ * procedure builders that need them, so a public procedure costs no database round trip.
+ */
+export const createContext = async (opts: CreateContextOptions): Promise<Context> => ({
+  req: opts.req,
+  resHeaders: opts.resHeaders,
+  pool: opts.pool,
+  registry: opts.registry,
+  maxPayloadBytes: opts.maxPayloadBytes,
+  apiKey: null,
+  session: opts.getSession ? await opts.getSession(opts.req) : null,
+});

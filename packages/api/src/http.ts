@@ -1,0 +1,121 @@
+import { DEFAULT_MAX_PAYLOAD_BYTES } from "@porter/contracts";
+import type { Registry } from "@porter/core";
+import type { TRPCError } from "@trpc/server";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
+import type pg from "pg";
+import { createContext, type Session } from "./context";
+import { appErrorOf } from "./errors";
+import { appRouter } from "./root";
+import type { ErrorData } from "./trpc";
+
+/** Default ceiling of a whole request body: a full batch of 1000 small jobs fits with room. */
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+/** What the HTTP endpoint needs from the process that serves it (console, tests). */
+export type TrpcHttpDeps = {
+  pool: pg.Pool;
+  /** Shared by the process, so enqueue does not re-read the registry per request. */
+  registry: Registry;
+  /** Ceiling of one job's payload (core refuses more with 413). Default 64 KiB. */
+  maxPayloadBytes?: number;
+  /** Ceiling of the request body, enforced before it is parsed (413). Default 8 MiB. */
+  maxBodyBytes?: number;
+  /** Path prefix of procedures. Default `/api/trpc`. */
+  endpoint?: string;
+  /** Reads the console session of a request; absent until console sign-in exists. */
+  getSession?: (req: Request) => Promise<Session | null>;
+  /** Called for every error (log 5xx with their cause; the response never carries it). */
+  onError?: (info: { error: TRPCError; path: string | undefined; type: string }) => void;
+};
+
+/**
+ * Serves one tRPC request (GET queries, POST mutations, plain JSON) and returns the response.
+ * A body larger than `maxBodyBytes` is refused with 413 before a byte of it is parsed: by its
+ * Content-Length when sent, otherwise by counting while it streams in. A 429 carries
+ * `Retry-After`. The console's `/api/trpc/[trpc]` route and the tests both go through here.
+ */
+export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): Promise<Response> => {
+  const endpoint = deps.endpoint ?? "/api/trpc";
+  const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  let req = request;
+  if (request.method !== "GET" && request.method !== "HEAD" && request.body) {
+    const body = await readBodyCapped(request, maxBodyBytes);
+    if (body === null) return bodyTooLarge(request, endpoint, maxBodyBytes);
+    const headers = new Headers(request.headers);
+    headers.delete("content-length");
+    headers.delete("transfer-encoding");
+    req = new Request(request.url, { method: request.method, headers, body, signal: request.signal });
+  }
+  return fetchRequestHandler({
+    endpoint,
+    req,
+    router: appRouter,
+    maxBatchSize: 50,
+    createContext: ({ req: trpcReq, resHeaders }) =>
+      createContext({
+        req: trpcReq,
+        resHeaders,
+        pool: deps.pool,
+        registry: deps.registry,
+        maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+        getSession: deps.getSession,
+      }),
+    responseMeta: ({ errors }) => {
+      const waits = errors.map((e) => appErrorOf(e)?.retryAfterS).filter((s): s is number => typeof s === "number");
+      return waits.length > 0 ? { headers: { "retry-after": String(Math.max(1, Math.ceil(Math.max(...waits)))) } } : {};
+    },
+    onError: deps.onError ? ({ error, path, type }) => deps.onError!({ error, path, type }) : undefined,
+  });
+};
+
+/** The body as bytes, or null once it passes `limit` (the rest is not read). */
+const readBodyCapped = async (request: Request, limit: number): Promise<Uint8Array<ArrayBuffer> | null> => {
+  const declared = Number(request.headers.get("content-length"));
+  // Past the limit we stop reading and answer at once. The unread rest is left to the server
+  // (it is not buffered); cancelling the stream would reset the connection before the client
+  // could read the 413.
+  if (Number.isFinite(declared) && declared > limit) return null;
+  const reader = request.body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      reader.releaseLock();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+};
+
+/** A 413 in tRPC's error shape (an array for batch calls), so tRPC clients parse it. */
+const bodyTooLarge = (request: Request, endpoint: string, limit: number): Response => {
+  const url = new URL(request.url);
+  const path = decodeURIComponent(url.pathname.slice(url.pathname.indexOf(endpoint) + endpoint.length + 1));
+  const error = (p: string) => ({
+    error: {
+      message: `request body exceeds the limit of ${limit} bytes; send smaller batches, and pass references instead of data in payloads`,
+      code: TRPC_ERROR_CODES_BY_KEY.PAYLOAD_TOO_LARGE,
+      data: {
+        code: "PAYLOAD_TOO_LARGE",
+        httpStatus: 413,
+        path: p,
+        appCode: "PAYLOAD_TOO_LARGE",
+        details: { limit },
+        retryAfterS: null,
+      } satisfies ErrorData,
+    },
+  });
+  const json = url.searchParams.get("batch") === "1" ? path.split(",").map(error) : error(path);
+  return new Response(JSON.stringify(json), { status: 413, headers: { "content-type": "application/json", connection: "close" } });
+};

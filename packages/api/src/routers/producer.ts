@@ -1,0 +1,92 @@
+import {
+  AppError,
+  ZCancelJobRequest,
+  ZCancelJobResult,
+  ZEnqueueBatchRequest,
+  ZEnqueueRequest,
+  ZEnqueueResult,
+  ZGetJobRequest,
+  ZJobStatus,
+  type TEnqueueRequest,
+} from "@porter/contracts";
+import { cancelJob, enqueueJobs, getJob, type ApiKeyScope, type EnqueueInput } from "@porter/core";
+import { z } from "zod";
+import { createTRPCRouter, producerProcedure } from "../trpc";
+
+/**
+ * Resolves the tenant of each request from the key's scope and checks the job type, before
+ * anything is stored: the body's tenant_id may narrow the scope, never widen it. With
+ * `index`, errors name the batch item.
+ */
+export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest, index?: number): EnqueueInput => {
+  const at = index === undefined ? {} : { index };
+  const where = index === undefined ? "" : `jobs[${index}]: `;
+  let tenantId = request.tenant_id;
+  if (tenantId === undefined) {
+    if (scope.tenantIds.length !== 1) {
+      throw new AppError("BAD_REQUEST", {
+        message: `${where}tenant_id is required: this API key is scoped to ${scope.tenantIds.length} tenants`,
+        details: { ...at, tenants: scope.tenantIds },
+      });
+    }
+    tenantId = scope.tenantIds[0]!;
+  } else if (!scope.tenantIds.includes(tenantId)) {
+    throw new AppError("FORBIDDEN", {
+      message: `${where}this API key may not enqueue for tenant "${tenantId}"`,
+      details: { ...at, tenant_id: tenantId },
+    });
+  }
+  if (!scope.jobTypes.includes("*") && !scope.jobTypes.includes(request.job_type)) {
+    throw new AppError("FORBIDDEN", {
+      message: `${where}this API key may not enqueue job type "${request.job_type}"`,
+      details: { ...at, job_type: request.job_type },
+    });
+  }
+  return { ...request, tenant_id: tenantId };
+};
+
+/** The producer API (DESIGN "Producer procedures"): enqueue, enqueueBatch, get, cancel. */
+export const producerRouter = createTRPCRouter({
+  /** Enqueues one job; the same (tenant, idempotency_key) and payload returns the same job. */
+  enqueue: producerProcedure
+    .input(ZEnqueueRequest)
+    .output(ZEnqueueResult)
+    .mutation(async ({ ctx, input }) => {
+      const scoped = scopeEnqueueRequest(ctx.apiKey, input);
+      const [result] = await enqueueJobs(ctx.pool, [scoped], { registry: ctx.registry, maxPayloadBytes: ctx.maxPayloadBytes });
+      return result!;
+    }),
+
+  /** Enqueues up to 1000 jobs in one transaction: all are stored, or (on any error) none. */
+  enqueueBatch: producerProcedure
+    .input(ZEnqueueBatchRequest)
+    .output(z.object({ results: z.array(ZEnqueueResult) }))
+    .mutation(async ({ ctx, input }) => {
+      const scoped = input.jobs.map((job, index) => scopeEnqueueRequest(ctx.apiKey, job, index));
+      const results = await enqueueJobs(ctx.pool, scoped, { registry: ctx.registry, maxPayloadBytes: ctx.maxPayloadBytes });
+      return { results };
+    }),
+
+  /** A job of the key's tenants with its status and timeline; anything else is a 404. */
+  get: producerProcedure
+    .input(ZGetJobRequest)
+    .output(ZJobStatus)
+    .query(async ({ ctx, input }) => {
+      const job = await getJob(ctx.pool, input.job_id, { tenantIds: ctx.apiKey.tenantIds });
+      if (!job) throw new AppError("NOT_FOUND", { message: `job ${input.job_id} not found` });
+      return job;
+    }),
+
+  /** Cancels a job of the key's tenants: queued → CANCELLED at once; running → RUNNING (requested). */
+  cancel: producerProcedure
+    .input(ZCancelJobRequest)
+    .output(ZCancelJobResult)
+    .mutation(({ ctx, input }) =>
+      cancelJob(ctx.pool, {
+        jobId: input.job_id,
+        tenantIds: ctx.apiKey.tenantIds,
+        reason: input.reason,
+        actor: `key:${ctx.apiKey.id}`,
+      }),
+    ),
+});

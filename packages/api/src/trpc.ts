@@ -1,0 +1,103 @@
+import { APP_ERROR_STATUS, AppError, type AppErrorCode } from "@porter/contracts";
+import { verifyApiKey } from "@porter/core";
+import { initTRPC, TRPCError } from "@trpc/server";
+import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
+import type { Context, Role, Session } from "./context";
+import { ROLES } from "./context";
+import { appErrorOf, asAppError, INTERNAL_ERROR_MESSAGE, schemaIssuesOf, summarizeIssues, toTRPCError } from "./errors";
+
+/**
+ * What every error carries in `data` besides tRPC's `code`, `httpStatus` and `path`:
+ * `appCode` (the AppError code, or BAD_REQUEST for an input that failed validation; null for
+ * errors of tRPC itself or internal ones), `details` (AppError details, or `{ issues }` of a
+ * schema error) and `retryAfterS` (429). Never a stack trace.
+ */
+export type ErrorData = {
+  code: string;
+  httpStatus: number;
+  path?: string;
+  appCode: AppErrorCode | null;
+  details: Record<string, unknown> | null;
+  retryAfterS: number | null;
+};
+
+const t = initTRPC.context<Context>().create({
+  // Plain JSON on the wire (no transformer): producers call us with curl and fetch.
+  errorFormatter({ shape, error }) {
+    const app = appErrorOf(error);
+    const issues = !app && error.code === "BAD_REQUEST" ? schemaIssuesOf(error.cause) : undefined;
+    const isInternal = !app && error.code === "INTERNAL_SERVER_ERROR";
+    const code = app?.code ?? error.code;
+    const { stack: _stack, ...data } = shape.data as typeof shape.data & { stack?: string };
+    const formatted: ErrorData = {
+      ...data,
+      code,
+      httpStatus: app ? APP_ERROR_STATUS[app.code] : data.httpStatus,
+      appCode: app?.code ?? (issues ? "BAD_REQUEST" : null),
+      details: app?.details ?? (issues ? { issues } : null),
+      retryAfterS: app?.retryAfterS ?? null,
+    };
+    return {
+      // Driver errors and bugs can name hosts, tables or values: their message stays in the logs.
+      message: isInternal ? INTERNAL_ERROR_MESSAGE : issues ? `invalid input: ${summarizeIssues(issues)}` : shape.message,
+      code: TRPC_ERROR_CODES_BY_KEY[code],
+      data: formatted,
+    };
+  },
+});
+
+export const createTRPCRouter = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+/**
+ * Every procedure starts here: an AppError thrown below (by a procedure or @porter/core) becomes
+ * the tRPC error of the same code, so logs and `onError` see 404/409/413… rather than 500.
+ */
+const baseProcedure = t.procedure.use(async ({ next }) => {
+  const result = await next();
+  if (!result.ok) {
+    const app = asAppError(result.error.cause);
+    if (app) throw toTRPCError(app);
+  }
+  return result;
+});
+
+/** Anyone may call it. Keep these few: health, and what the console shows before sign-in. */
+export const publicProcedure = baseProcedure;
+
+/**
+ * Producer API: `Authorization: Bearer <api key>`, verified against `api_keys` (401 when
+ * missing, malformed, unknown or revoked). The key's scope is `ctx.apiKey`; procedures check
+ * tenant and job type against it. Runs before input validation, so an unauthenticated caller
+ * learns nothing about the contract.
+ */
+export const producerProcedure = baseProcedure.use(async ({ ctx, next }) => {
+  const header = ctx.req.headers.get("authorization") ?? "";
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match) {
+    throw toTRPCError(new AppError("UNAUTHORIZED", { message: "missing API key: send Authorization: Bearer <key>" }));
+  }
+  const scope = await verifyApiKey(ctx.pool, match[1]!);
+  if (!scope) throw toTRPCError(new AppError("UNAUTHORIZED", { message: "invalid or revoked API key" }));
+  return next({ ctx: { ...ctx, apiKey: scope } });
+});
+
+const requireRole = (minimum: Role) =>
+  baseProcedure.use(({ ctx, next }) => {
+    const session: Session | null = ctx.session;
+    if (!session) {
+      throw new TRPCError({ code: "UNAUTHORIZED", message: "sign in to the console first" });
+    }
+    if (ROLES.indexOf(session.role) < ROLES.indexOf(minimum)) {
+      throw new TRPCError({ code: "FORBIDDEN", message: `requires the ${minimum} role` });
+    }
+    return next({ ctx: { ...ctx, session } });
+  });
+
+/**
+ * Console procedures by role (viewer < operator < admin). Until console sign-in exists no
+ * request has a session, so they deny every caller with 401: deny by default.
+ */
+export const viewerProcedure = requireRole("viewer");
+export const operatorProcedure = requireRole("operator");
+export const adminProcedure = requireRole("admin");
