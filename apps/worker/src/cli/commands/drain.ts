@@ -1,0 +1,94 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { AppError } from "@porter/contracts";
+import { runningCounts, setQueuePaused } from "@porter/core";
+import { intOption, listOption, parseCommandArgs } from "../args";
+import { helpText, type Command } from "../command";
+import { CommandFailure, UsageError } from "../errors";
+
+const POLL_MS = 500;
+const QUIET_PROGRESS_MS = 10_000;
+
+/** `drain`: pause queues and wait until none of their jobs is RUNNING. */
+export const drainCommand: Command = {
+  name: "drain",
+  summary: "pause queue(s) and wait until none of their jobs is running",
+  help: helpText(
+    "drain (--queue Q[,Q...] | --pool P) [--timeout-s N] [--reason R] [--json]",
+    "Pauses the queue(s) (or every queue of the pool) so no new job starts, then waits, printing\n" +
+      "progress, until none of their jobs is RUNNING; exits 0 and leaves them paused (resume them\n" +
+      "with `npm run porter -- resume <queue>`). Ready jobs stay queued. Exits 1 on timeout, still paused.",
+    [
+      ["--queue <ids>", "queue(s) to drain; comma-separated or repeated"],
+      ["--pool <id>", "drain every queue of this pool"],
+      ["--timeout-s <n>", "give up after this many seconds (default: wait indefinitely)"],
+      ["--reason <text>", "recorded in the audit log (default: drain)"],
+    ],
+  ),
+  run: async (ctx, argv) => {
+    const cmd = "drain";
+    const { values } = parseCommandArgs(cmd, argv, {
+      queue: { type: "string", multiple: true },
+      pool: { type: "string" },
+      "timeout-s": { type: "string" },
+      reason: { type: "string" },
+    });
+    const requested = listOption(values.queue);
+    if (requested.length > 0 && values.pool) throw new UsageError("drain: give --queue or --pool, not both");
+    if (requested.length === 0 && !values.pool) throw new UsageError("drain: --queue <id> or --pool <id> is required (see drain --help)");
+    const timeoutS = intOption(cmd, "timeout-s", values["timeout-s"], { min: 0, max: 7 * 86_400 });
+
+    const { pool } = await ctx.db();
+    const queues = values.pool ? await poolQueues(pool, values.pool) : await existingQueues(pool, requested);
+    for (const queueId of queues) {
+      const changed = await setQueuePaused(pool, { queueId, paused: true, actor: ctx.actor, reason: values.reason ?? "drain" });
+      ctx.out.progress(`drain: queue ${queueId} ${changed ? "paused" : "was already paused"}`);
+    }
+    const resumeHint = `resume with: ${queues.map((q) => `npm run porter -- resume ${q}`).join("; ")}`;
+
+    const started = Date.now();
+    let last = "";
+    let lastPrinted = 0;
+    for (;;) {
+      const counts = await runningCounts(pool, queues);
+      const running = [...counts.values()].reduce((a, b) => a + b, 0);
+      const waitedMs = Date.now() - started;
+      if (running === 0) {
+        ctx.out.progress(`drain: no job running in ${queues.join(", ")} after ${(waitedMs / 1000).toFixed(1)} s`);
+        ctx.out.progress(resumeHint);
+        ctx.out.result(
+          { drained: true, queues, running: 0, waited_ms: waitedMs, paused: queues },
+          [`drained ${queues.join(", ")}: no job running; the queue(s) stay paused`, resumeHint],
+        );
+        return;
+      }
+      const detail = [...counts].map(([q, n]) => `${q} ${n}`).join(", ");
+      if (detail !== last || Date.now() - lastPrinted >= QUIET_PROGRESS_MS) {
+        ctx.out.progress(`drain: ${running} running (${detail}), waited ${Math.round(waitedMs / 1000)} s`);
+        last = detail;
+        lastPrinted = Date.now();
+      }
+      if (timeoutS !== undefined && waitedMs >= timeoutS * 1000) {
+        throw new CommandFailure(`drain timed out after ${timeoutS} s with ${running} job(s) still running (${detail}); the queue(s) stay paused; ${resumeHint}`, "DRAIN_TIMEOUT", {
+          queues,
+          running: Object.fromEntries(counts),
+        });
+      }
+      await sleep(POLL_MS);
+    }
+  },
+};
+
+const poolQueues = async (db: Parameters<typeof runningCounts>[0], poolId: string): Promise<string[]> => {
+  const found = await db.query(`SELECT 1 FROM pools WHERE id = $1`, [poolId]);
+  if (!found.rowCount) throw new AppError("NOT_FOUND", { message: `pool ${poolId} not found` });
+  const { rows } = await db.query<{ id: string }>(`SELECT id FROM queues WHERE pool_id = $1 ORDER BY id`, [poolId]);
+  if (rows.length === 0) throw new AppError("NOT_FOUND", { message: `pool ${poolId} has no queues` });
+  return rows.map((r) => r.id);
+};
+
+const existingQueues = async (db: Parameters<typeof runningCounts>[0], ids: string[]): Promise<string[]> => {
+  const { rows } = await db.query<{ id: string }>(`SELECT id FROM queues WHERE id = ANY($1::text[])`, [ids]);
+  const missing = ids.filter((id) => !rows.some((r) => r.id === id));
+  if (missing.length) throw new AppError("NOT_FOUND", { message: `queue(s) not found: ${missing.join(", ")}` });
+  return ids;
+};

@@ -1,0 +1,31 @@
+import { z } from "zod";
+import { DEFAULT_ADMIN_EMAIL } from "../../../../prisma/seed";
+
+// An empty variable (`DATABASE_URL= npm start`) means unset.
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === "" ? undefined : v), schema.optional());
+
+const ZCliEnv = z.object({
+  /** PostgreSQL connection string; when unset the embedded server under `.porter/pg` is used. */
+  DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// connection string")),
+  /** Port of the console (`npm start`). */
+  PORT: z.preprocess((v) => (v === "" ? undefined : v), z.coerce.number().int().min(1).max(65_535).default(3000)),
+  /** next-auth secret; generated into `.porter/auth-secret` by `npm start` when unset. */
+  AUTH_SECRET: optional(z.string().min(16, "must be at least 16 characters")),
+  /** Login of the seeded admin. */
+  PORTER_ADMIN_EMAIL: z.preprocess((v) => (v === "" ? undefined : v), z.email().default(DEFAULT_ADMIN_EMAIL)),
+  /** Password of the seeded admin; generated and printed once when unset. */
+  PORTER_ADMIN_PASSWORD: optional(z.string().min(8, "must be at least 8 characters")),
+});
+
+/** Environment of the operations CLI and the `npm start` launcher, validated once per process. */
+export type CliEnv = z.infer<typeof ZCliEnv>;
+
+/** Parses the environment; an invalid value fails fast with a message naming the variable. */
+export const parseCliEnv = (source: NodeJS.ProcessEnv = process.env): CliEnv => {
+  const parsed = ZCliEnv.safeParse(source);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+};
