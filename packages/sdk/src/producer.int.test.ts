@@ -1,0 +1,107 @@
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { countStored, seedProducerFixtures, type ProducerFixtures } from "@porter/api/testing/fixtures";
+import { startTestServer, type TestServer } from "@porter/api/testing/http-server";
+import { Registry } from "@porter/core";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createProducerClient, ProducerError, type ProducerClient } from "./producer";
+
+const db = useTestDatabase();
+let server: TestServer;
+let fx: ProducerFixtures;
+let client: ProducerClient;
+
+beforeAll(async () => {
+  fx = await seedProducerFixtures(db.pool);
+  server = await startTestServer({ pool: db.pool, registry: new Registry({ ttlMs: 1000 }) });
+  client = createProducerClient({ url: server.url, apiKey: fx.keyA });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const job = (overrides: Record<string, unknown> = {}) => ({
+  job_type: "fx.email",
+  payload: { message_ref: "s3://mail/1" },
+  idempotency_key: `k-${randomUUID()}`,
+  ...overrides,
+});
+
+const failure = async (call: Promise<unknown>): Promise<ProducerError> => {
+  try {
+    await call;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ProducerError);
+    return error as ProducerError;
+  }
+  throw new Error("expected the call to fail");
+};
+
+describe("createProducerClient", () => {
+  it("enqueues (idempotently), reads and cancels a job", async () => {
+    const request = job();
+    const first = await client.enqueue(request);
+    expect(first).toEqual({ job_id: expect.any(String), status: "READY", deduplicated: false });
+    expect(await client.enqueue(request)).toEqual({ ...first, deduplicated: true });
+
+    const status = await client.get(first.job_id);
+    expect(status).toMatchObject({ job_id: first.job_id, tenant_id: fx.tenantA, status: "READY", result: null });
+
+    expect(await client.cancel(first.job_id, "changed my mind")).toEqual({ job_id: first.job_id, status: "CANCELLED" });
+    expect((await client.get(first.job_id)).status).toBe("CANCELLED");
+  });
+
+  it("enqueues a batch, results in input order", async () => {
+    const jobs = Array.from({ length: 25 }, (_, i) => job({ payload: { n: i } }));
+    const results = await client.enqueueBatch(jobs);
+    expect(results).toHaveLength(25);
+    for (const [i, result] of results.entries()) {
+      expect((await client.get(result.job_id)).payload).toEqual({ n: i });
+    }
+  });
+
+  it("accepts the endpoint URL as well as the origin", async () => {
+    const viaEndpoint = createProducerClient({ url: `${server.url}/api/trpc/`, apiKey: fx.keyA });
+    expect((await viaEndpoint.enqueue(job())).status).toBe("READY");
+  });
+
+  it("throws ProducerError with the HTTP status and the API's code", async () => {
+    const before = await countStored(db.pool);
+    const conflictKey = job();
+    await client.enqueue(conflictKey);
+    const conflict = await failure(client.enqueue({ ...conflictKey, payload: { other: 1 } }));
+    expect(conflict).toMatchObject({ status: 409, code: "CONFLICT", isRetryable: false });
+    expect(conflict.details).toMatchObject({ idempotency_key: conflictKey.idempotency_key });
+
+    expect(await failure(client.enqueue(job({ priority: 500 })))).toMatchObject({ status: 400, code: "BAD_REQUEST" });
+    expect(await failure(client.enqueue(job({ tenant_id: fx.tenantB })))).toMatchObject({ status: 403, code: "FORBIDDEN" });
+    expect(await failure(client.enqueue(job({ payload: { blob: "z".repeat(65 * 1024) } })))).toMatchObject({
+      status: 413,
+      code: "PAYLOAD_TOO_LARGE",
+    });
+    expect(await failure(client.get(randomUUID()))).toMatchObject({ status: 404, code: "NOT_FOUND" });
+    const badKey = createProducerClient({ url: server.url, apiKey: "pk_nothing" });
+    expect(await failure(badKey.enqueue(job()))).toMatchObject({ status: 401, code: "UNAUTHORIZED" });
+    expect(await countStored(db.pool)).toEqual({ jobs: before.jobs + 1, keys: before.keys + 1 });
+  });
+
+  it("keeps the status and Retry-After of a non-JSON error, and reports no response as status 0", async () => {
+    const proxy = createServer((_req, res) => {
+      res.writeHead(503, { "content-type": "text/html", "retry-after": "7" });
+      res.end("<html>upstream unavailable</html>");
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const { port } = proxy.address() as AddressInfo;
+    try {
+      const behindProxy = createProducerClient({ url: `http://127.0.0.1:${port}`, apiKey: fx.keyA });
+      const error = await failure(behindProxy.enqueue(job()));
+      expect(error).toMatchObject({ status: 503, code: "HTTP_503", retryAfterS: 7, isRetryable: true });
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+    const nowhere = createProducerClient({ url: `http://127.0.0.1:${port}`, apiKey: fx.keyA });
+    expect(await failure(nowhere.get(randomUUID()))).toMatchObject({ status: 0, code: "NETWORK_ERROR", isRetryable: true });
+  });
+});

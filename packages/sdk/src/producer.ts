@@ -1,0 +1,136 @@
+import type { AppRouter } from "@porter/api";
+import type { TEnqueueRequest, TEnqueueResult, TJobState, TJobStatus } from "@porter/contracts";
+import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
+
+/** Options of {@link createProducerClient}. */
+export type ProducerClientOptions = {
+  /** The console's origin (`http://localhost:3000`) or its tRPC endpoint (`…/api/trpc`). */
+  url: string;
+  /** A producer API key (`pk_…`), sent as `Authorization: Bearer <key>`. */
+  apiKey: string;
+  /** A fetch implementation (tests, proxies, instrumentation). Default: the global fetch. */
+  fetch?: typeof fetch;
+};
+
+/** A producer's view of Porter: enqueue, read status, cancel. Every failure is a {@link ProducerError}. */
+export type ProducerClient = {
+  /** Enqueues one job; the same idempotency_key and payload returns the same job (`deduplicated`). */
+  enqueue: (request: TEnqueueRequest) => Promise<TEnqueueResult>;
+  /** Enqueues up to 1000 jobs in one transaction (all or none); results are in input order. */
+  enqueueBatch: (jobs: TEnqueueRequest[]) => Promise<TEnqueueResult[]>;
+  /** The job with its status, result or error, and timeline; 404 for an unknown job. */
+  get: (jobId: string) => Promise<TJobStatus>;
+  /** Cancels a job: queued work at once (CANCELLED), running work cooperatively (RUNNING). */
+  cancel: (jobId: string, reason?: string) => Promise<{ job_id: string; status: TJobState }>;
+};
+
+/**
+ * A failed producer call. `status` is the HTTP status (0 when no response arrived), `code` the
+ * API's error code (BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, CONFLICT, PAYLOAD_TOO_LARGE,
+ * TOO_MANY_REQUESTS, or tRPC's own such as INTERNAL_SERVER_ERROR; NETWORK_ERROR without a
+ * response), `retryAfterS` how long to wait before retrying a 429 or 503.
+ */
+export class ProducerError extends Error {
+  override readonly name = "ProducerError";
+  readonly status: number;
+  readonly code: string;
+  readonly retryAfterS: number | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    message: string,
+    options: { status: number; code: string; retryAfterS?: number; details?: Record<string, unknown>; cause?: unknown },
+  ) {
+    super(message, { cause: options.cause });
+    this.status = options.status;
+    this.code = options.code;
+    this.retryAfterS = options.retryAfterS;
+    this.details = options.details;
+  }
+
+  /** Worth retrying as is (later): over quota, server trouble, or no response at all. */
+  get isRetryable(): boolean {
+    return this.status === 0 || this.status === 429 || this.status >= 500;
+  }
+}
+
+type ErrorData = { code?: string; httpStatus?: number; appCode?: string | null; details?: Record<string, unknown> | null; retryAfterS?: number | null };
+
+const parseRetryAfter = (value: string | null | undefined): number | undefined => {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+};
+
+/** Turns whatever a call threw into a ProducerError. */
+export const toProducerError = (error: unknown): ProducerError => {
+  if (error instanceof ProducerError) return error;
+  if (error instanceof TRPCClientError) {
+    const data = (error.data ?? {}) as ErrorData;
+    const response = (error.meta as { response?: Response } | undefined)?.response;
+    const status = data.httpStatus ?? response?.status ?? 0;
+    return new ProducerError(error.message, {
+      status,
+      code: data.appCode ?? data.code ?? (status === 0 ? "NETWORK_ERROR" : `HTTP_${status}`),
+      retryAfterS: data.retryAfterS ?? parseRetryAfter(response?.headers.get("retry-after")),
+      details: data.details ?? undefined,
+      cause: error,
+    });
+  }
+  return new ProducerError(error instanceof Error ? error.message : String(error), { status: 0, code: "NETWORK_ERROR", cause: error });
+};
+
+/**
+ * A non-JSON error response (a proxy's 502 page, say) becomes a tRPC-shaped one, so its status and
+ * Retry-After survive into the ProducerError instead of a JSON parse failure.
+ */
+const withJsonErrors =
+  (base: typeof fetch): typeof fetch =>
+  async (input, init) => {
+    const res = await base(input, init);
+    if (res.ok || (res.headers.get("content-type") ?? "").includes("application/json")) return res;
+    const data: ErrorData = {
+      code: `HTTP_${res.status}`,
+      httpStatus: res.status,
+      appCode: null,
+      details: null,
+      retryAfterS: parseRetryAfter(res.headers.get("retry-after")) ?? null,
+    };
+    const body = { error: { message: `HTTP ${res.status} ${res.statusText}`.trim(), code: -32603, data } };
+    return new Response(JSON.stringify(body), { status: res.status, headers: { "content-type": "application/json" } });
+  };
+
+/**
+ * A typed client of the producer API (tRPC over plain JSON). Queries are GETs, mutations POSTs,
+ * one HTTP request per call (no batching), so proxies and logs see one procedure per request.
+ */
+export const createProducerClient = (options: ProducerClientOptions): ProducerClient => {
+  const base = options.url.replace(/\/+$/, "");
+  const url = base.endsWith("/api/trpc") ? base : `${base}/api/trpc`;
+  const trpc = createTRPCClient<AppRouter>({
+    links: [
+      httpLink({
+        url,
+        fetch: withJsonErrors(options.fetch ?? globalThis.fetch),
+        headers: { authorization: `Bearer ${options.apiKey}` },
+      }),
+    ],
+  });
+  const call = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (error) {
+      throw toProducerError(error);
+    }
+  };
+  return {
+    enqueue: (request) => call(() => trpc.producer.enqueue.mutate(request)),
+    enqueueBatch: (jobs) => call(async () => (await trpc.producer.enqueueBatch.mutate({ jobs })).results),
+    // The server validates the output with ZJobStatus; tRPC's JSON typing only loosens `unknown`
+    // fields (result, last_checkpoint) to optional ones.
+    get: (jobId) => call(async () => (await trpc.producer.get.query({ job_id: jobId })) as TJobStatus),
+    cancel: (jobId, reason) => call(() => trpc.producer.cancel.mutate(reason === undefined ? { job_id: jobId } : { job_id: jobId, reason })),
+  };
+};
