@@ -1,0 +1,138 @@
+// `npm run worker -- --pool <name> [--concurrency N]`: one worker process for one pool.
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { createPool } from "@porter/db/pool";
+import { parseEnv } from "../env";
+import { createLogger } from "../logger";
+import { PorterWorker } from "../runtime/worker";
+
+const USAGE = `Usage: npm run worker -- --pool <name> [options]
+
+Runs one worker process for a pool: claims its queues' jobs, runs their handlers, heartbeats
+leases, and on SIGTERM/SIGINT drains (a second signal hands unfinished work back at once).
+
+Options:
+  --pool <name>          pool (lane) to serve, e.g. interactive, background, agents (required)
+  --concurrency <n>      jobs run at once (default: the pool's worker_concurrency)
+  --grace-ms <ms>        drain grace period (default: PORTER_DRAIN_GRACE_MS or 10000)
+  --hang-grace-ms <ms>   how long a handler may ignore its aborted signal (default 2000)
+  --no-maintenance       never take the maintenance leadership
+  -h, --help             show this help
+
+Environment:
+  DATABASE_URL           PostgreSQL connection string (required)
+  PORTER_WORKER_VERSION  version recorded with the worker and in errors (default: package version)
+  PORTER_DRAIN_GRACE_MS  drain grace period in ms
+  LOG_LEVEL              fatal|error|warn|info|debug|trace|silent (default info)
+`;
+
+const fail = (message: string): never => {
+  process.stderr.write(`${message}\n\n${USAGE}`);
+  process.exit(2);
+};
+
+const positiveInt = (name: string, value: string | undefined, min = 1): number | undefined => {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) fail(`--${name} must be an integer ≥ ${min}, got "${value}"`);
+  return n;
+};
+
+const main = async (): Promise<void> => {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        pool: { type: "string" },
+        concurrency: { type: "string" },
+        "grace-ms": { type: "string" },
+        "hang-grace-ms": { type: "string" },
+        "no-maintenance": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!values.pool) return fail("--pool is required");
+  const concurrency = positiveInt("concurrency", values.concurrency);
+  const hangGraceMs = positiveInt("hang-grace-ms", values["hang-grace-ms"], 0);
+
+  let env;
+  try {
+    env = parseEnv();
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  const graceMs = positiveInt("grace-ms", values["grace-ms"], 0) ?? env.PORTER_DRAIN_GRACE_MS;
+  if (!env.DATABASE_URL) return fail("DATABASE_URL is required (npm start runs workers against the embedded database)");
+
+  const logger = createLogger({ level: env.LOG_LEVEL });
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+  const version = env.PORTER_WORKER_VERSION ?? pkg.version;
+  const db = createPool(env.DATABASE_URL, {
+    max: Math.min((concurrency ?? 10) + 6, 40),
+    applicationName: `porter-worker:${values.pool}`,
+    connectionTimeoutMillis: 60_000,
+    onError: (error) => logger.warn("idle database connection failed", { err: error }),
+  });
+
+  let worker: PorterWorker;
+  try {
+    worker = await PorterWorker.start({
+      db,
+      connectionString: env.DATABASE_URL,
+      poolId: values.pool,
+      concurrency,
+      logger,
+      version,
+      graceMs,
+      hangGraceMs,
+      maintenance: !values["no-maintenance"],
+    });
+  } catch (error) {
+    logger.fatal("worker could not start", { err: error });
+    await db.end().catch(() => undefined);
+    process.exit(1);
+  }
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    signals += 1;
+    if (signals === 1) {
+      logger.info("signal received: draining", { signal });
+      void worker
+        .drain()
+        .then(async (report) => {
+          await db.end().catch(() => undefined);
+          logger.info("drained; exiting", { finishedInGrace: report.finishedInGrace, handedBack: report.handedBack.length });
+          process.exit(0);
+        })
+        .catch((error: unknown) => {
+          logger.fatal("drain failed", { err: error });
+          process.exit(1);
+        });
+      return;
+    }
+    logger.warn("second signal: handing back unfinished work now", { signal });
+    worker.force();
+    setTimeout(() => {
+      logger.fatal("drain did not finish after a forced stop; exiting");
+      process.exit(1);
+    }, 10_000).unref();
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+};
+
+process.on("unhandledRejection", (reason) => {
+  process.stderr.write(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}\n`);
+  process.exit(1);
+});
+
+void main();

@@ -1,0 +1,25 @@
+import { z } from "zod";
+
+const ZEnv = z.object({
+  /** PostgreSQL connection string. Required by `npm run worker`. */
+  DATABASE_URL: z.url().optional(),
+  /** Recorded with each worker and in structured errors; defaults to the package version. */
+  PORTER_WORKER_VERSION: z.string().min(1).max(100).optional(),
+  /** Drain grace period in milliseconds (the `--grace-ms` flag wins). */
+  PORTER_DRAIN_GRACE_MS: z.coerce.number().int().min(0).optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+/** The worker app's environment, validated once. */
+export type WorkerEnv = z.infer<typeof ZEnv>;
+
+/** Parses the environment (empty values count as unset); an invalid value fails fast, naming it. */
+export const parseEnv = (source: NodeJS.ProcessEnv = process.env): WorkerEnv => {
+  const set = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value !== ""));
+  const parsed = ZEnv.safeParse(set);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+};

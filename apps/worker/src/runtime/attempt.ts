@@ -1,0 +1,311 @@
+import type { TJobError } from "@porter/contracts";
+import {
+  applyEffect,
+  CancelledError,
+  classifyFailure,
+  decideFailure,
+  StaleLeaseError,
+  TimeoutError,
+  type ClaimedJob,
+  type Failure,
+  type LeaseRef,
+} from "@porter/core";
+import { PermanentError, type HandlerContext, type Job } from "@porter/sdk";
+import type pg from "pg";
+import type { HandlerRegistry } from "../handlers/registry";
+import type { Logger } from "../logger";
+import type { Completer } from "./completer";
+import { AttemptClosedError, LeaseLostError } from "./errors";
+
+/** What an attempt needs from its worker. */
+export type AttemptDeps = {
+  pool: pg.Pool;
+  workerId: string;
+  version: string;
+  logger: Logger;
+  handlers: HandlerRegistry;
+  completer: Completer;
+  /** How long a handler may ignore its aborted signal before the worker gives up on it. */
+  hangGraceMs: number;
+  /** `ctx.heartbeat()`: extends this attempt's lease now (and applies a lost lease or a cancel request). */
+  heartbeat: (attempt: Attempt) => Promise<void>;
+  /** Called once a retry was recorded, with the time it becomes claimable. */
+  onRetryScheduled?: (runAt: Date) => void;
+};
+
+type Settlement =
+  | { kind: "ok"; result: unknown }
+  | { kind: "error"; error: unknown }
+  /** The handler ignored its aborted signal for the hang grace: recorded as the abort reason. */
+  | { kind: "abandoned"; error: Error }
+  /** Lease lost or handed back: nothing is recorded. */
+  | { kind: "discarded"; why: string };
+
+const MAX_CHECKPOINT_BYTES = 8 * 1024;
+
+/**
+ * One attempt of a claimed job: validates the payload, runs the handler with its context, enforces
+ * the timeout (min of `timeout_s` and the deadline) through the AbortSignal, and hands the outcome
+ * to the completer. `run()` resolves when the slot may be reused: when the result is buffered, or
+ * when the worker gave up on a handler that ignored its signal, or the attempt was discarded.
+ * Once closed, the attempt refuses `ctx.effect` and `ctx.heartbeat`, and a late result of its
+ * handler is dropped.
+ */
+export class Attempt {
+  readonly controller = new AbortController();
+  readonly logger: Logger;
+  /** When the lease keeper should extend this lease next (epoch ms). */
+  heartbeatDueAt: number;
+  private lastCheckpoint: unknown = null;
+  private isCancelRequested: boolean;
+  private closedWhy: string | undefined;
+  private settle: ((settlement: Settlement) => void) | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private readonly startedAt = Date.now();
+
+  constructor(
+    readonly job: ClaimedJob,
+    private readonly deps: AttemptDeps,
+  ) {
+    this.isCancelRequested = job.cancelRequested;
+    this.heartbeatDueAt = this.startedAt + (job.leaseSeconds * 1000) / 3;
+    this.logger = deps.logger.child({
+      jobId: job.jobId,
+      jobType: job.jobType,
+      tenantId: job.tenantId,
+      attempt: job.attempt,
+      workerId: deps.workerId,
+      traceId: job.traceId,
+    });
+  }
+
+  /** True while the attempt may still record an outcome, run effects and heartbeat. */
+  get isOpen(): boolean {
+    return this.closedWhy === undefined;
+  }
+
+  get ref(): LeaseRef {
+    return { id: this.job.id, leaseToken: this.job.leaseToken };
+  }
+
+  /** Runs the attempt; resolves once its outcome is buffered (or discarded) and the slot is free. */
+  async run(): Promise<void> {
+    const settlement = await new Promise<Settlement>((resolve) => {
+      let isSettled = false;
+      this.settle = (s) => {
+        if (isSettled) return;
+        isSettled = true;
+        resolve(s);
+      };
+      this.start();
+    });
+    for (const timer of this.timers) clearTimeout(timer);
+    if (settlement.kind === "discarded") {
+      this.logger.info("attempt discarded", { why: settlement.why });
+      return;
+    }
+    if (settlement.kind === "abandoned") {
+      this.closedWhy = "abandoned after ignoring its abort signal";
+      this.logger.warn("handler ignored its abort signal; recording the attempt and freeing its slot", {
+        reason: settlement.error.message,
+        graceMs: this.deps.hangGraceMs,
+      });
+      this.recordFailure(settlement.error);
+      return;
+    }
+    this.closedWhy = "finished";
+    if (settlement.kind === "error") {
+      this.recordFailure(settlement.error);
+      return;
+    }
+    this.recordSuccess(settlement.result);
+  }
+
+  /** A cancel request (heartbeat or NOTIFY): aborts the signal with a CancelledError. */
+  requestCancel(reason?: string): void {
+    this.isCancelRequested = true;
+    this.abort(new CancelledError(reason));
+  }
+
+  /** The database no longer holds this lease: stop the handler and record nothing. */
+  loseLease(): void {
+    if (!this.isOpen) return;
+    this.closedWhy = "lease lost";
+    this.logger.warn("lease lost; the attempt's result will be discarded");
+    this.controller.abort(new LeaseLostError(this.job.jobId));
+    this.settle?.({ kind: "discarded", why: "lease lost" });
+  }
+
+  /**
+   * Drain: closes the attempt before its lease is handed back, so a result arriving meanwhile is
+   * dropped. The caller aborts the signal once the hand-back is written.
+   */
+  closeForHandBack(): void {
+    if (!this.isOpen) return;
+    this.closedWhy = "handed back";
+    this.settle?.({ kind: "discarded", why: "handed back by a draining worker" });
+  }
+
+  private start(): void {
+    const { job } = this;
+    const handler = this.deps.handlers.get(job.jobType);
+    if (!handler) {
+      const error = new PermanentError(`no handler for job type "${job.jobType}" in this worker`, { code: "NO_HANDLER" });
+      this.settle?.({ kind: "error", error });
+      return;
+    }
+    if (this.isCancelRequested) {
+      this.settle?.({ kind: "error", error: new CancelledError("cancel requested before the attempt started") });
+      return;
+    }
+    const timeoutMs = Math.min(job.timeoutS * 1000, job.deadlineAt ? job.deadlineAt.getTime() - Date.now() : Infinity);
+    if (timeoutMs <= 0) {
+      this.settle?.({ kind: "error", error: new TimeoutError(0) });
+      return;
+    }
+    this.timers.push(setTimeout(() => this.abort(new TimeoutError(Math.round(timeoutMs))), timeoutMs));
+    let payload: unknown;
+    try {
+      payload = handler.parsePayload(job.payload);
+    } catch (error) {
+      this.settle?.({ kind: "error", error });
+      return;
+    }
+    const view: Job<unknown> = {
+      job_id: job.jobId,
+      job_type: job.jobType,
+      tenant_id: job.tenantId,
+      payload,
+      attempt: job.attempt,
+      max_attempts: job.maxAttempts,
+      deadline_at: job.deadlineAt,
+      timeout_s: job.timeoutS,
+      trace_id: job.traceId,
+      idempotency_key: job.idempotencyKey,
+      priority: job.priority,
+    };
+    Promise.resolve()
+      .then(() => handler.run(view, this.context()))
+      .then(
+        (result) => this.settle?.({ kind: "ok", result }),
+        (error: unknown) => this.settle?.({ kind: "error", error }),
+      );
+  }
+
+  private context(): HandlerContext {
+    const { job, deps } = this;
+    const scope = { id: job.id, jobId: job.jobId, tenantId: job.tenantId, attempt: job.attempt, leaseToken: job.leaseToken };
+    return {
+      signal: this.controller.signal,
+      attempt: job.attempt,
+      workerId: deps.workerId,
+      logger: this.logger,
+      checkpoint: (data) => {
+        if (this.isOpen) this.lastCheckpoint = boundedCheckpoint(data);
+      },
+      heartbeat: async () => {
+        this.assertOpen();
+        await deps.heartbeat(this);
+        this.assertOpen();
+      },
+      effect: async (key, fn) => {
+        this.assertOpen();
+        try {
+          const { result } = await applyEffect(deps.pool, scope, key, async (tx) => {
+            this.assertOpen();
+            return fn(tx);
+          });
+          return result;
+        } catch (error) {
+          if (error instanceof StaleLeaseError) this.loseLease();
+          throw error;
+        }
+      },
+    };
+  }
+
+  private assertOpen(): void {
+    if (this.closedWhy !== undefined) throw new AttemptClosedError(this.job.jobId, this.closedWhy);
+  }
+
+  /** Aborts the signal with `reason`; a handler still running after the hang grace is given up on. */
+  private abort(reason: Error): void {
+    if (!this.isOpen || this.controller.signal.aborted) return;
+    this.logger.info("aborting the attempt", { reason: reason.message });
+    this.controller.abort(reason);
+    this.timers.push(setTimeout(() => this.settle?.({ kind: "abandoned", error: reason }), this.deps.hangGraceMs));
+  }
+
+  private recordSuccess(value: unknown): void {
+    const result = value === undefined ? null : value;
+    try {
+      JSON.stringify(result);
+    } catch (error) {
+      this.recordFailure(
+        new PermanentError(`the handler's result is not JSON-serializable: ${(error as Error).message}`, { code: "RESULT_NOT_SERIALIZABLE" }),
+      );
+      return;
+    }
+    this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });
+    const rejected = new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" });
+    void this.deps.completer.ack({ ...this.ref, result }, () => this.failure(rejected, new Date()));
+  }
+
+  private recordFailure(error: unknown): void {
+    const item = this.failure(error, new Date());
+    const level = item.next.state === "RETRY_WAIT" || item.next.state === "CANCELLED" ? "warn" : "error";
+    this.logger[level]("attempt failed", {
+      code: item.error.code,
+      class: item.error.class,
+      message: item.error.message,
+      next: item.next.state,
+      durationMs: Date.now() - this.startedAt,
+    });
+    const { next } = item;
+    void this.deps.completer.fail(item).then((flushed) => {
+      if (flushed === "applied" && next.state === "RETRY_WAIT") this.deps.onRetryScheduled?.(next.runAt);
+    });
+  }
+
+  /** The failure record of this attempt: classified, decided, with its structured error. */
+  private failure(error: unknown, now: Date): Failure {
+    const { job } = this;
+    // A handler that stops because its signal aborted usually throws an AbortError: the abort's
+    // reason (timeout, cancel) is the real cause.
+    const reason: unknown = this.controller.signal.aborted ? this.controller.signal.reason : undefined;
+    const cause = reason instanceof TimeoutError || reason instanceof CancelledError ? reason : error;
+    const failure = classifyFailure(cause);
+    const next = decideFailure({
+      failure,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      deadlineAt: job.deadlineAt,
+      cancelRequested: this.isCancelRequested,
+      backoff: { baseMs: job.backoffBaseMs, capMs: job.backoffCapMs },
+      now,
+    });
+    const isCancelled = next.state === "CANCELLED";
+    const jobError: TJobError = {
+      code: isCancelled ? "CANCELLED" : failure.code,
+      class: isCancelled ? "cancelled" : failure.class,
+      message: failure.message,
+      worker_version: this.deps.version,
+      attempt: job.attempt,
+      trace_id: job.traceId,
+      last_checkpoint: this.lastCheckpoint,
+    };
+    const outcome = isCancelled ? "cancelled" : failure.class === "timeout" ? "timed_out" : "failed";
+    return { ...this.ref, outcome, error: jobError, next };
+  }
+}
+
+/** A checkpoint is stored as JSON in the structured error; oversized or unserializable ones are summarised. */
+const boundedCheckpoint = (data: unknown): unknown => {
+  try {
+    const json = JSON.stringify(data ?? null);
+    if (Buffer.byteLength(json) > MAX_CHECKPOINT_BYTES) return { truncated: true, bytes: Buffer.byteLength(json) };
+    return JSON.parse(json) as unknown;
+  } catch {
+    return { unserializable: true };
+  }
+};

@@ -1,0 +1,192 @@
+import { completeJobs, failJobs, type Completion, type Failure } from "@porter/core";
+import type pg from "pg";
+import type { Logger } from "../logger";
+import { isConnectionError } from "./errors";
+import { sleep } from "./waker";
+
+/** How a buffered result ended: written, refused by the fence (lease no longer held), or given up. */
+export type FlushResult = "applied" | "stale" | "dropped";
+
+type Pending<T> = { item: T; tries: number; resolve: (result: FlushResult) => void };
+type PendingAck = Pending<Completion> & { rejectAs: () => Failure };
+
+export type CompleterOptions = {
+  logger: Logger;
+  /** Longest a result waits in the buffer. Default 5 ms. */
+  flushIntervalMs?: number;
+  /** A buffer of this many results is written at once. Default 100. */
+  maxBatch?: number;
+  /** Tries before a result that a statement keeps refusing is given up (its lease then expires). Default 3. */
+  maxTries?: number;
+};
+
+/**
+ * Buffers acks and failures and writes them in batches — one `completeJobs` and one `failJobs`
+ * statement per flush — every few milliseconds or as soon as `maxBatch` accumulate. Writes are
+ * serialised; results arriving during a write go out in the next one at once. A database outage
+ * keeps the results and retries with backoff. When a batch is refused by a statement error, its
+ * results are retried one by one so one poisoned result cannot hold the others back; an ack the
+ * database refuses (a result jsonb cannot store) is turned into its permanent failure.
+ */
+export class Completer {
+  private acks: PendingAck[] = [];
+  private fails: Array<Pending<Failure>> = [];
+  private timer: NodeJS.Timeout | undefined;
+  private isRunning = false;
+  private idleWaiters: Array<() => void> = [];
+  private readonly flushIntervalMs: number;
+  private readonly maxBatch: number;
+  private readonly maxTries: number;
+
+  constructor(
+    private readonly db: pg.Pool,
+    private readonly options: CompleterOptions,
+  ) {
+    this.flushIntervalMs = options.flushIntervalMs ?? 5;
+    this.maxBatch = options.maxBatch ?? 100;
+    this.maxTries = options.maxTries ?? 3;
+  }
+
+  /** Results buffered or being written. */
+  get pending(): number {
+    return this.acks.length + this.fails.length + (this.isRunning ? 1 : 0);
+  }
+
+  /** Buffers an ack; `rejectAs` gives the failure to record instead if the database refuses the result. */
+  ack(item: Completion, rejectAs: () => Failure): Promise<FlushResult> {
+    return new Promise((resolve) => {
+      this.acks.push({ item, tries: 0, resolve, rejectAs });
+      this.schedule();
+    });
+  }
+
+  /** Buffers a failure (retry, dead, cancelled, expired — decided by the caller). */
+  fail(item: Failure): Promise<FlushResult> {
+    return new Promise((resolve) => {
+      this.fails.push({ item, tries: 0, resolve });
+      this.schedule();
+    });
+  }
+
+  /** Writes everything buffered now and resolves when the buffer is empty (or `timeoutMs` passed: false). */
+  async flush(timeoutMs = 30_000): Promise<boolean> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.acks.length + this.fails.length === 0 && !this.isRunning) return true;
+    const idle = new Promise<true>((resolve) => this.idleWaiters.push(() => resolve(true)));
+    void this.pump();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const result = await Promise.race([idle, timedOut]);
+    clearTimeout(timer);
+    return result;
+  }
+
+  private schedule(): void {
+    if (this.isRunning) return; // the running pump picks it up
+    if (this.acks.length + this.fails.length >= this.maxBatch) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = undefined;
+      void this.pump();
+    } else if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        void this.pump();
+      }, this.flushIntervalMs);
+    }
+  }
+
+  private async pump(): Promise<void> {
+    if (this.isRunning) return;
+    this.isRunning = true;
+    let outage = 0;
+    try {
+      while (this.acks.length + this.fails.length > 0) {
+        const acks = this.acks.splice(0, this.maxBatch);
+        const fails = this.fails.splice(0, this.maxBatch);
+        const outcomes = await Promise.all([
+          this.writeGroup(acks, (items) => completeJobs(this.db, items).then((r) => r.stale), (items, isCountingTry) => this.requeueAcks(items, isCountingTry)),
+          this.writeGroup(fails, (items) => failJobs(this.db, items).then((r) => r.stale), (items, isCountingTry) => this.requeueFails(items, isCountingTry)),
+        ]);
+        if (outcomes.includes("outage")) {
+          outage += 1;
+          await sleep(Math.min(100 * 2 ** outage, 2000));
+        } else {
+          outage = 0;
+        }
+      }
+    } finally {
+      this.isRunning = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const waiter of waiters) waiter();
+    }
+  }
+
+  /**
+   * Writes one group (acks or failures) in one statement. A connection error keeps the group for
+   * the next round; a statement error on a batch retries its results one by one, so one poisoned
+   * result cannot hold the others back.
+   */
+  private async writeGroup<P extends Pending<Completion | Failure>>(
+    group: P[],
+    write: (items: Array<P["item"]>) => Promise<string[]>,
+    requeue: (items: P[], isCountingTry: boolean) => void,
+  ): Promise<"ok" | "outage"> {
+    if (group.length === 0) return "ok";
+    const attempt = async (items: P[]) => {
+      const stale = new Set(await write(items.map((p) => p.item)));
+      if (stale.size > 0) {
+        this.options.logger.warn("results refused: the lease is no longer held by this worker", { jobRowIds: [...stale] });
+      }
+      for (const p of items) p.resolve(stale.has(p.item.id) ? "stale" : "applied");
+    };
+    try {
+      await attempt(group);
+      return "ok";
+    } catch (error) {
+      if (isConnectionError(error) || group.length === 1) {
+        this.options.logger.warn("could not record results; retrying", { err: error, results: group.length });
+        requeue(group, !isConnectionError(error));
+        return "outage";
+      }
+      for (const one of group) {
+        try {
+          await attempt([one]);
+        } catch (oneError) {
+          this.options.logger.warn("could not record a result; retrying", { err: oneError, jobRowId: one.item.id });
+          requeue([one], !isConnectionError(oneError));
+        }
+      }
+      return "ok";
+    }
+  }
+
+  /** Puts acks back at the front; an ack the database keeps refusing becomes its permanent failure. */
+  private requeueAcks(acks: PendingAck[], isCountingTry: boolean): void {
+    const kept: PendingAck[] = [];
+    for (const ack of acks) {
+      if (isCountingTry && ++ack.tries >= this.maxTries) {
+        this.options.logger.error("the database refuses this result; recording a permanent failure instead", { jobRowId: ack.item.id });
+        this.fails.unshift({ item: ack.rejectAs(), tries: 0, resolve: ack.resolve });
+      } else {
+        kept.push(ack);
+      }
+    }
+    this.acks.unshift(...kept);
+  }
+
+  /** Puts failures back at the front; one the database keeps refusing is given up (its lease expires). */
+  private requeueFails(fails: Array<Pending<Failure>>, isCountingTry: boolean): void {
+    const kept: Array<Pending<Failure>> = [];
+    for (const fail of fails) {
+      if (isCountingTry && ++fail.tries >= this.maxTries) {
+        this.options.logger.error("gave up recording a failure; the job runs again once its lease expires", { jobRowId: fail.item.id });
+        fail.resolve("dropped");
+      } else {
+        kept.push(fail);
+      }
+    }
+    this.fails.unshift(...kept);
+  }
+}

@@ -1,0 +1,170 @@
+import { cancelJob } from "@porter/core";
+import { createPool } from "@porter/db/pool";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import type pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../logger";
+import { attemptsOf, createDiagPlane, enqueue, jobRow, waitFor, waitForStates } from "../testing/fixtures";
+import { PorterWorker, type WorkerOptions } from "./worker";
+
+const testDb = useTestDatabase();
+const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+let db: pg.Pool;
+let pool: string;
+let worker: PorterWorker | undefined;
+
+const startWorker = async (options: Partial<WorkerOptions> = {}) => {
+  worker = await PorterWorker.start({
+    db,
+    connectionString: testDb.connectionString,
+    poolId: pool,
+    logger,
+    version: "test-1.2.3",
+    hangGraceMs: 300,
+    ...options,
+  });
+  return worker;
+};
+
+beforeAll(async () => {
+  db = createPool(testDb.connectionString, { max: 12 });
+  pool = await createDiagPlane(db, { queue: { lease_seconds: 30, backoff_base_ms: 20, backoff_cap_ms: 100 } });
+  // A type routed to this pool that the worker has no handler for.
+  await db.query(`INSERT INTO queues (id, pool_id) VALUES ('orphans', $1)`, [pool]);
+  await db.query(`INSERT INTO job_types (id, queue_id) VALUES ('unknown.type', 'orphans')`);
+});
+
+afterEach(async () => {
+  await worker?.drain({ graceMs: 0 });
+  worker = undefined;
+});
+
+afterAll(async () => {
+  await db.end();
+});
+
+describe("worker runtime (in process)", () => {
+  it("runs enqueued jobs to SUCCEEDED with their results, in batches", async () => {
+    await startWorker({ concurrency: 4 });
+    const ids = await enqueue(db, [
+      ...Array.from({ length: 20 }, (_, i) => ({ type: "diag.sleep", payload: { ms: 5 + i } })),
+      { type: "diag.effect", payload: { key: "runtime-ok" } },
+    ]);
+    await waitForStates(db, ids, ["SUCCEEDED"]);
+    const first = await jobRow(db, ids[0]!);
+    expect(first).toMatchObject({ state: "SUCCEEDED", attempt: 1, result: { slept_ms: 5 } });
+    const effect = await jobRow(db, ids[20]!);
+    expect(effect?.result).toEqual({ key: "runtime-ok", applied: 1 });
+    const { rows } = await db.query(`SELECT applied FROM diag_effects WHERE key = 'runtime-ok'`);
+    expect(rows[0]).toEqual({ applied: 1 });
+    const registered = await db.query(`SELECT pool_id, version, concurrency FROM workers WHERE id = $1`, [worker!.id]);
+    expect(registered.rows[0]).toEqual({ pool_id: pool, version: "test-1.2.3", concurrency: 4 });
+  });
+
+  it("retries a transient failure with backoff, then succeeds", async () => {
+    await startWorker({ concurrency: 2 });
+    const [id] = await enqueue(db, [{ type: "diag.fail", payload: { mode: "transient", until_attempt: 3 } }]);
+    await waitForStates(db, [id!], ["SUCCEEDED"]);
+    expect(await jobRow(db, id!)).toMatchObject({ attempt: 3, result: { succeeded_on_attempt: 3 } });
+    const attempts = await attemptsOf(db, id!);
+    expect(attempts.map((a) => a.outcome)).toEqual(["failed", "failed", "succeeded"]);
+    expect(attempts[0]?.error).toMatchObject({ code: "DIAG_TRANSIENT", class: "retryable", attempt: 1 });
+  });
+
+  it("records a permanent failure as DEAD with a structured error (no stack)", async () => {
+    await startWorker({ concurrency: 2 });
+    const [permanent, invalid, orphan] = await enqueue(db, [
+      { type: "diag.fail", payload: { mode: "permanent" } },
+      { type: "diag.sleep", payload: { ms: "soon" } },
+      { type: "unknown.type", payload: { source_ref: "s3://x" } },
+    ]);
+    await waitForStates(db, [permanent!, invalid!, orphan!], ["DEAD"]);
+    const dead = await jobRow(db, permanent!);
+    const { rows } = await db.query<{ trace_id: string }>(`SELECT trace_id FROM finished_jobs WHERE job_id = $1`, [permanent]);
+    expect(dead?.error).toEqual({
+      code: "DIAG_PERMANENT",
+      class: "permanent",
+      message: "diag.fail: permanent failure on attempt 1",
+      worker_version: "test-1.2.3",
+      attempt: 1,
+      trace_id: rows[0]!.trace_id,
+      last_checkpoint: null,
+    });
+    expect(JSON.stringify(dead?.error)).not.toMatch(/\bat .*\.ts:\d+/);
+    expect((await jobRow(db, invalid!))?.error).toMatchObject({ code: "INVALID_PAYLOAD", class: "permanent" });
+    expect((await jobRow(db, orphan!))?.error).toMatchObject({ code: "NO_HANDLER", class: "permanent" });
+  });
+
+  it("records a handler that ignores its timeout as timed_out and frees the slot", async () => {
+    await startWorker({ concurrency: 1, hangGraceMs: 300 });
+    const startedAt = Date.now();
+    const [hang, after] = await enqueue(db, [
+      { type: "diag.hang", payload: {}, timeoutS: 1, maxAttempts: 1, priority: 90 },
+      { type: "diag.sleep", payload: { ms: 10 }, priority: 10 },
+    ]);
+    await waitForStates(db, [hang!, after!], ["DEAD", "SUCCEEDED"]);
+    expect((await jobRow(db, hang!))?.state).toBe("DEAD");
+    expect((await jobRow(db, after!))?.state).toBe("SUCCEEDED");
+    const attempts = await attemptsOf(db, hang!);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ outcome: "timed_out", error: { code: "TIMEOUT", class: "timeout" } });
+    // Timeout (1 s) + hang grace (0.3 s), not the queue lease or a stuck slot.
+    expect(Date.now() - startedAt).toBeLessThan(6_000);
+  });
+
+  it("cancels a running job: the handler's signal aborts and the job is CANCELLED", async () => {
+    await startWorker({ concurrency: 2 });
+    const [id] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 30_000 } }]);
+    await waitForStates(db, [id!], ["RUNNING"]);
+    const requestedAt = Date.now();
+    const answer = await cancelJob(db, { jobId: id!, actor: "test", reason: "operator asked" });
+    expect(answer.status).toBe("RUNNING");
+    await waitForStates(db, [id!], ["CANCELLED"], 5_000);
+    expect(Date.now() - requestedAt).toBeLessThan(3_000);
+    const attempts = await attemptsOf(db, id!);
+    expect(attempts.map((a) => a.outcome)).toEqual(["cancelled"]);
+    expect((await jobRow(db, id!))?.error).toMatchObject({ code: "CANCELLED", class: "cancelled", message: "cancelled: operator asked" });
+  });
+
+  it("discards the result of an attempt whose lease was lost (a heartbeat finds another token)", async () => {
+    await db.query(`UPDATE queues SET lease_seconds = 1 WHERE id = 'diag'`);
+    try {
+      await startWorker({ concurrency: 1, maintenance: false });
+      const [id] = await enqueue(db, [{ type: "diag.effect", payload: { key: "lost-lease", ms: 1_500 } }]);
+      await waitForStates(db, [id!], ["RUNNING"]);
+      // Someone else now holds the job (as after a rescue and a re-claim elsewhere).
+      const { rows } = await db.query<{ token: string }>(
+        `UPDATE jobs SET lease_token = nextval('lease_token_seq'), lease_until = now() + interval '1 hour'
+          WHERE job_id = $1 RETURNING lease_token::text AS token`,
+        [id],
+      );
+      await waitFor("the attempt to be discarded", () => worker!.running === 0, { timeoutMs: 5_000 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const row = await jobRow(db, id!);
+      expect(row).toMatchObject({ state: "RUNNING", lease_token: rows[0]!.token });
+      const effects = await db.query(`SELECT 1 FROM diag_effects WHERE key = 'lost-lease'`);
+      expect(effects.rowCount).toBe(0);
+      await db.query(`DELETE FROM jobs WHERE job_id = $1`, [id]);
+    } finally {
+      await db.query(`UPDATE queues SET lease_seconds = 30 WHERE id = 'diag'`);
+    }
+  });
+
+  it("drains in process: finished work acked, unfinished handed back without burning an attempt", async () => {
+    const w = await startWorker({ concurrency: 4 });
+    const ids = await enqueue(db, [
+      { type: "diag.sleep", payload: { ms: 50 } },
+      { type: "diag.sleep", payload: { ms: 60_000 } },
+      { type: "diag.sleep", payload: { ms: 60_000 } },
+    ]);
+    await waitFor("3 jobs claimed", async () => (await db.query(`SELECT 1 FROM jobs WHERE state = 'RUNNING'`)).rowCount === 2 || undefined);
+    const report = await w.drain({ graceMs: 300 });
+    expect(report.finishedInGrace).toBe(false);
+    expect(report.handedBack).toHaveLength(2);
+    expect((await jobRow(db, ids[0]!))?.state).toBe("SUCCEEDED");
+    for (const id of ids.slice(1)) expect(await jobRow(db, id)).toMatchObject({ state: "READY", attempt: 0 });
+    const stopped = await db.query(`SELECT stopped_at IS NOT NULL AS stopped FROM workers WHERE id = $1`, [w.id]);
+    expect(stopped.rows[0]).toEqual({ stopped: true });
+    await db.query(`DELETE FROM jobs WHERE job_id = ANY($1::uuid[])`, [ids.slice(1)]);
+  });
+});

@@ -1,0 +1,342 @@
+import { randomUUID } from "node:crypto";
+import os from "node:os";
+import { claimJobs, handBackJobs, heartbeatWorker, registerWorker, stopWorker, type ClaimedJob } from "@porter/core";
+import type pg from "pg";
+import { defaultHandlerRegistry, type HandlerRegistry } from "../handlers";
+import type { Logger } from "../logger";
+import { Attempt } from "./attempt";
+import { Completer } from "./completer";
+import { HandedBackError } from "./errors";
+import { LeaseKeeper } from "./lease-keeper";
+import { NotificationListener } from "./listener";
+import { MaintenanceLeader, type MaintenanceLeaderOptions } from "./maintenance-leader";
+import { jitter, Waker } from "./waker";
+
+export type WorkerOptions = {
+  /** Pool for claims, acks, heartbeats and effects; owned by the caller (the worker never ends it). */
+  db: pg.Pool;
+  /** For the dedicated LISTEN and maintenance connections. */
+  connectionString: string;
+  /** The pool (lane) whose queues this worker serves. */
+  poolId: string;
+  /** Slots: jobs run at once. Default: the pool's `worker_concurrency`. */
+  concurrency?: number;
+  logger: Logger;
+  handlers?: HandlerRegistry;
+  /** Recorded with the worker and in structured errors. */
+  version?: string;
+  workerId?: string;
+  /** Drain: how long in-flight work may finish before it is handed back. Default 10 000 ms. */
+  graceMs?: number;
+  /** How long a handler may ignore its aborted signal before the worker records the attempt anyway. Default 2 000 ms. */
+  hangGraceMs?: number;
+  /** Poll fallback while the listener is connected (jittered). Default 1 000 ms. */
+  pollIntervalMs?: number;
+  /** Poll interval while the listener is disconnected. Default 250 ms. */
+  disconnectedPollIntervalMs?: number;
+  /** Notifications arriving within this window cause one claim. Default 10 ms. */
+  notifyDebounceMs?: number;
+  /** Completer: longest a result waits before its batch is written. Default 5 ms. */
+  flushIntervalMs?: number;
+  /** Completer: a batch this large is written at once. Default 100. */
+  flushBatch?: number;
+  /** Worker liveness row update. Default 5 000 ms. */
+  workerHeartbeatMs?: number;
+  /** Take part in maintenance leadership. Default true. */
+  maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs">;
+};
+
+/** What a drain did. */
+export type DrainReport = {
+  /** True when every in-flight attempt finished within the grace period. */
+  finishedInGrace: boolean;
+  /** Row ids returned to READY without burning an attempt. */
+  handedBack: string[];
+  /** Row ids whose lease was already gone when handing back. */
+  stale: string[];
+  /** False when buffered results could not all be written before the flush timeout. */
+  flushed: boolean;
+};
+
+const DEFAULTS = {
+  graceMs: 10_000,
+  hangGraceMs: 2_000,
+  pollIntervalMs: 1_000,
+  disconnectedPollIntervalMs: 250,
+  notifyDebounceMs: 10,
+  workerHeartbeatMs: 5_000,
+};
+
+/**
+ * One worker process's data plane for one pool: a claim loop filling free slots with batched
+ * claims, attempts running handlers under leases, a batched completer, one batched heartbeat for
+ * all leases, LISTEN/NOTIFY wake-ups with a poll fallback, maintenance leadership, and a graceful
+ * drain. Start with `PorterWorker.start`, stop with `drain()`.
+ */
+export class PorterWorker {
+  readonly id: string;
+  readonly concurrency: number;
+  readonly version: string;
+  private readonly attempts = new Map<string, Attempt>();
+  private readonly waker = new Waker();
+  private readonly completer: Completer;
+  private readonly leaseKeeper: LeaseKeeper;
+  private readonly listener: NotificationListener;
+  private readonly leader: MaintenanceLeader | undefined;
+  private readonly handlers: HandlerRegistry;
+  private readonly logger: Logger;
+  private isDrainingFlag = false;
+  private isForced = false;
+  private isMoreLikely = true;
+  private loopDone: Promise<void> = Promise.resolve();
+  private drainPromise: Promise<DrainReport> | undefined;
+  private idleWaiters: Array<() => void> = [];
+  private forceWaiters: Array<() => void> = [];
+  private debounceTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryTimerAt = Infinity;
+  private workerHeartbeatTimer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly options: WorkerOptions,
+    concurrency: number,
+  ) {
+    this.id = options.workerId ?? randomUUID();
+    this.concurrency = concurrency;
+    this.version = options.version ?? "dev";
+    this.handlers = options.handlers ?? defaultHandlerRegistry();
+    this.logger = options.logger.child({ workerId: this.id, pool: options.poolId });
+    this.completer = new Completer(options.db, {
+      logger: this.logger,
+      flushIntervalMs: options.flushIntervalMs,
+      maxBatch: options.flushBatch,
+    });
+    this.leaseKeeper = new LeaseKeeper(options.db, this.logger, () => this.attempts.values());
+    this.listener = new NotificationListener({
+      connectionString: options.connectionString,
+      poolId: options.poolId,
+      logger: this.logger,
+      onReady: () => this.onReady(),
+      onCancel: (rowId) => void this.onCancel(rowId),
+    });
+    const maintenance = options.maintenance ?? true;
+    this.leader = maintenance
+      ? new MaintenanceLeader({
+          connectionString: options.connectionString,
+          logger: this.logger,
+          ...(typeof maintenance === "object" ? maintenance : {}),
+        })
+      : undefined;
+  }
+
+  /** Looks up the pool, registers the worker and starts claiming. */
+  static async start(options: WorkerOptions): Promise<PorterWorker> {
+    const { rows } = await options.db.query<{ worker_concurrency: number }>(`SELECT worker_concurrency FROM pools WHERE id = $1`, [
+      options.poolId,
+    ]);
+    const pool = rows[0];
+    if (!pool) throw new Error(`unknown pool "${options.poolId}"`);
+    const concurrency = options.concurrency ?? pool.worker_concurrency;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`concurrency must be a positive integer, got ${concurrency}`);
+    const worker = new PorterWorker(options, concurrency);
+    await worker.begin();
+    return worker;
+  }
+
+  /** Attempts running now. */
+  get running(): number {
+    return this.attempts.size;
+  }
+
+  get isDraining(): boolean {
+    return this.isDrainingFlag;
+  }
+
+  /**
+   * Graceful drain: stops claiming at once, marks the worker draining, lets in-flight work finish
+   * within `graceMs`, hands the rest back (READY, attempt not burned) and aborts their signals,
+   * writes every buffered result, and marks the worker stopped. Idempotent.
+   */
+  drain(options: { graceMs?: number } = {}): Promise<DrainReport> {
+    this.drainPromise ??= this.runDrain(options.graceMs ?? this.options.graceMs ?? DEFAULTS.graceMs);
+    return this.drainPromise;
+  }
+
+  /** Ends a drain's grace period now (a second SIGTERM): unfinished work is handed back at once. */
+  force(): void {
+    this.isForced = true;
+    for (const waiter of this.forceWaiters.splice(0)) waiter();
+  }
+
+  private async begin(): Promise<void> {
+    await registerWorker(this.options.db, {
+      id: this.id,
+      poolId: this.options.poolId,
+      host: os.hostname(),
+      pid: process.pid,
+      version: this.version,
+      concurrency: this.concurrency,
+    });
+    this.logger.info("worker started", { concurrency: this.concurrency, version: this.version, handlers: [...this.handlers.keys()] });
+    this.leaseKeeper.start();
+    this.listener.start();
+    this.leader?.start();
+    this.workerHeartbeatTimer = setInterval(() => void this.heartbeatWorker(), this.options.workerHeartbeatMs ?? DEFAULTS.workerHeartbeatMs);
+    this.loopDone = this.claimLoop();
+  }
+
+  /**
+   * Claims while there are free slots and reason to expect work: at start, after a full batch
+   * (claim again at once), on a (debounced) notification for this pool, when a scheduled retry
+   * comes due, and on the jittered poll fallback (faster while the listener is disconnected).
+   */
+  private async claimLoop(): Promise<void> {
+    let errors = 0;
+    while (!this.isDrainingFlag) {
+      const free = this.concurrency - this.attempts.size;
+      if (free > 0 && this.isMoreLikely) {
+        let jobs: ClaimedJob[];
+        try {
+          jobs = await claimJobs(this.options.db, { poolId: this.options.poolId, workerId: this.id, limit: free });
+          errors = 0;
+        } catch (error) {
+          errors += 1;
+          const retryInMs = jitter(Math.min(250 * 2 ** errors, 5000));
+          this.logger.warn("claim failed; retrying", { err: error, retryInMs });
+          await this.waker.wait(retryInMs);
+          continue;
+        }
+        if (this.isDrainingFlag && jobs.length > 0) this.logger.info("claimed while draining; these run within the grace", { n: jobs.length });
+        for (const job of jobs) this.launch(job);
+        this.isMoreLikely = jobs.length === free;
+        if (this.isMoreLikely) continue;
+      }
+      const pollMs = this.listener.isConnected
+        ? jitter(this.options.pollIntervalMs ?? DEFAULTS.pollIntervalMs, 0.2)
+        : (this.options.disconnectedPollIntervalMs ?? DEFAULTS.disconnectedPollIntervalMs);
+      const isWoken = await this.waker.wait(pollMs);
+      if (!isWoken) this.isMoreLikely = true;
+    }
+  }
+
+  private launch(job: ClaimedJob): void {
+    const attempt = new Attempt(job, {
+      pool: this.options.db,
+      workerId: this.id,
+      version: this.version,
+      logger: this.logger,
+      handlers: this.handlers,
+      completer: this.completer,
+      hangGraceMs: this.options.hangGraceMs ?? DEFAULTS.hangGraceMs,
+      heartbeat: (a) => this.leaseKeeper.extend([a]),
+      onRetryScheduled: (runAt) => this.wakeAt(runAt.getTime()),
+    });
+    this.attempts.set(job.id, attempt);
+    void attempt
+      .run()
+      .catch((error: unknown) => this.logger.error("attempt crashed", { err: error, jobId: job.jobId }))
+      .finally(() => {
+        if (this.attempts.get(job.id) === attempt) this.attempts.delete(job.id);
+        if (this.isMoreLikely) this.waker.wake();
+        if (this.attempts.size === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
+      });
+  }
+
+  /** There may be work: claim as soon as a slot is free. */
+  private nudge(): void {
+    this.isMoreLikely = true;
+    this.waker.wake();
+  }
+
+  private onReady(): void {
+    this.debounceTimer ??= setTimeout(() => {
+      this.debounceTimer = undefined;
+      this.nudge();
+    }, this.options.notifyDebounceMs ?? DEFAULTS.notifyDebounceMs);
+  }
+
+  /** A retry of ours becomes claimable at `at`: wake then rather than at the next poll. */
+  private wakeAt(at: number): void {
+    const delayMs = Math.max(0, at - Date.now()) + 5;
+    if (delayMs > 60_000 || at >= this.retryTimerAt) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimerAt = at;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.retryTimerAt = Infinity;
+      this.nudge();
+    }, delayMs);
+  }
+
+  private async onCancel(rowId: string): Promise<void> {
+    const attempt = this.attempts.get(rowId);
+    if (!attempt?.isOpen) return;
+    try {
+      const { rows } = await this.options.db.query<{ cancel_reason: string | null }>(
+        `SELECT cancel_reason FROM jobs WHERE id = $1 AND lease_token = $2 AND cancel_requested_at IS NOT NULL`,
+        [attempt.job.id, attempt.job.leaseToken],
+      );
+      if (rows[0]) attempt.requestCancel(rows[0].cancel_reason ?? undefined);
+    } catch (error) {
+      // The next heartbeat reports the cancel request too.
+      this.logger.warn("could not read a cancel request; the next heartbeat will", { err: error, jobId: attempt.job.jobId });
+    }
+  }
+
+  private async heartbeatWorker(): Promise<void> {
+    try {
+      await heartbeatWorker(this.options.db, { id: this.id, running: this.attempts.size, draining: this.isDrainingFlag });
+    } catch (error) {
+      this.logger.warn("worker heartbeat failed", { err: error });
+    }
+  }
+
+  private async runDrain(graceMs: number): Promise<DrainReport> {
+    this.isDrainingFlag = true;
+    this.waker.wake();
+    this.logger.info("draining: stopped claiming", { running: this.attempts.size, graceMs });
+    await this.loopDone;
+    await this.heartbeatWorker();
+
+    let graceTimer: NodeJS.Timeout | undefined;
+    const finishedInGrace = await Promise.race([
+      new Promise<boolean>((resolve) => (this.attempts.size === 0 ? resolve(true) : this.idleWaiters.push(() => resolve(true)))),
+      new Promise<boolean>((resolve) => (graceTimer = setTimeout(() => resolve(false), graceMs))),
+      new Promise<boolean>((resolve) => (this.isForced ? resolve(false) : this.forceWaiters.push(() => resolve(false)))),
+    ]);
+    clearTimeout(graceTimer);
+
+    const rest = [...this.attempts.values()].filter((a) => a.isOpen);
+    for (const attempt of rest) attempt.closeForHandBack();
+    let handedBack: string[] = [];
+    let stale: string[] = [];
+    if (rest.length > 0) {
+      try {
+        ({ handedBack, stale } = await handBackJobs(this.options.db, rest.map((a) => a.ref)));
+      } catch (error) {
+        this.logger.error("could not hand back unfinished jobs; they run again once their leases expire", { err: error, n: rest.length });
+      }
+      for (const attempt of rest) attempt.controller.abort(new HandedBackError(attempt.job.jobId));
+      this.logger.info("handed back unfinished jobs", { handedBack: handedBack.length, stale: stale.length });
+    }
+
+    const flushed = await this.completer.flush(this.isForced ? 3_000 : 10_000);
+    if (!flushed) this.logger.error("some results were not recorded; those jobs run again once their leases expire");
+    await this.shutdown();
+    this.logger.info("worker stopped", { finishedInGrace, handedBack: handedBack.length });
+    return { finishedInGrace, handedBack, stale, flushed };
+  }
+
+  private async shutdown(): Promise<void> {
+    clearInterval(this.workerHeartbeatTimer);
+    clearTimeout(this.debounceTimer);
+    clearTimeout(this.retryTimer);
+    this.leaseKeeper.stop();
+    await Promise.all([this.listener.close(), this.leader?.close()]);
+    try {
+      await stopWorker(this.options.db, this.id);
+    } catch (error) {
+      this.logger.warn("could not mark the worker stopped", { err: error });
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// Test fixtures of the worker: a control plane built directly in SQL, enqueue shortcuts, state
+// probes and a polling `waitFor`. Used by integration tests only.
+import { randomUUID } from "node:crypto";
+import { DIAG_JOB_TYPES, type TJobError } from "@porter/contracts";
+import { enqueueJobs } from "@porter/core";
+import type pg from "pg";
+
+export type Db = pg.Pool | pg.PoolClient | pg.Client;
+
+export type QueueSpec = {
+  id: string;
+  lease_seconds?: number;
+  default_max_attempts?: number;
+  max_attempts?: number;
+  backoff_base_ms?: number;
+  backoff_cap_ms?: number;
+  default_timeout_s?: number;
+  concurrency_cap?: number | null;
+  paused?: boolean;
+};
+
+/**
+ * Creates a pool, its queues, job types and tenants. Defaults suit tests: 10 ms backoff base,
+ * 200 ms cap, 30 s lease.
+ */
+export const createControlPlane = async (
+  db: Db,
+  spec: {
+    pool: string;
+    workerConcurrency?: number;
+    queues: QueueSpec[];
+    jobTypes: Array<{ id: string; queue: string; timeout_s?: number }>;
+    tenants?: string[];
+  },
+): Promise<void> => {
+  await db.query(`INSERT INTO pools (id, worker_concurrency) VALUES ($1, $2)`, [spec.pool, spec.workerConcurrency ?? 10]);
+  for (const q of spec.queues) {
+    await db.query(
+      `INSERT INTO queues (id, pool_id, lease_seconds, default_max_attempts, max_attempts, backoff_base_ms, backoff_cap_ms,
+                           default_timeout_s, concurrency_cap, paused)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        q.id,
+        spec.pool,
+        q.lease_seconds ?? 30,
+        q.default_max_attempts ?? 5,
+        q.max_attempts ?? 25,
+        q.backoff_base_ms ?? 10,
+        q.backoff_cap_ms ?? 200,
+        q.default_timeout_s ?? 300,
+        q.concurrency_cap ?? null,
+        q.paused ?? false,
+      ],
+    );
+  }
+  for (const t of spec.jobTypes) {
+    await db.query(`INSERT INTO job_types (id, queue_id, timeout_s) VALUES ($1, $2, $3)`, [t.id, t.queue, t.timeout_s ?? null]);
+  }
+  for (const tenant of spec.tenants ?? ["tenant_A"]) {
+    await db.query(`INSERT INTO tenants (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, [tenant]);
+  }
+};
+
+/** A pool `pool` with one queue `diag` (options from `queue`) serving every diag.* job type, and tenant_A. */
+export const createDiagPlane = async (db: Db, options: { pool?: string; queue?: Partial<QueueSpec>; workerConcurrency?: number } = {}) => {
+  const pool = options.pool ?? "diag-pool";
+  await createControlPlane(db, {
+    pool,
+    workerConcurrency: options.workerConcurrency,
+    queues: [{ id: "diag", ...options.queue }],
+    jobTypes: DIAG_JOB_TYPES.map((id) => ({ id, queue: "diag" })),
+  });
+  return pool;
+};
+
+export type EnqueueSpec = {
+  type: string;
+  payload: Record<string, unknown>;
+  tenant?: string;
+  maxAttempts?: number;
+  timeoutS?: number;
+  priority?: number;
+};
+
+/** Enqueues jobs through core (one transaction, NOTIFY) and returns their job ids in order. */
+export const enqueue = async (db: Db, jobs: EnqueueSpec[]): Promise<string[]> => {
+  const results = await enqueueJobs(
+    db,
+    jobs.map((j) => ({
+      job_type: j.type,
+      tenant_id: j.tenant ?? "tenant_A",
+      payload: j.payload,
+      idempotency_key: randomUUID(),
+      max_attempts: j.maxAttempts,
+      timeout_s: j.timeoutS,
+      priority: j.priority,
+    })),
+  );
+  return results.map((r) => r.job_id);
+};
+
+export type JobRow = {
+  state: string;
+  attempt: number;
+  result: unknown;
+  error: TJobError | null;
+  lease_token: string | null;
+  partial: boolean | null;
+};
+
+/** A job wherever it lives (live or finished), or null. */
+export const jobRow = async (db: Db, jobId: string): Promise<JobRow | null> => {
+  const { rows } = await db.query<JobRow>(
+    `SELECT state::text, attempt, NULL::jsonb AS result, last_error AS error, lease_token::text, NULL::boolean AS partial
+       FROM jobs WHERE job_id = $1
+     UNION ALL
+     SELECT state::text, attempt, result, error, NULL, partial FROM finished_jobs WHERE job_id = $1`,
+    [jobId],
+  );
+  return rows[0] ?? null;
+};
+
+/** States of many jobs, by job id. */
+export const statesOf = async (db: Db, jobIds: string[]): Promise<Map<string, string>> => {
+  const { rows } = await db.query<{ job_id: string; state: string }>(
+    `SELECT job_id::text, state::text FROM jobs WHERE job_id = ANY($1::uuid[])
+     UNION ALL SELECT job_id::text, state::text FROM finished_jobs WHERE job_id = ANY($1::uuid[])`,
+    [jobIds],
+  );
+  return new Map(rows.map((r) => [r.job_id, r.state]));
+};
+
+/** The recorded attempts of a job, in order. */
+export const attemptsOf = async (db: Db, jobId: string) => {
+  const { rows } = await db.query<{ attempt: number; outcome: string; error: TJobError | null; worker_id: string | null }>(
+    `SELECT attempt, outcome::text, error, worker_id FROM job_attempts WHERE job_id = $1 ORDER BY id`,
+    [jobId],
+  );
+  return rows;
+};
+
+/** Polls `probe` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export const waitFor = async <T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  options: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> => {
+  const deadline = Date.now() + (options.timeoutMs ?? 15_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 50));
+  }
+};
+
+/** Waits until every job is in one of `states`; returns the final states. */
+export const waitForStates = async (db: Db, jobIds: string[], states: string[], timeoutMs = 20_000): Promise<Map<string, string>> =>
+  waitFor(
+    `${jobIds.length} job(s) to reach ${states.join("/")}`,
+    async () => {
+      const current = await statesOf(db, jobIds);
+      return jobIds.every((id) => states.includes(current.get(id) ?? "")) ? current : undefined;
+    },
+    { timeoutMs },
+  );

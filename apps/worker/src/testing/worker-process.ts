@@ -1,0 +1,86 @@
+// Spawns real worker processes (`tsx apps/worker/src/bin/worker.ts`) for crash and drain tests.
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const REPO_ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+const TSX = `${REPO_ROOT}node_modules/.bin/tsx`;
+const WORKER_BIN = `${REPO_ROOT}apps/worker/src/bin/worker.ts`;
+
+export type LogLine = { msg?: string; level?: number; [field: string]: unknown };
+
+export type WorkerProcess = {
+  child: ChildProcess;
+  /** Resolves when the process exits. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+  /** Everything written so far (stdout and stderr). */
+  output: () => string;
+  /** Parsed pino lines so far. */
+  logs: () => LogLine[];
+  /** Waits for a log line matching `predicate`. */
+  waitForLog: (predicate: (line: LogLine) => boolean, timeoutMs?: number) => Promise<LogLine>;
+};
+
+/** Starts `npm run worker -- --pool <pool> …` against `connectionString`, logging JSON to a buffer. */
+export const spawnWorker = (options: { connectionString: string; pool: string; args?: string[]; env?: Record<string, string> }): WorkerProcess => {
+  const child = spawn(TSX, [WORKER_BIN, "--pool", options.pool, ...(options.args ?? [])], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, DATABASE_URL: options.connectionString, LOG_LEVEL: "info", ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let text = "";
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    text += chunk.toString("utf8");
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on("data", onData);
+  child.stderr?.on("data", onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.on("exit", (code, signal) => {
+      resolve({ code, signal, at: Date.now() });
+      for (const listener of listeners) listener();
+    }),
+  );
+  const logs = (): LogLine[] =>
+    text
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as LogLine];
+        } catch {
+          return [];
+        }
+      });
+  const waitForLog = (predicate: (line: LogLine) => boolean, timeoutMs = 20_000) =>
+    new Promise<LogLine>((resolve, reject) => {
+      const check = () => {
+        const found = logs().find(predicate);
+        if (found) {
+          done();
+          resolve(found);
+        } else if (child.exitCode !== null || child.signalCode !== null) {
+          done();
+          reject(new Error(`worker exited before the expected log line; output:\n${text.slice(-4000)}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`timed out waiting for a log line; output:\n${text.slice(-4000)}`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      check();
+    });
+  return { child, exited, output: () => text, logs, waitForLog };
+};
+
+/** Stops a worker process if it is still running (SIGKILL), for `afterEach` cleanup. */
+export const killWorker = async (worker: WorkerProcess | undefined): Promise<void> => {
+  if (!worker || worker.child.exitCode !== null || worker.child.signalCode !== null) return;
+  worker.child.kill("SIGKILL");
+  await worker.exited;
+};

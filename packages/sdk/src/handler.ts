@@ -1,0 +1,119 @@
+// The handler API: what a handler author writes and what the worker hands it.
+// `pg`, `pino` and `zod` are type-only imports here: a producer importing @porter/sdk loads none
+// of them at runtime; the worker passes the implementations in through the context.
+import { PermanentError, RetryableError } from "@porter/contracts";
+import type pg from "pg";
+import type { Logger } from "pino";
+import type { z } from "zod";
+
+export { PermanentError, RetryableError };
+
+/** Default payload type of a handler declared without a schema: a JSON object of refs. */
+export type UnknownPayload = Record<string, unknown>;
+
+/** The envelope fields a handler needs, with the payload typed by the handler's schema. */
+export type Job<P = UnknownPayload> = {
+  job_id: string;
+  job_type: string;
+  tenant_id: string;
+  payload: P;
+  /** This attempt's number, from 1. */
+  attempt: number;
+  max_attempts: number;
+  /** The job's hard deadline, if any; the attempt's signal aborts before it. */
+  deadline_at: Date | null;
+  /** Seconds this attempt may run before its signal aborts with a timeout. */
+  timeout_s: number;
+  trace_id: string;
+  idempotency_key: string;
+  priority: number;
+};
+
+/** What the worker gives a handler for one attempt. */
+export type HandlerContext = {
+  /**
+   * Aborted when the attempt must stop: its timeout or deadline passed (reason: core's
+   * TimeoutError), the job was cancelled (CancelledError), its lease was lost, or the worker is
+   * draining and handed the job back. Pass it to I/O and check it at safe points.
+   */
+  signal: AbortSignal;
+  /** Extends the lease now (the worker also heartbeats on its own); throws if the lease was lost. */
+  heartbeat: () => Promise<void>;
+  /**
+   * Runs `fn` at most once per (tenant, key), ever: a redelivered job gets the stored result of
+   * the first application instead. Writes made through `tx` commit together with the ledger row.
+   * Refused (throws) once this attempt no longer holds its lease.
+   */
+  effect: <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>) => Promise<T>;
+  /** pino child logger bound to jobId, jobType, tenantId, attempt, workerId and traceId. */
+  logger: Logger;
+  /** Remembers progress; the last checkpoint is recorded in the structured error if the attempt fails. */
+  checkpoint: (data: unknown) => void;
+  attempt: number;
+  workerId: string;
+};
+
+/** A handler as the worker's registry holds it. */
+export type Handler<P = UnknownPayload, R = unknown> = {
+  type: string;
+  /** The payload schema, if the handler declared one. */
+  payload: z.ZodType<P> | undefined;
+  run: (job: Job<P>, ctx: HandlerContext) => Promise<R>;
+  /**
+   * Validates a raw payload with the handler's schema. An invalid payload throws a
+   * PermanentError with code INVALID_PAYLOAD (no retry can fix it).
+   */
+  parsePayload: (raw: unknown) => P;
+};
+
+/** A handler of any payload and result, for registries. */
+export type AnyHandler = Handler<any, unknown>;
+
+type ZodLike = { safeParse: (input: unknown) => { success: true; data: unknown } | { success: false; error: { issues: readonly ZodIssueLike[] } } };
+type ZodIssueLike = { path: readonly PropertyKey[]; message: string };
+
+const describeIssues = (issues: readonly ZodIssueLike[]): string =>
+  issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length > 0 ? i.path.map(String).join(".") : "(payload)"}: ${i.message}`)
+    .join("; ") + (issues.length > 5 ? `; … ${issues.length - 5} more` : "");
+
+/**
+ * Declares a handler for one job type. With a zod `payload` schema the payload is validated before
+ * `run` and typed by the schema; without one it is passed as a plain object.
+ *
+ * @example
+ * export const parse = defineHandler({
+ *   type: "document.parse",
+ *   payload: z.object({ source_ref: z.string() }),
+ *   run: async (job, ctx) => ({ artifact_ref: await parseDocument(job.payload.source_ref, ctx.signal) }),
+ * });
+ */
+export const defineHandler = <S extends z.ZodType = z.ZodType<UnknownPayload>, R = unknown>(definition: {
+  type: string;
+  payload?: S;
+  run: (job: Job<z.output<S>>, ctx: HandlerContext) => Promise<R>;
+}): Handler<z.output<S>, R> => {
+  const schema = definition.payload as (S & ZodLike) | undefined;
+  return {
+    type: definition.type,
+    payload: schema as z.ZodType<z.output<S>> | undefined,
+    run: definition.run,
+    parsePayload: (raw) => {
+      if (!schema) {
+        if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+          throw new PermanentError("invalid payload: expected a JSON object", { code: "INVALID_PAYLOAD" });
+        }
+        return raw as z.output<S>;
+      }
+      const parsed = schema.safeParse(raw);
+      if (!parsed.success) {
+        throw new PermanentError(`invalid payload for ${definition.type}: ${describeIssues(parsed.error.issues)}`, {
+          code: "INVALID_PAYLOAD",
+          cause: parsed.error,
+        });
+      }
+      return parsed.data as z.output<S>;
+    },
+  };
+};
