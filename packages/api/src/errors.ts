@@ -45,5 +45,34 @@ export const summarizeIssues = (issues: unknown[]): string =>
     })
     .join("; ") + (issues.length > 5 ? `; … ${issues.length - 5} more` : "");
 
+const UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "53300", // too_many_connections
+]);
+
+/**
+ * Whether `error` (or its cause) says the database cannot be reached right now: a refused or
+ * timed-out connection, a server shutting down or out of connections. Such errors are a 503 with
+ * Retry-After, not a 500: the request was fine and may be sent again.
+ */
+export const isDatabaseUnavailable = (error: unknown): boolean => {
+  for (let e = error, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
+    if (typeof message === "string" && /timeout exceeded when trying to connect|Connection terminated/i.test(message)) return true;
+  }
+  return false;
+};
+
+/** Seconds a caller should wait after a 503 for an unreachable database. */
+export const DATABASE_UNAVAILABLE_RETRY_AFTER_S = 1;
+
 /** Message shown for errors we did not raise on purpose (driver errors, bugs): nothing internal. */
 export const INTERNAL_ERROR_MESSAGE = "internal server error";

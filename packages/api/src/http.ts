@@ -5,7 +5,7 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type pg from "pg";
 import { createContext, type Session } from "./context";
-import { appErrorOf } from "./errors";
+import { appErrorOf, DATABASE_UNAVAILABLE_RETRY_AFTER_S, isDatabaseUnavailable } from "./errors";
 import { appRouter } from "./root";
 import type { ErrorData } from "./trpc";
 
@@ -33,7 +33,8 @@ export type TrpcHttpDeps = {
  * Serves one tRPC request (GET queries, POST mutations, plain JSON) and returns the response.
  * A body larger than `maxBodyBytes` is refused with 413 before a byte of it is parsed: by its
  * Content-Length when sent, otherwise by counting while it streams in. A 429 carries
- * `Retry-After`. The console's `/api/trpc/[trpc]` route and the tests both go through here.
+ * `Retry-After`, as does a 503 for an unreachable database. The console's `/api/trpc/[trpc]`
+ * route and the tests both go through here.
  */
 export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): Promise<Response> => {
   const endpoint = deps.endpoint ?? "/api/trpc";
@@ -62,7 +63,9 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         getSession: deps.getSession,
       }),
     responseMeta: ({ errors }) => {
-      const waits = errors.map((e) => appErrorOf(e)?.retryAfterS).filter((s): s is number => typeof s === "number");
+      const waits = errors
+        .map((e) => appErrorOf(e)?.retryAfterS ?? (isDatabaseUnavailable(e.cause) ? DATABASE_UNAVAILABLE_RETRY_AFTER_S : undefined))
+        .filter((s): s is number => typeof s === "number");
       return waits.length > 0 ? { headers: { "retry-after": String(Math.max(1, Math.ceil(Math.max(...waits)))) } } : {};
     },
     onError: deps.onError ? ({ error, path, type }) => deps.onError!({ error, path, type }) : undefined,

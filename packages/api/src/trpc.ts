@@ -4,13 +4,23 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type { Context, Role, Session } from "./context";
 import { ROLES } from "./context";
-import { appErrorOf, asAppError, INTERNAL_ERROR_MESSAGE, schemaIssuesOf, summarizeIssues, toTRPCError } from "./errors";
+import {
+  appErrorOf,
+  asAppError,
+  DATABASE_UNAVAILABLE_RETRY_AFTER_S,
+  INTERNAL_ERROR_MESSAGE,
+  isDatabaseUnavailable,
+  schemaIssuesOf,
+  summarizeIssues,
+  toTRPCError,
+} from "./errors";
 
 /**
  * What every error carries in `data` besides tRPC's `code`, `httpStatus` and `path`:
  * `appCode` (the AppError code, or BAD_REQUEST for an input that failed validation; null for
  * errors of tRPC itself or internal ones), `details` (AppError details, or `{ issues }` of a
- * schema error) and `retryAfterS` (429). Never a stack trace.
+ * schema error) and `retryAfterS` (429, and 503 when the database is unreachable). Never a stack
+ * trace, and never the message of an internal error (it may name hosts or tables).
  */
 export type ErrorData = {
   code: string;
@@ -27,19 +37,24 @@ const t = initTRPC.context<Context>().create({
     const app = appErrorOf(error);
     const issues = !app && error.code === "BAD_REQUEST" ? schemaIssuesOf(error.cause) : undefined;
     const isInternal = !app && error.code === "INTERNAL_SERVER_ERROR";
-    const code = app?.code ?? error.code;
+    const isUnavailable = isInternal && isDatabaseUnavailable(error.cause);
+    const code = app?.code ?? (isUnavailable ? "SERVICE_UNAVAILABLE" : error.code);
     const { stack: _stack, ...data } = shape.data as typeof shape.data & { stack?: string };
     const formatted: ErrorData = {
       ...data,
       code,
-      httpStatus: app ? APP_ERROR_STATUS[app.code] : data.httpStatus,
+      httpStatus: app ? APP_ERROR_STATUS[app.code] : isUnavailable ? 503 : data.httpStatus,
       appCode: app?.code ?? (issues ? "BAD_REQUEST" : null),
       details: app?.details ?? (issues ? { issues } : null),
-      retryAfterS: app?.retryAfterS ?? null,
+      retryAfterS: app?.retryAfterS ?? (isUnavailable ? DATABASE_UNAVAILABLE_RETRY_AFTER_S : null),
     };
     return {
       // Driver errors and bugs can name hosts, tables or values: their message stays in the logs.
-      message: isInternal ? INTERNAL_ERROR_MESSAGE : issues ? `invalid input: ${summarizeIssues(issues)}` : shape.message,
+      message: isUnavailable
+        ? "database unavailable; retry later"
+        : isInternal
+          ? INTERNAL_ERROR_MESSAGE
+          : issues ? `invalid input: ${summarizeIssues(issues)}` : shape.message,
       code: TRPC_ERROR_CODES_BY_KEY[code],
       data: formatted,
     };

@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:net";
 import { Registry, revokeApiKey } from "@porter/core";
+import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countStored, seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
@@ -332,5 +334,35 @@ describe("system", () => {
   it("is 404 for an unknown procedure and 405 for a query sent as a mutation", async () => {
     expect((await post("producer.nope", {}, fx.keyA)).status).toBe(404);
     expect((await post("producer.get", { job_id: randomUUID() }, fx.keyA)).status).toBe(405);
+  });
+});
+
+describe("with the database down", () => {
+  it("answers 503 with Retry-After and no internals, for producers and health", async () => {
+    // A port nobody listens on: bind one, then free it.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const { port } = probe.address() as { port: number };
+    await new Promise((resolve) => probe.close(resolve));
+    const deadPool = createPool(`postgres://porter:secret-password@127.0.0.1:${port}/nowhere`, { connectionTimeoutMillis: 2000 });
+    const down = await startTestServer({ pool: deadPool, registry: new Registry() });
+    try {
+      const res = await fetch(`${down.url}/api/trpc/producer.enqueue`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${fx.keyA}` },
+        body: JSON.stringify(job()),
+      });
+      const body = await res.json();
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(body.error.data).toMatchObject({ code: "SERVICE_UNAVAILABLE", httpStatus: 503, retryAfterS: 1 });
+      expect(JSON.stringify(body)).not.toMatch(new RegExp(`${port}|secret-password|ECONNREFUSED|nowhere`));
+
+      const health = await fetch(`${down.url}/api/trpc/system.health`);
+      expect(health.status).toBe(503);
+    } finally {
+      await down.close();
+      await deadPool.end();
+    }
   });
 });

@@ -1,0 +1,33 @@
+import { z } from "zod";
+
+const ZEnv = z.object({
+  /** PostgreSQL connection string (`npm start` sets it, embedded or yours). Required at runtime. */
+  DATABASE_URL: z.string().min(1, "DATABASE_URL is required"),
+  PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
+  /** Ceiling of a whole request body to /api/trpc, refused with 413 before parsing. */
+  PORTER_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
+  /** Ceiling of one job's payload; bigger payloads must pass a reference (413). */
+  PORTER_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1).default(64 * 1024),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+/** The console's environment. */
+export type ConsoleEnv = z.infer<typeof ZEnv>;
+
+let parsed: ConsoleEnv | undefined;
+
+/**
+ * The environment, validated once per process (at boot by `instrumentation.ts`, so a bad value
+ * fails fast; lazily here so `next build` needs no database). Empty values count as unset.
+ */
+export const getEnv = (): ConsoleEnv => {
+  if (parsed) return parsed;
+  const set = Object.fromEntries(Object.entries(process.env).filter(([, value]) => value !== undefined && value !== ""));
+  const result = ZEnv.safeParse(set);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
+    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+  }
+  parsed = result.data;
+  return parsed;
+};
