@@ -1,7 +1,7 @@
-/** Runs once when the server starts: a bad environment fails the boot, not the first request. */
+/** Runs once when the server starts (Node.js runtime only; see server/boot.ts). */
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME === "nodejs") {
-    const { getEnv } = await import("./server/env");
-    getEnv();
+    const { boot } = await import("./server/boot");
+    boot();
   }
 }

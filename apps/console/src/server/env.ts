@@ -2,7 +2,7 @@ import { z } from "zod";
 
 const ZEnv = z.object({
   /** PostgreSQL connection string (`npm start` sets it, embedded or yours). Required at runtime. */
-  DATABASE_URL: z.string().min(1, "DATABASE_URL is required"),
+  DATABASE_URL: z.string({ error: "required (a postgres:// connection string)" }).min(1),
   PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
   /** Ceiling of a whole request body to /api/trpc, refused with 413 before parsing. */
   PORTER_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
