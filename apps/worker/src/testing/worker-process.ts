@@ -1,9 +1,10 @@
-// Spawns real worker processes (`tsx apps/worker/src/bin/worker.ts`) for crash and drain tests.
+// Spawns real worker processes for crash and drain tests: `node --import tsx
+// apps/worker/src/bin/worker.ts`, i.e. what `tsx` runs, but as ONE process — the `tsx` binary
+// runs the script in a child process, so a SIGKILL of it would leave the worker running.
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
-const TSX = `${REPO_ROOT}node_modules/.bin/tsx`;
 const WORKER_BIN = `${REPO_ROOT}apps/worker/src/bin/worker.ts`;
 
 export type LogLine = { msg?: string; level?: number; [field: string]: unknown };
@@ -22,7 +23,7 @@ export type WorkerProcess = {
 
 /** Starts `npm run worker -- --pool <pool> …` against `connectionString`, logging JSON to a buffer. */
 export const spawnWorker = (options: { connectionString: string; pool: string; args?: string[]; env?: Record<string, string> }): WorkerProcess => {
-  const child = spawn(TSX, [WORKER_BIN, "--pool", options.pool, ...(options.args ?? [])], {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER_BIN, "--pool", options.pool, ...(options.args ?? [])], {
     cwd: REPO_ROOT,
     env: { ...process.env, DATABASE_URL: options.connectionString, LOG_LEVEL: "info", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
