@@ -22,6 +22,7 @@ export type AttemptDeps = {
   pool: pg.Pool;
   workerId: string;
   version: string;
+  /** The worker's logger, already bound to workerId; attempts add jobId, jobType, tenantId, attempt, traceId. */
   logger: Logger;
   handlers: HandlerRegistry;
   completer: Completer;
@@ -74,7 +75,6 @@ export class Attempt {
       jobType: job.jobType,
       tenantId: job.tenantId,
       attempt: job.attempt,
-      workerId: deps.workerId,
       traceId: job.traceId,
     });
   }
@@ -288,7 +288,7 @@ export class Attempt {
     const jobError: TJobError = {
       code: isCancelled ? "CANCELLED" : failure.code,
       class: isCancelled ? "cancelled" : failure.class,
-      message: failure.message,
+      message: redactSecrets(failure.message),
       worker_version: this.deps.version,
       attempt: job.attempt,
       trace_id: job.traceId,
@@ -309,3 +309,13 @@ const boundedCheckpoint = (data: unknown): unknown => {
     return { unserializable: true };
   }
 };
+
+/**
+ * Strips credentials a failure message may carry (a connection string in a driver error, a bearer
+ * token echoed by an HTTP client) before it is stored in the structured error and shown to tenants.
+ */
+export const redactSecrets = (message: string): string =>
+  message
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+(?::[^\s/@]*)?@/gi, "$1***@")
+    .replace(/\b(bearer|basic)\s+[a-z0-9._~+/=-]{8,}/gi, "$1 ***")
+    .replace(/\b(password|passwd|pwd|secret|token|api[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;&}\])]+/gi, "$1$2***");

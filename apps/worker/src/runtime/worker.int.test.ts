@@ -1,4 +1,4 @@
-import { cancelJob } from "@porter/core";
+import { cancelJob, MAINTENANCE_LOCK_KEY } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
@@ -166,5 +166,50 @@ describe("worker runtime (in process)", () => {
     const stopped = await db.query(`SELECT stopped_at IS NOT NULL AS stopped FROM workers WHERE id = $1`, [w.id]);
     expect(stopped.rows[0]).toEqual({ stopped: true });
     await db.query(`DELETE FROM jobs WHERE job_id = ANY($1::uuid[])`, [ids.slice(1)]);
+  });
+
+  it("reconnects its listener after the connection drops and still hears new work at once", async () => {
+    // Polls are 60 s apart: only a notification can start the job quickly.
+    await startWorker({ concurrency: 2, pollIntervalMs: 60_000, disconnectedPollIntervalMs: 60_000 });
+    const listenerPid = () =>
+      db
+        .query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'porter-worker-listen'`)
+        .then((r) => r.rows[0]?.pid);
+    const before = await waitFor("the listener to connect", listenerPid);
+    await db.query(`SELECT pg_terminate_backend($1)`, [before]);
+    await waitFor("the listener to reconnect", async () => {
+      const pid = await listenerPid();
+      return pid !== undefined && pid !== before ? pid : undefined;
+    });
+    const [id] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+    await waitForStates(db, [id!], ["SUCCEEDED"], 3_000);
+  });
+
+  it("keeps one maintenance leader; another worker takes over when the leader's connection drops", async () => {
+    const fast = { acquireEveryMs: 100, runEveryMs: 100 };
+    await startWorker({ concurrency: 1, maintenance: fast });
+    const other = await PorterWorker.start({ db, connectionString: testDb.connectionString, poolId: pool, logger, concurrency: 1, maintenance: fast });
+    try {
+      const holders = () =>
+        db
+          .query<{ pid: number }>(
+            `SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+              WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1::bigint::oid AND l.objsubid = 1
+                AND d.datname = current_database()`,
+            [MAINTENANCE_LOCK_KEY],
+          )
+          .then((r) => r.rows.map((row) => row.pid));
+      const [leader] = await waitFor("a maintenance leader", async () => ((await holders()).length > 0 ? holders() : undefined));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await holders()).toEqual([leader]);
+      await db.query(`SELECT pg_terminate_backend($1)`, [leader]);
+      const next = await waitFor("a new maintenance leader", async () => {
+        const now = await holders();
+        return now.length === 1 && now[0] !== leader ? now : undefined;
+      });
+      expect(next).toHaveLength(1);
+    } finally {
+      await other.drain({ graceMs: 0 });
+    }
   });
 });
