@@ -1,0 +1,77 @@
+import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { ensureAuthSecret } from "./auth-secret";
+import { consoleBuildReason } from "./console-build";
+import { forEachLine, renderLogLine } from "./prefix";
+
+const dirs: string[] = [];
+const tempRoot = async () => {
+  const dir = await mkdtemp(join(tmpdir(), "porter-launcher-"));
+  dirs.push(dir);
+  return dir;
+};
+afterEach(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
+const write = async (path: string, mtimeS: number) => {
+  await mkdir(join(path, ".."), { recursive: true });
+  await writeFile(path, "x");
+  await utimes(path, mtimeS, mtimeS);
+};
+
+describe("consoleBuildReason", () => {
+  it("asks for a build when there is none, or when a source it depends on is newer", async () => {
+    const root = await tempRoot();
+    await write(join(root, "apps/console/src/app/page.tsx"), 1_000);
+    await write(join(root, "packages/core/src/index.ts"), 1_000);
+    expect(await consoleBuildReason(root)).toBe("no build yet");
+    await write(join(root, "apps/console/.next/BUILD_ID"), 2_000);
+    expect(await consoleBuildReason(root)).toBeNull();
+
+    // Tests, generated code, next-env.d.ts and the build's own files do not count.
+    await write(join(root, "packages/core/src/claim.int.test.ts"), 3_000);
+    await write(join(root, "packages/db/src/generated/prisma/client.ts"), 3_000);
+    await write(join(root, "apps/console/next-env.d.ts"), 3_000);
+    await write(join(root, "apps/console/.next/server/app.js"), 3_000);
+    expect(await consoleBuildReason(root)).toBeNull();
+
+    await write(join(root, "packages/core/src/index.ts"), 3_000);
+    expect(await consoleBuildReason(root)).toBe("sources changed since the last build");
+    await write(join(root, "apps/console/.next/BUILD_ID"), 4_000);
+    await write(join(root, "prisma/schema.prisma"), 5_000);
+    expect(await consoleBuildReason(root)).toBe("sources changed since the last build");
+  });
+});
+
+describe("ensureAuthSecret", () => {
+  it("prefers the environment, else keeps one generated secret in the file", async () => {
+    const path = join(await tempRoot(), ".porter/auth-secret");
+    expect(await ensureAuthSecret("from-the-environment-1234", path)).toEqual({ secret: "from-the-environment-1234", source: "env" });
+    const generated = await ensureAuthSecret(undefined, path);
+    expect(generated.source).toBe("generated");
+    expect(generated.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await ensureAuthSecret(undefined, path)).toEqual({ secret: generated.secret, source: "file" });
+  });
+});
+
+describe("child output", () => {
+  it("renders pino lines for humans and keeps other lines as they are", () => {
+    expect(renderLogLine('{"level":30,"time":1,"pid":2,"hostname":"h","msg":"worker started","pool":"diag","n":3}')).toBe("INFO worker started pool=diag n=3");
+    expect(renderLogLine("▲ Next.js 16")).toBe("▲ Next.js 16");
+    expect(renderLogLine("{not json")).toBe("{not json");
+  });
+
+  it("splits a stream into lines across chunk boundaries, flushing the last partial line", async () => {
+    const stream = new PassThrough();
+    const lines: string[] = [];
+    forEachLine(stream, (line) => lines.push(line));
+    stream.write("one\ntw");
+    stream.write(Buffer.from("o\r\nthr"));
+    stream.end("ee");
+    await new Promise((resolve) => stream.on("end", resolve));
+    expect(lines).toEqual(["one", "two", "three"]);
+  });
+});
