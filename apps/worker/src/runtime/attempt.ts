@@ -1,21 +1,11 @@
-import type { TJobError } from "@porter/contracts";
-import {
-  applyEffect,
-  CancelledError,
-  classifyFailure,
-  decideFailure,
-  StaleLeaseError,
-  TimeoutError,
-  type ClaimedJob,
-  type Failure,
-  type LeaseRef,
-} from "@porter/core";
+import { applyEffect, CancelledError, StaleLeaseError, TimeoutError, type ClaimedJob, type Failure, type LeaseRef } from "@porter/core";
 import { PermanentError, type HandlerContext, type Job } from "@porter/sdk";
 import type pg from "pg";
 import type { HandlerRegistry } from "../handlers/registry";
 import type { Logger } from "../logger";
 import type { Completer } from "./completer";
 import { AttemptClosedError, LeaseLostError } from "./errors";
+import { boundedCheckpoint, buildFailure } from "./failure";
 
 /** What an attempt needs from its worker. */
 export type AttemptDeps = {
@@ -41,8 +31,6 @@ type Settlement =
   | { kind: "abandoned"; error: Error }
   /** Lease lost or handed back: nothing is recorded. */
   | { kind: "discarded"; why: string };
-
-const MAX_CHECKPOINT_BYTES = 8 * 1024;
 
 /**
  * One attempt of a claimed job: validates the payload, runs the handler with its context, enforces
@@ -269,53 +257,14 @@ export class Attempt {
 
   /** The failure record of this attempt: classified, decided, with its structured error. */
   private failure(error: unknown, now: Date): Failure {
-    const { job } = this;
-    // A handler that stops because its signal aborted usually throws an AbortError: the abort's
-    // reason (timeout, cancel) is the real cause.
-    const reason: unknown = this.controller.signal.aborted ? this.controller.signal.reason : undefined;
-    const cause = reason instanceof TimeoutError || reason instanceof CancelledError ? reason : error;
-    const failure = classifyFailure(cause);
-    const next = decideFailure({
-      failure,
-      attempt: job.attempt,
-      maxAttempts: job.maxAttempts,
-      deadlineAt: job.deadlineAt,
+    return buildFailure({
+      job: this.job,
+      error,
+      abortReason: this.controller.signal.aborted ? this.controller.signal.reason : undefined,
       cancelRequested: this.isCancelRequested,
-      backoff: { baseMs: job.backoffBaseMs, capMs: job.backoffCapMs },
+      version: this.deps.version,
+      lastCheckpoint: this.lastCheckpoint,
       now,
     });
-    const isCancelled = next.state === "CANCELLED";
-    const jobError: TJobError = {
-      code: isCancelled ? "CANCELLED" : failure.code,
-      class: isCancelled ? "cancelled" : failure.class,
-      message: redactSecrets(failure.message),
-      worker_version: this.deps.version,
-      attempt: job.attempt,
-      trace_id: job.traceId,
-      last_checkpoint: this.lastCheckpoint,
-    };
-    const outcome = isCancelled ? "cancelled" : failure.class === "timeout" ? "timed_out" : "failed";
-    return { ...this.ref, outcome, error: jobError, next };
   }
 }
-
-/** A checkpoint is stored as JSON in the structured error; oversized or unserializable ones are summarised. */
-const boundedCheckpoint = (data: unknown): unknown => {
-  try {
-    const json = JSON.stringify(data ?? null);
-    if (Buffer.byteLength(json) > MAX_CHECKPOINT_BYTES) return { truncated: true, bytes: Buffer.byteLength(json) };
-    return JSON.parse(json) as unknown;
-  } catch {
-    return { unserializable: true };
-  }
-};
-
-/**
- * Strips credentials a failure message may carry (a connection string in a driver error, a bearer
- * token echoed by an HTTP client) before it is stored in the structured error and shown to tenants.
- */
-export const redactSecrets = (message: string): string =>
-  message
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+(?::[^\s/@]*)?@/gi, "$1***@")
-    .replace(/\b(bearer|basic)\s+[a-z0-9._~+/=-]{8,}/gi, "$1 ***")
-    .replace(/\b(password|passwd|pwd|secret|token|api[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',;&}\])]+/gi, "$1$2***");

@@ -1,0 +1,90 @@
+import { TimeoutError } from "@porter/core";
+import { PermanentError, RetryableError, type HandlerContext, type Job } from "@porter/sdk";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../logger";
+import { diagFail, diagSleep } from "./diag";
+import { defaultHandlerRegistry } from "./index";
+import { createHandlerRegistry } from "./registry";
+
+const context = (signal: AbortSignal): HandlerContext => ({
+  signal,
+  attempt: 1,
+  workerId: "w",
+  logger: createLogger({ level: "silent" }),
+  checkpoint: () => undefined,
+  heartbeat: async () => undefined,
+  effect: async () => {
+    throw new Error("no effects in unit tests");
+  },
+});
+
+const job = <P>(payload: P, attempt = 1): Job<P> => ({
+  job_id: "00000000-0000-4000-8000-000000000000",
+  job_type: "t",
+  tenant_id: "tenant_A",
+  payload,
+  attempt,
+  max_attempts: 5,
+  deadline_at: null,
+  timeout_s: 30,
+  trace_id: "trace",
+  idempotency_key: "k",
+  priority: 50,
+});
+
+describe("handler registry", () => {
+  it("ships the diag set and every simulated demo job type", () => {
+    expect([...defaultHandlerRegistry().keys()].sort()).toEqual(
+      [
+        "agent.run",
+        "diag.effect",
+        "diag.fail",
+        "diag.hang",
+        "diag.sleep",
+        "document.parse",
+        "email.campaign",
+        "email.send",
+        "embed.chunks",
+        "harvester.sync",
+        "webhook.deliver",
+      ].sort(),
+    );
+  });
+
+  it("refuses two handlers for one type", () => {
+    expect(() => createHandlerRegistry([diagSleep, diagSleep])).toThrow(/two handlers/);
+  });
+});
+
+describe("diag handlers", () => {
+  it("diag.sleep stops as soon as its signal aborts, with the abort's reason", async () => {
+    const controller = new AbortController();
+    const running = diagSleep.run(job({ ms: 60_000 }), context(controller.signal));
+    controller.abort(new TimeoutError(5));
+    await expect(running).rejects.toBeInstanceOf(TimeoutError);
+  });
+
+  it("diag.fail fails by mode until until_attempt, then succeeds", async () => {
+    const signal = new AbortController().signal;
+    await expect(diagFail.run(job({ mode: "transient" as const, until_attempt: 3 }, 2), context(signal))).rejects.toBeInstanceOf(RetryableError);
+    await expect(diagFail.run(job({ mode: "permanent" as const }, 9), context(signal))).rejects.toBeInstanceOf(PermanentError);
+    await expect(diagFail.run(job({ mode: "transient" as const, until_attempt: 3 }, 3), context(signal))).resolves.toEqual({ succeeded_on_attempt: 3 });
+  });
+});
+
+describe("simulated handlers' payloads", () => {
+  const registry = defaultHandlerRegistry();
+
+  it("accept references with extra fields", () => {
+    expect(registry.get("document.parse")!.parsePayload({ source_ref: "s3://docs/a.pdf", version: 3, mime: "application/pdf" })).toMatchObject({
+      source_ref: "s3://docs/a.pdf",
+      mime: "application/pdf",
+    });
+    expect(registry.get("email.send")!.parsePayload({ template_ref: "tpl://welcome", recipient_ref: "user://42" })).toBeTruthy();
+  });
+
+  it("refuse a payload without any reference, or with a mistyped one", () => {
+    expect(() => registry.get("agent.run")!.parsePayload({ prompt: "inline text" })).toThrow(PermanentError);
+    expect(() => registry.get("embed.chunks")!.parsePayload({ artifact_ref: 42 })).toThrow(/INVALID|invalid payload/);
+  });
+});
