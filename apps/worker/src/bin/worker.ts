@@ -76,7 +76,8 @@ const main = async (): Promise<void> => {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
   const version = env.PORTER_WORKER_VERSION ?? pkg.version;
   const db = createPool(env.DATABASE_URL, {
-    max: Math.min((concurrency ?? 10) + 6, 40),
+    // Claims, the completer (2) and heartbeats need a few connections; effects one each while they run.
+    max: Math.min((concurrency ?? 20) + 6, 40),
     applicationName: `porter-worker:${values.pool}`,
     connectionTimeoutMillis: 60_000,
     onError: (error) => logger.warn("idle database connection failed", { err: error }),
