@@ -1,6 +1,7 @@
 import { relative } from "node:path";
 import type pg from "pg";
-import { createPool, startEmbeddedPostgres } from "@porter/db";
+import { startEmbeddedPostgres } from "@porter/db/embedded";
+import { createPool } from "@porter/db/pool";
 import { embeddedDataDir, repoRoot } from "./paths";
 
 /** A command's database: a pool, and how to let go of it (stopping an embedded server we started). */
@@ -25,8 +26,9 @@ export const openCliDatabase = async (options: { databaseUrl: string | undefined
   const embedded = await startEmbeddedPostgres({
     dataDir,
     onLog: (message) => {
-      // The server's own chatter stays quiet; this module's notes (stale server recovery) do not.
-      if (message.startsWith("embedded PostgreSQL")) options.log(message);
+      // The server's own chatter stays quiet; @porter/db's notes (initdb, stale server recovery)
+      // do not, except "sharing", which the line below says as well.
+      if (message.startsWith("embedded PostgreSQL") && !message.includes("sharing the server")) options.log(message);
     },
   });
   const where = relative(process.cwd(), dataDir) || dataDir;

@@ -1,4 +1,4 @@
-import { migrate } from "@porter/db";
+import { migrate } from "@porter/db/migrator";
 import { parseCommandArgs } from "../args";
 import { helpText, type Command } from "../command";
 

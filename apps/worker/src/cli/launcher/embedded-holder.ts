@@ -8,7 +8,7 @@
 // disconnected, at most a minute, then stop the server and exit.
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "@porter/db";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "@porter/db/embedded";
 import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
 
 const ORPHAN_WAIT_MS = 60_000;
