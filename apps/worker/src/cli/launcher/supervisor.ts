@@ -109,7 +109,7 @@ export class Supervisor {
       for (const resolve of entry.waiters.splice(0)) resolve(exit);
       if (this.isStopping) return;
       if (!spec.restart) {
-        this.options.log(`${spec.name} exited (${describeExit(exit)})`);
+        if (exit.code !== 0) this.options.log(`${spec.name} exited (${describeExit(exit)})`);
         this.options.onExit?.(entry, exit);
         return;
       }
