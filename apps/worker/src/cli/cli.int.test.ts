@@ -165,7 +165,7 @@ describe("porter CLI", () => {
     expect(audit.rows).toEqual([{ actor: cliActor(), before: { status: "DEAD" }, after: { status: "READY" }, reason: "fixed the bug" }]);
 
     const notDead = await porter("redrive", jobId, "--json");
-    expect(notDead.json).toEqual({ dry_run: false, redriven: [], skipped: [{ job_id: jobId, reason: "not_dead", status: "READY" }] });
+    expect(notDead.json).toEqual({ dry_run: false, redriven: [], skipped: [{ job_id: jobId, reason: "not_dead" }] });
     const byFilter = await porter("redrive", "--queue", "diag", "--json");
     expect(byFilter.json).toEqual({ dry_run: false, redriven: [], skipped: [] });
     const usage = await porter("redrive", "--json");

@@ -232,7 +232,7 @@ describe("redrive", () => {
     const [queued] = await enqueueJobs(db.pool, [input()]);
     const out = await redriveJobs(db.pool, { jobIds: [partial, queued!.job_id], actor: "alice" });
     expect(out.redriven).toEqual([]);
-    expect(out.skipped).toEqual(expect.arrayContaining([{ job_id: partial, reason: "partial" }, { job_id: queued!.job_id, reason: "not_found" }]));
+    expect(out.skipped).toEqual(expect.arrayContaining([{ job_id: partial, reason: "partial" }, { job_id: queued!.job_id, reason: "not_dead" }]));
     expect((await redriveJobs(db.pool, { jobIds: [partial], actor: "alice", force: true })).redriven).toEqual([partial]);
   });
 

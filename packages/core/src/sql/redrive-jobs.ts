@@ -48,7 +48,12 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
     const skipped: RedriveOutcome["skipped"] = [];
     const chosen: string[] = [];
     const seen = new Set(rows.map((r) => r.job_id));
-    for (const id of params.jobIds ?? []) if (!seen.has(id)) skipped.push({ job_id: id, reason: "not_found" });
+    const unseen = (params.jobIds ?? []).filter((id) => !seen.has(id));
+    if (unseen.length > 0) {
+      const live = await client.query<{ job_id: string }>(`SELECT job_id::text FROM jobs WHERE job_id = ANY($1::uuid[])`, [unseen]);
+      const isLive = new Set(live.rows.map((r) => r.job_id));
+      for (const id of unseen) skipped.push({ job_id: id, reason: isLive.has(id) ? "not_dead" : "not_found" });
+    }
     for (const r of rows) {
       if (r.state !== "DEAD") skipped.push({ job_id: r.job_id, reason: "not_dead" });
       else if (r.partial && !params.force) skipped.push({ job_id: r.job_id, reason: "partial" });

@@ -65,18 +65,13 @@ export const redriveCommand: Command = {
       ...(values.reason ? { reason: values.reason } : {}),
       ...(limit ? { limit } : {}),
     });
-    // Core looks among finished jobs only: an id it did not find may be a live job (not DEAD).
-    const unknown = outcome.skipped.filter((s) => s.reason === "not_found").map((s) => s.job_id);
-    const live = unknown.length
-      ? new Map((await pool.query<{ job_id: string; state: string }>(`SELECT job_id::text, state::text FROM jobs WHERE job_id = ANY($1::uuid[])`, [unknown])).rows.map((r) => [r.job_id, r.state]))
-      : new Map<string, string>();
-    const skipped = outcome.skipped.map((s) => (live.has(s.job_id) ? { job_id: s.job_id, reason: "not_dead" as const, status: live.get(s.job_id) } : s));
+    const { skipped } = outcome;
     const reasons = new Map<string, number>();
     for (const s of skipped) reasons.set(s.reason, (reasons.get(s.reason) ?? 0) + 1);
     const human = [
       `${isDryRun ? "would redrive" : "redriven"}: ${outcome.redriven.length} job(s)${skipped.length ? `; skipped ${skipped.length} (${[...reasons].map(([r, n]) => `${r}: ${n}`).join(", ")})` : ""}`,
       ...outcome.redriven.map((id) => `  ${id}`),
-      ...skipped.map((s) => `  ${s.job_id} skipped: ${s.reason}${"status" in s ? ` (${s.status})` : ""}`),
+      ...skipped.map((s) => `  ${s.job_id} skipped: ${s.reason}`),
     ];
     if (skipped.some((s) => s.reason === "partial" || s.reason === "expired")) {
       human.push("partially completed or past-deadline jobs are redriven only with --force");
