@@ -1,0 +1,8 @@
+/** Where the e2e stack lives; shared by e2e/serve.ts and the specs. */
+export const E2E_DATABASE = "porter_e2e";
+export const e2eAdminUrl = (): string => process.env.PORTER_E2E_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export const e2eDatabaseUrl = (): string => {
+  const url = new URL(e2eAdminUrl());
+  url.pathname = `/${E2E_DATABASE}`;
+  return url.toString();
+};
