@@ -26,3 +26,8 @@ export * from "./sql/workers";
 export * from "./api-keys";
 export * from "./control";
 export * from "./users";
+export * from "./control-plane";
+export * from "./user-admin";
+export * from "./jobs-query";
+export * from "./jobs-bulk";
+export * from "./console-reads";

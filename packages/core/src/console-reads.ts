@@ -1,0 +1,186 @@
+import { JOB_STATES, type TJobState } from "@porter/contracts";
+import type { Db } from "./db";
+
+/** One queue on the console's overview. */
+export type QueueOverview = {
+  queue_id: string;
+  pool_id: string;
+  paused: boolean;
+  concurrency_cap: number | null;
+  counts: Record<TJobState, number>;
+  /** RUNNING jobs now (also in `counts`), against `concurrency_cap`. */
+  running: number;
+  /** Seconds the oldest claimable job (READY, or RETRY_WAIT whose time came) has waited; null when none. */
+  oldest_ready_age_s: number | null;
+  /** Jobs that finished in the last 5 minutes, any outcome. */
+  finished_last_5m: number;
+};
+
+/**
+ * Per queue: counts by state, running vs cap, age of the oldest claimable job, and recent
+ * completions. The oldest-ready probe runs per queue against the claim index (queue_id, …, run_at)
+ * restricted to claimable work; recent completions use finished_jobs' finished_at index.
+ */
+export const queueOverview = async (db: Db): Promise<QueueOverview[]> => {
+  const [queues, counts] = await Promise.all([
+    db.query<{ id: string; pool_id: string; paused: boolean; concurrency_cap: number | null; oldest_s: number | null; recent: string }>(
+      `SELECT q.id, q.pool_id, q.paused, q.concurrency_cap,
+              (SELECT extract(epoch FROM now() - min(j.run_at))::float8 FROM jobs j
+                WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= now()) AS oldest_s,
+              (SELECT count(*) FROM finished_jobs f WHERE f.queue_id = q.id AND f.finished_at > now() - interval '5 minutes')::text AS recent
+         FROM queues q ORDER BY q.id`,
+    ),
+    db.query<{ queue_id: string; state: TJobState; n: string }>(
+      `SELECT queue_id, state::text, count(*)::text AS n FROM jobs GROUP BY 1, 2
+       UNION ALL
+       SELECT queue_id, state::text, count(*)::text FROM finished_jobs GROUP BY 1, 2`,
+    ),
+  ]);
+  const byQueue = new Map<string, Record<TJobState, number>>();
+  for (const r of counts.rows) {
+    const c = byQueue.get(r.queue_id) ?? (Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<TJobState, number>);
+    c[r.state] += Number(r.n);
+    byQueue.set(r.queue_id, c);
+  }
+  return queues.rows.map((q) => {
+    const c = byQueue.get(q.id) ?? (Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<TJobState, number>);
+    return {
+      queue_id: q.id,
+      pool_id: q.pool_id,
+      paused: q.paused,
+      concurrency_cap: q.concurrency_cap,
+      counts: c,
+      running: c.RUNNING,
+      oldest_ready_age_s: q.oldest_s === null ? null : Math.max(0, Math.round(q.oldest_s * 10) / 10),
+      finished_last_5m: Number(q.recent),
+    };
+  });
+};
+
+/** Jobs that finished in one minute, by outcome. */
+export type ThroughputPoint = { minute: string; succeeded: number; dead: number; cancelled: number; expired: number };
+
+/**
+ * Completions per minute over the last `minutes` (default 15, at most 180), optionally for one
+ * queue; minutes without completions are zeros, so a chart has no gaps. Reads finished_jobs by
+ * its finished_at index.
+ */
+export const throughputByMinute = async (db: Db, params: { minutes?: number; queueId?: string } = {}): Promise<ThroughputPoint[]> => {
+  const minutes = Math.min(Math.max(params.minutes ?? 15, 1), 180);
+  const { rows } = await db.query<{ minute: Date; succeeded: string; dead: string; cancelled: string; expired: string }>(
+    `WITH m AS (
+       SELECT generate_series(date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute', date_trunc('minute', now()), interval '1 minute') AS minute
+     ), f AS (
+       SELECT date_trunc('minute', finished_at) AS minute, state FROM finished_jobs
+        WHERE finished_at >= date_trunc('minute', now()) - ($1::int - 1) * interval '1 minute'
+          AND ($2::text IS NULL OR queue_id = $2)
+     )
+     SELECT m.minute,
+            count(*) FILTER (WHERE f.state = 'SUCCEEDED')::text AS succeeded,
+            count(*) FILTER (WHERE f.state = 'DEAD')::text AS dead,
+            count(*) FILTER (WHERE f.state = 'CANCELLED')::text AS cancelled,
+            count(*) FILTER (WHERE f.state = 'EXPIRED')::text AS expired
+       FROM m LEFT JOIN f ON f.minute = m.minute
+      GROUP BY m.minute ORDER BY m.minute`,
+    [minutes, params.queueId ?? null],
+  );
+  return rows.map((r) => ({
+    minute: r.minute.toISOString(),
+    succeeded: Number(r.succeeded),
+    dead: Number(r.dead),
+    cancelled: Number(r.cancelled),
+    expired: Number(r.expired),
+  }));
+};
+
+/** A worker process as the pools page shows it. */
+export type WorkerRow = {
+  id: string;
+  pool_id: string;
+  host: string;
+  pid: number;
+  version: string;
+  concurrency: number;
+  running: number;
+  draining: boolean;
+  started_at: string;
+  heartbeat_at: string;
+  stopped_at: string | null;
+  /** Seconds since its last heartbeat. */
+  heartbeat_age_s: number;
+  /** live: heartbeating; lost: no heartbeat for `lostAfterS` and never stopped; stopped: exited cleanly. */
+  status: "live" | "lost" | "stopped";
+};
+
+/**
+ * Workers of every pool (or one), live first. A worker that has not heartbeated for `lostAfterS`
+ * (default 30 s) without stopping is reported lost — its leases expire and are rescued.
+ */
+export const listWorkers = async (db: Db, params: { poolId?: string; lostAfterS?: number; includeStopped?: boolean } = {}): Promise<WorkerRow[]> => {
+  const { rows } = await db.query<Omit<WorkerRow, "started_at" | "heartbeat_at" | "stopped_at" | "status"> & {
+    started_at: Date;
+    heartbeat_at: Date;
+    stopped_at: Date | null;
+  }>(
+    `SELECT id, pool_id, host, pid, version, concurrency, running, draining, started_at, heartbeat_at, stopped_at,
+            extract(epoch FROM now() - heartbeat_at)::float8 AS heartbeat_age_s
+       FROM workers
+      WHERE ($1::text IS NULL OR pool_id = $1) AND ($2::boolean OR stopped_at IS NULL)
+      ORDER BY stopped_at IS NOT NULL, pool_id, started_at`,
+    [params.poolId ?? null, params.includeStopped ?? false],
+  );
+  const lostAfter = params.lostAfterS ?? 30;
+  return rows.map((r) => ({
+    ...r,
+    started_at: r.started_at.toISOString(),
+    heartbeat_at: r.heartbeat_at.toISOString(),
+    stopped_at: r.stopped_at?.toISOString() ?? null,
+    heartbeat_age_s: Math.max(0, Math.round(r.heartbeat_age_s * 10) / 10),
+    status: r.stopped_at ? "stopped" : r.heartbeat_age_s > lostAfter ? "lost" : "live",
+  }));
+};
+
+/** What the audit page filters by. */
+export type AuditFilter = { actor?: string; action?: string; objectType?: string; objectId?: string; from?: Date; to?: Date };
+/** One audit row. */
+export type AuditRow = {
+  id: string;
+  at: string;
+  actor: string;
+  action: string;
+  object_type: string;
+  object_id: string;
+  before: unknown;
+  after: unknown;
+  reason: string | null;
+};
+
+/**
+ * Audit rows matching `filter`, newest first, `limit` per page with an id cursor (ids only grow).
+ * `action` matches a prefix (`queue.` for every queue action).
+ */
+export const listAudit = async (
+  db: Db,
+  params: { filter: AuditFilter; cursor?: string | null; limit?: number },
+): Promise<{ entries: AuditRow[]; next_cursor: string | null }> => {
+  const limit = Math.min(Math.max(params.limit ?? 50, 1), 500);
+  const f = params.filter;
+  const cursor = params.cursor && /^\d{1,20}$/.test(params.cursor) ? params.cursor : null;
+  const { rows } = await db.query<Omit<AuditRow, "at"> & { at: Date }>(
+    `SELECT id::text, at, actor, action, object_type, object_id, before, after, reason FROM audit_log
+      WHERE ($1::bigint IS NULL OR id < $1)
+        AND ($2::text IS NULL OR actor = $2)
+        AND ($3::text IS NULL OR action LIKE replace(replace($3, '%', '\\%'), '_', '\\_') || '%')
+        AND ($4::text IS NULL OR object_type = $4)
+        AND ($5::text IS NULL OR object_id = $5)
+        AND ($6::timestamptz IS NULL OR at >= $6)
+        AND ($7::timestamptz IS NULL OR at < $7)
+      ORDER BY id DESC LIMIT $8`,
+    [cursor, f.actor ?? null, f.action ?? null, f.objectType ?? null, f.objectId ?? null, f.from ?? null, f.to ?? null, limit + 1],
+  );
+  const page = rows.slice(0, limit);
+  return {
+    entries: page.map((r) => ({ ...r, at: r.at.toISOString() })),
+    next_cursor: rows.length > limit ? page.at(-1)!.id : null,
+  };
+};

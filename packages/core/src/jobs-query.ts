@@ -1,0 +1,200 @@
+import { AppError, JOB_STATES, type TJobState } from "@porter/contracts";
+import type { Db } from "./db";
+import { LIVE_STATES, TERMINAL_STATES } from "./state";
+
+/** What the jobs browser filters by; every field narrows (AND). Absent = any. */
+export type JobFilter = {
+  states?: TJobState[];
+  queueId?: string;
+  jobType?: string;
+  tenantId?: string;
+  /** created_at ≥ from (inclusive) */
+  from?: Date;
+  /** created_at < to (exclusive) */
+  to?: Date;
+  idempotencyKey?: string;
+  jobId?: string;
+  traceId?: string;
+};
+
+/** One row of the jobs browser: the envelope's identity, where it is, and its last error. */
+export type JobListRow = {
+  job_id: string;
+  job_type: string;
+  queue_id: string;
+  tenant_id: string;
+  state: TJobState;
+  priority: number;
+  attempt: number;
+  max_attempts: number;
+  idempotency_key: string;
+  trace_id: string;
+  created_at: string;
+  run_at: string | null;
+  finished_at: string | null;
+  cancel_requested: boolean;
+  error_code: string | null;
+  error_message: string | null;
+};
+
+/** A page of the jobs browser; `next_cursor` is null on the last page. */
+export type JobPage = { jobs: JobListRow[]; next_cursor: string | null };
+
+/**
+ * WHERE clause of a filter on `jobs` or `finished_jobs` (same column names), appending its
+ * parameters to `params`. Every column is compared by equality or range, so each filter can use
+ * an index where one exists (job_id unique, finished_jobs (queue_id, state, …), (tenant_id, …),
+ * (created_at, id)); the idempotency key goes through idempotency_keys' primary key.
+ */
+const whereOf = (filter: JobFilter, params: unknown[], states: readonly TJobState[]): string => {
+  const add = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const conds: string[] = [];
+  const wanted = filter.states?.length ? states.filter((s) => filter.states!.includes(s)) : [...states];
+  if (wanted.length < states.length) conds.push(`state = ANY(${add(wanted)}::job_state[])`);
+  if (filter.queueId) conds.push(`queue_id = ${add(filter.queueId)}`);
+  if (filter.jobType) conds.push(`job_type = ${add(filter.jobType)}`);
+  if (filter.tenantId) conds.push(`tenant_id = ${add(filter.tenantId)}`);
+  if (filter.from) conds.push(`created_at >= ${add(filter.from)}`);
+  if (filter.to) conds.push(`created_at < ${add(filter.to)}`);
+  if (filter.jobId) conds.push(`job_id = ${add(filter.jobId)}::uuid`);
+  if (filter.traceId) conds.push(`trace_id = ${add(filter.traceId)}`);
+  if (filter.idempotencyKey) {
+    const key = add(filter.idempotencyKey);
+    conds.push(
+      filter.tenantId
+        ? `job_id IN (SELECT job_id FROM idempotency_keys WHERE tenant_id = ${add(filter.tenantId)} AND idempotency_key = ${key})`
+        : `idempotency_key = ${key}`,
+    );
+  }
+  return conds.length ? conds.join(" AND ") : "true";
+};
+
+/** Which of the two tables a filter needs: live states live in `jobs`, terminal ones in `finished_jobs`. */
+const tablesFor = (filter: JobFilter) => {
+  const states = filter.states?.length ? filter.states : JOB_STATES;
+  return {
+    isLive: states.some((s) => (LIVE_STATES as readonly string[]).includes(s)),
+    isFinished: states.some((s) => (TERMINAL_STATES as readonly string[]).includes(s)),
+  };
+};
+
+const encodeCursor = (createdUs: string, id: string) => Buffer.from(`${createdUs}:${id}`).toString("base64url");
+const decodeCursor = (cursor: string): { createdUs: string; id: string } => {
+  const match = /^(\d{1,20}):(\d{1,20})$/.exec(Buffer.from(cursor, "base64url").toString());
+  if (!match) throw new AppError("BAD_REQUEST", { message: "invalid cursor" });
+  return { createdUs: match[1]!, id: match[2]! };
+};
+
+const LIVE_COLUMNS = `id, job_id::text, job_type, queue_id, tenant_id, state::text, priority, attempt, max_attempts, idempotency_key,
+  trace_id, created_at, run_at, NULL::timestamptz AS finished_at, cancel_requested_at IS NOT NULL AS cancel_requested,
+  last_error ->> 'code' AS error_code, last_error ->> 'message' AS error_message`;
+const FINISHED_COLUMNS = `id, job_id::text, job_type, queue_id, tenant_id, state::text, priority, attempt, max_attempts, idempotency_key,
+  trace_id, created_at, NULL::timestamptz AS run_at, finished_at, cancel_requested_at IS NOT NULL AS cancel_requested,
+  error ->> 'code' AS error_code, error ->> 'message' AS error_message`;
+
+type ListDbRow = Omit<JobListRow, "created_at" | "run_at" | "finished_at"> & {
+  id: string;
+  created_at: Date;
+  run_at: Date | null;
+  finished_at: Date | null;
+  created_us: string;
+};
+
+/**
+ * A page of jobs matching `filter`, newest first, from both tables (live and finished): each
+ * table is read in (created_at, id) order under the cursor with its own LIMIT, then the two
+ * short lists are merged — so a page costs two bounded index-ordered reads, whatever the depth.
+ * The cursor is opaque: (created_at in microseconds, row id) of the last row.
+ */
+export const listJobs = async (db: Db, params: { filter: JobFilter; cursor?: string | null; limit?: number }): Promise<JobPage> => {
+  const limit = Math.min(Math.max(params.limit ?? 50, 1), 500);
+  const { isLive, isFinished } = tablesFor(params.filter);
+  const args: unknown[] = [];
+  const after = params.cursor ? decodeCursor(params.cursor) : null;
+  let cursorCond = "true";
+  if (after) {
+    args.push(after.createdUs, after.id);
+    cursorCond = `(created_at, id) < (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2::bigint)`;
+  }
+  const parts: string[] = [];
+  const created = `(extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
+  if (isLive) {
+    const where = whereOf(params.filter, args, LIVE_STATES);
+    parts.push(`(SELECT ${LIVE_COLUMNS}, ${created} FROM jobs WHERE ${where} AND ${cursorCond} ORDER BY created_at DESC, id DESC LIMIT ${limit + 1})`);
+  }
+  if (isFinished) {
+    const where = whereOf(params.filter, args, TERMINAL_STATES);
+    parts.push(`(SELECT ${FINISHED_COLUMNS}, ${created} FROM finished_jobs WHERE ${where} AND ${cursorCond} ORDER BY created_at DESC, id DESC LIMIT ${limit + 1})`);
+  }
+  if (parts.length === 0) return { jobs: [], next_cursor: null };
+  const { rows } = await db.query<ListDbRow>(`SELECT * FROM (${parts.join(" UNION ALL ")}) u ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`, args);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    jobs: page.map(({ id: _id, created_us: _us, ...r }) => ({
+      ...r,
+      created_at: r.created_at.toISOString(),
+      run_at: r.run_at?.toISOString() ?? null,
+      finished_at: r.finished_at?.toISOString() ?? null,
+    })),
+    next_cursor: rows.length > limit && last ? encodeCursor(last.created_us, last.id) : null,
+  };
+};
+
+/**
+ * Jobs matching `filter` by state — the browser's sidebar — ignoring the filter's own state
+ * list so every state shows its count. Zero counts are included.
+ */
+export const countJobsByState = async (db: Db, filter: JobFilter): Promise<Record<TJobState, number>> => {
+  const unstated = { ...filter, states: undefined };
+  const args: unknown[] = [];
+  const live = whereOf(unstated, args, LIVE_STATES);
+  const finished = whereOf(unstated, args, TERMINAL_STATES);
+  const { rows } = await db.query<{ state: TJobState; n: string }>(
+    `SELECT state::text, count(*)::text AS n FROM jobs WHERE ${live} GROUP BY state
+     UNION ALL
+     SELECT state::text, count(*)::text FROM finished_jobs WHERE ${finished} GROUP BY state`,
+    args,
+  );
+  const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as Record<TJobState, number>;
+  for (const r of rows) counts[r.state] += Number(r.n);
+  return counts;
+};
+
+/**
+ * Ids of jobs matching `filter` that are in one of `states` (the states a bulk action applies
+ * to), oldest first, at most `limit`; `total` counts every match so a caller can say
+ * "first 10,000 of 12,345".
+ */
+export const selectJobIds = async (
+  db: Db,
+  params: { filter: JobFilter; states: readonly TJobState[]; limit: number },
+): Promise<{ jobIds: string[]; total: number }> => {
+  const states = params.states.filter((s) => !params.filter.states?.length || params.filter.states.includes(s));
+  if (states.length === 0) return { jobIds: [], total: 0 };
+  const filter = { ...params.filter, states };
+  const { isLive, isFinished } = tablesFor(filter);
+  const args: unknown[] = [];
+  const parts: string[] = [];
+  if (isLive) parts.push(`SELECT job_id::text, created_at, id FROM jobs WHERE ${whereOf(filter, args, LIVE_STATES)}`);
+  if (isFinished) parts.push(`SELECT job_id::text, created_at, id FROM finished_jobs WHERE ${whereOf(filter, args, TERMINAL_STATES)}`);
+  args.push(params.limit);
+  const { rows } = await db.query<{ job_id: string; total: string }>(
+    `SELECT job_id, count(*) OVER ()::text AS total FROM (${parts.join(" UNION ALL ")}) m ORDER BY created_at, id LIMIT $${args.length}`,
+    args,
+  );
+  return { jobIds: rows.map((r) => r.job_id), total: Number(rows[0]?.total ?? 0) };
+};
+
+/** States of the given jobs, wherever they are; unknown ids are absent from the map. */
+export const jobStates = async (db: Db, jobIds: string[]): Promise<Map<string, TJobState>> => {
+  const { rows } = await db.query<{ job_id: string; state: TJobState }>(
+    `SELECT job_id::text, state::text FROM jobs WHERE job_id = ANY($1::uuid[])
+     UNION ALL SELECT job_id::text, state::text FROM finished_jobs WHERE job_id = ANY($1::uuid[])`,
+    [jobIds],
+  );
+  return new Map(rows.map((r) => [r.job_id, r.state]));
+};

@@ -1,0 +1,158 @@
+import { randomUUID } from "node:crypto";
+import { AppError } from "@porter/contracts";
+import { writeAudit } from "./audit";
+import { inTransaction, type Db } from "./db";
+import { hashPassword, verifyPassword, type Role } from "./users";
+
+/** A console user as the console shows it: never the password hash. */
+export type UserRow = { id: string; email: string; name: string; role: Role; created_at: string; disabled_at: string | null };
+
+type UserDbRow = { id: string; email: string; name: string; role: Role; created_at: Date; disabled_at: Date | null };
+const toUser = (r: UserDbRow): UserRow => ({
+  id: r.id,
+  email: r.email,
+  name: r.name,
+  role: r.role,
+  created_at: r.created_at.toISOString(),
+  disabled_at: r.disabled_at?.toISOString() ?? null,
+});
+const USER_COLUMNS = "id, email, name, role, created_at, disabled_at";
+
+// The hash of a random, forgotten password (same argon2id parameters as hashPassword): a sign-in
+// for an unknown email costs the same time as a known one, so timing does not reveal which exist.
+const DUMMY_HASH = "$argon2id$v=19$m=19456,t=2,p=1$jnf1MpvORywKiA/1PTVW9Q$t5dFRbfMvg5Zh8FmY9VOfwwJ8wljus7+TcVUIkJvVHE";
+
+/**
+ * Checks an email and password against `users` (argon2id). Returns the user when the password
+ * matches and the account is enabled; null otherwise (unknown email, wrong password, disabled),
+ * taking about the same time in every case.
+ */
+export const authenticateUser = async (db: Db, email: string, password: string): Promise<UserRow | null> => {
+  const { rows } = await db.query<UserDbRow & { password_hash: string }>(
+    `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE email = lower($1)`,
+    [email.trim()],
+  );
+  const row = rows[0];
+  if (!row) {
+    await verifyPassword(DUMMY_HASH, password);
+    return null;
+  }
+  const isMatch = await verifyPassword(row.password_hash, password);
+  return isMatch && !row.disabled_at ? toUser(row) : null;
+};
+
+/** An enabled user by id (sessions re-read the role on every request), or null. */
+export const getActiveUser = async (db: Db, id: string): Promise<UserRow | null> => {
+  const { rows } = await db.query<UserDbRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND disabled_at IS NULL`, [id]);
+  return rows[0] ? toUser(rows[0]) : null;
+};
+
+/** Every console user, by email. */
+export const listUsers = async (db: Db): Promise<UserRow[]> => {
+  const { rows } = await db.query<UserDbRow>(`SELECT ${USER_COLUMNS} FROM users ORDER BY email`);
+  return rows.map(toUser);
+};
+
+/** Creates a console user (argon2id hash), audited without the password. Duplicate email: 409. */
+export const createUser = async (
+  db: Db,
+  params: { email: string; name?: string; role: Role; password: string; actor: string },
+): Promise<UserRow> => {
+  const passwordHash = await hashPassword(params.password);
+  return inTransaction(db, async (client) => {
+    let user: UserRow;
+    try {
+      const { rows } = await client.query<UserDbRow>(
+        `INSERT INTO users (id, email, name, password_hash, role) VALUES ($1, lower($2), $3, $4, $5) RETURNING ${USER_COLUMNS}`,
+        [randomUUID(), params.email.trim(), params.name ?? "", passwordHash, params.role],
+      );
+      user = toUser(rows[0]!);
+    } catch (error) {
+      if ((error as { code?: string }).code === "23505") {
+        throw new AppError("CONFLICT", { message: `a user with email ${params.email} exists`, details: { issues: [{ path: ["email"], message: "already in use" }] } });
+      }
+      throw error;
+    }
+    await writeAudit(client, [
+      { actor: params.actor, action: "user.create", objectType: "user", objectId: user.id, after: { email: user.email, name: user.name, role: user.role } },
+    ]);
+    return user;
+  });
+};
+
+/** Changes of {@link updateUser}; absent fields stay as they are. */
+export type UserPatch = { name?: string; role?: Role; disabled?: boolean; password?: string };
+
+/**
+ * Updates a user's name, role, enabled flag or password, audited (a password change is recorded
+ * as `password: "changed"`, never its value or hash), in one transaction. Refused with 409 when
+ * it would leave no enabled admin, so the console cannot lock itself out.
+ */
+export const updateUser = async (db: Db, params: { id: string; patch: UserPatch; actor: string; reason?: string }): Promise<UserRow> => {
+  const passwordHash = params.patch.password === undefined ? undefined : await hashPassword(params.patch.password);
+  return inTransaction(db, async (client) => {
+    const { rows: current } = await client.query<UserDbRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [params.id]);
+    if (!current[0]) throw new AppError("NOT_FOUND", { message: `user ${params.id} not found` });
+    const before = toUser(current[0]);
+    const { name, role, disabled } = params.patch;
+    const { rows } = await client.query<UserDbRow>(
+      `UPDATE users SET name = coalesce($2, name), role = coalesce($3::role, role),
+              disabled_at = CASE WHEN $4::boolean IS NULL THEN disabled_at WHEN $4 THEN coalesce(disabled_at, now()) ELSE NULL END,
+              password_hash = coalesce($5, password_hash)
+        WHERE id = $1 RETURNING ${USER_COLUMNS}`,
+      [params.id, name ?? null, role ?? null, disabled ?? null, passwordHash ?? null],
+    );
+    const after = toUser(rows[0]!);
+    const { rows: admins } = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM users WHERE role = 'admin' AND disabled_at IS NULL`);
+    if (Number(admins[0]!.n) === 0) {
+      throw new AppError("CONFLICT", { message: "refused: this would leave no enabled admin" });
+    }
+    const beforeAudit: Record<string, unknown> = {};
+    const afterAudit: Record<string, unknown> = {};
+    for (const key of ["name", "role", "disabled_at"] as const) {
+      if (before[key] !== after[key]) {
+        beforeAudit[key] = before[key];
+        afterAudit[key] = after[key];
+      }
+    }
+    if (passwordHash !== undefined) afterAudit.password = "changed";
+    if (Object.keys(afterAudit).length > 0) {
+      await writeAudit(client, [
+        { actor: params.actor, action: "user.update", objectType: "user", objectId: params.id, before: beforeAudit, after: afterAudit, reason: params.reason ?? null },
+      ]);
+    }
+    return after;
+  });
+};
+
+/** An API key as the console lists it: scope and lifecycle, never the secret or its hash. */
+export type ApiKeyRow = {
+  id: string;
+  name: string;
+  tenant_ids: string[];
+  job_types: string[];
+  created_by: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+};
+
+/** Every API key, newest first (revoked ones included, marked). */
+export const listApiKeys = async (db: Db): Promise<ApiKeyRow[]> => {
+  const { rows } = await db.query<{
+    id: string;
+    name: string;
+    tenant_ids: string[];
+    job_types: string[];
+    created_by: string;
+    created_at: Date;
+    last_used_at: Date | null;
+    revoked_at: Date | null;
+  }>(`SELECT id, name, tenant_ids, job_types, created_by, created_at, last_used_at, revoked_at FROM api_keys ORDER BY created_at DESC, id`);
+  return rows.map((r) => ({
+    ...r,
+    created_at: r.created_at.toISOString(),
+    last_used_at: r.last_used_at?.toISOString() ?? null,
+    revoked_at: r.revoked_at?.toISOString() ?? null,
+  }));
+};
