@@ -5,8 +5,8 @@ import type pg from "pg";
 export const ROLES = ["viewer", "operator", "admin"] as const;
 export type Role = (typeof ROLES)[number];
 
-/** A signed-in console user. Filled by `getSession` once console sign-in exists. */
-export type Session = { userId: string; email: string; role: Role };
+/** A signed-in console user (next-auth cookie session, role read from `users`; see session.ts). */
+export type Session = { userId: string; email: string; role: Role; name?: string };
 
 /** What every procedure sees. Procedure builders narrow it (`apiKey`, `session` non-null). */
 export type Context = {
@@ -20,11 +20,16 @@ export type Context = {
   maxPayloadBytes: number;
   /** The verified producer key; set by `producerProcedure`. */
   apiKey: ApiKeyScope | null;
-  /** The console user; null until sign-in lands (viewer/operator/admin procedures deny). */
+  /** The console user; null without a valid session cookie (viewer/operator/admin procedures deny). */
   session: Session | null;
+  /**
+   * Origins besides the request's own host that console mutations may come from (the console's
+   * public URL behind a proxy); see csrf.ts.
+   */
+  trustedOrigins?: readonly string[];
 };
 
-/** Inputs of {@link createContext}; `getSession` is the hook console sign-in will fill. */
+/** Inputs of {@link createContext}; `getSession` reads the console session (session.ts). */
 export type CreateContextOptions = {
   req: Request;
   resHeaders: Headers;
@@ -32,6 +37,7 @@ export type CreateContextOptions = {
   registry: Registry;
   maxPayloadBytes: number;
   getSession?: (req: Request) => Promise<Session | null>;
+  trustedOrigins?: readonly string[];
 };
 
 /**
@@ -46,4 +52,5 @@ export const createContext = async (opts: CreateContextOptions): Promise<Context
   maxPayloadBytes: opts.maxPayloadBytes,
   apiKey: null,
   session: opts.getSession ? await opts.getSession(opts.req) : null,
+  trustedOrigins: opts.trustedOrigins ?? [],
 });

@@ -23,8 +23,10 @@ export type TrpcHttpDeps = {
   maxBodyBytes?: number;
   /** Path prefix of procedures. Default `/api/trpc`. */
   endpoint?: string;
-  /** Reads the console session of a request; absent until console sign-in exists. */
+  /** Reads the console session of a request (see `createSessionReader`); absent = no console sessions. */
   getSession?: (req: Request) => Promise<Session | null>;
+  /** Origins console mutations may come from besides the request's own host (see csrf.ts). */
+  trustedOrigins?: readonly string[];
   /** Called for every error (log 5xx with their cause; the response never carries it). */
   onError?: (info: { error: TRPCError; path: string | undefined; type: string }) => void;
 };
@@ -61,6 +63,7 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         registry: deps.registry,
         maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         getSession: deps.getSession,
+        trustedOrigins: deps.trustedOrigins,
       }),
     responseMeta: ({ errors }) => {
       const waits = errors

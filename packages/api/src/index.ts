@@ -1,4 +1,5 @@
-// @porter/api: the tRPC routers (producer API, system) and the HTTP adapter the console serves.
+// @porter/api: the tRPC routers (producer API, console procedures, system), console sessions and
+// the HTTP adapter the console serves. Form schemas: `@porter/api/schemas/control-plane`, `…/schemas/jobs`.
 export { appRouter, createCaller, type AppRouter } from "./root";
 export { createContext, ROLES, type Context, type CreateContextOptions, type Role, type Session } from "./context";
 export {
@@ -9,7 +10,11 @@ export {
   publicProcedure,
   viewerProcedure,
   type ErrorData,
+  type Policy,
+  type ProcedureMeta,
 } from "./trpc";
+export { refuseCrossSite } from "./csrf";
+export { createSessionReader, readSession, sessionCookieName, sessionTokenFromCookies, type SessionReaderOptions } from "./session";
 export { DEFAULT_MAX_BODY_BYTES, handleTrpcRequest, type TrpcHttpDeps } from "./http";
 export { checkHealth, type HealthReport } from "./health";
 export { scopeEnqueueRequest } from "./routers/producer";

@@ -4,6 +4,7 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type { Context, Role, Session } from "./context";
 import { ROLES } from "./context";
+import { refuseCrossSite } from "./csrf";
 import {
   appErrorOf,
   asAppError,
@@ -31,7 +32,16 @@ export type ErrorData = {
   retryAfterS: number | null;
 };
 
-const t = initTRPC.context<Context>().create({
+/**
+ * Who may call a procedure: anyone (`public`), a producer API key (`producer`), or a console user
+ * of at least this role. Every procedure declares one through the builder it starts from; the
+ * role × procedure matrix test fails on a procedure without it.
+ */
+export type Policy = "public" | "producer" | Role;
+/** Procedure metadata: its policy (set by the builders below, never by hand). */
+export type ProcedureMeta = { policy?: Policy };
+
+const t = initTRPC.context<Context>().meta<ProcedureMeta>().create({
   // Plain JSON on the wire (no transformer): producers call us with curl and fetch.
   errorFormatter({ shape, error }) {
     const app = appErrorOf(error);
@@ -78,7 +88,7 @@ const baseProcedure = t.procedure.use(async ({ next }) => {
 });
 
 /** Anyone may call it. Keep these few: health, and what the console shows before sign-in. */
-export const publicProcedure = baseProcedure;
+export const publicProcedure = baseProcedure.meta({ policy: "public" });
 
 /**
  * Producer API: `Authorization: Bearer <api key>`, verified against `api_keys` (401 when
@@ -86,7 +96,7 @@ export const publicProcedure = baseProcedure;
  * tenant and job type against it. Runs before input validation, so an unauthenticated caller
  * learns nothing about the contract.
  */
-export const producerProcedure = baseProcedure.use(async ({ ctx, next }) => {
+export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(async ({ ctx, next }) => {
   const header = ctx.req.headers.get("authorization") ?? "";
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match) {
@@ -98,11 +108,14 @@ export const producerProcedure = baseProcedure.use(async ({ ctx, next }) => {
 });
 
 const requireRole = (minimum: Role) =>
-  baseProcedure.use(({ ctx, next }) => {
+  baseProcedure.meta({ policy: minimum }).use(({ ctx, next, type }) => {
     const session: Session | null = ctx.session;
     if (!session) {
       throw new TRPCError({ code: "UNAUTHORIZED", message: "sign in to the console first" });
     }
+    // Cookie-authenticated writes must come from our own pages (CSRF); reads have no effect.
+    const refusal = type === "mutation" ? refuseCrossSite(ctx.req, ctx.trustedOrigins) : null;
+    if (refusal) throw new TRPCError({ code: "FORBIDDEN", message: refusal });
     if (ROLES.indexOf(session.role) < ROLES.indexOf(minimum)) {
       throw new TRPCError({ code: "FORBIDDEN", message: `requires the ${minimum} role` });
     }
@@ -110,8 +123,9 @@ const requireRole = (minimum: Role) =>
   });
 
 /**
- * Console procedures by role (viewer < operator < admin). Until console sign-in exists no
- * request has a session, so they deny every caller with 401: deny by default.
+ * Console procedures by role (viewer < operator < admin): 401 without a session, 403 below the
+ * role — checked before the input is parsed, so a caller without the role learns nothing about
+ * the contract. Their mutations also pass the same-origin JSON check of csrf.ts (403).
  */
 export const viewerProcedure = requireRole("viewer");
 export const operatorProcedure = requireRole("operator");

@@ -91,6 +91,9 @@ export type UserPatch = { name?: string; role?: Role; disabled?: boolean; passwo
 export const updateUser = async (db: Db, params: { id: string; patch: UserPatch; actor: string; reason?: string }): Promise<UserRow> => {
   const passwordHash = params.patch.password === undefined ? undefined : await hashPassword(params.patch.password);
   return inTransaction(db, async (client) => {
+    // User changes are rare: serialising them makes the last-admin check below race-free (two
+    // admins demoting each other at once cannot both see the other still enabled).
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext('porter.users.update'))`);
     const { rows: current } = await client.query<UserDbRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [params.id]);
     if (!current[0]) throw new AppError("NOT_FOUND", { message: `user ${params.id} not found` });
     const before = toUser(current[0]);
@@ -103,9 +106,11 @@ export const updateUser = async (db: Db, params: { id: string; patch: UserPatch;
       [params.id, name ?? null, role ?? null, disabled ?? null, passwordHash ?? null],
     );
     const after = toUser(rows[0]!);
-    const { rows: admins } = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM users WHERE role = 'admin' AND disabled_at IS NULL`);
-    if (Number(admins[0]!.n) === 0) {
-      throw new AppError("CONFLICT", { message: "refused: this would leave no enabled admin" });
+    const wasAdmin = before.role === "admin" && before.disabled_at === null;
+    const isAdmin = after.role === "admin" && after.disabled_at === null;
+    if (wasAdmin && !isAdmin) {
+      const { rows: admins } = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM users WHERE role = 'admin' AND disabled_at IS NULL`);
+      if (Number(admins[0]!.n) === 0) throw new AppError("CONFLICT", { message: "refused: this would leave no enabled admin" });
     }
     const beforeAudit: Record<string, unknown> = {};
     const afterAudit: Record<string, unknown> = {};

@@ -2,7 +2,7 @@ import { countsByState } from "@porter/core";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { checkHealth } from "../health";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { createTRPCRouter, publicProcedure, viewerProcedure } from "../trpc";
 
 const ZCount = z.object({ queue_id: z.string(), state: z.string(), count: z.number().int() });
 
@@ -17,12 +17,8 @@ export const systemRouter = createTRPCRouter({
       return report;
     }),
 
-  /**
-   * Jobs by queue and state, live and finished.
-   * TODO(console sign-in): make this a viewerProcedure; it is public only because the console
-   * home page needs it before sign-in exists.
-   */
-  counts: publicProcedure
+  /** Jobs by queue and state, live and finished (signed-in console users). */
+  counts: viewerProcedure
     .output(z.array(ZCount))
     .query(({ ctx }) => countsByState(ctx.pool)),
 });

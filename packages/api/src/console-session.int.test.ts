@@ -1,0 +1,125 @@
+import { createApiKey, createUser, Registry, updateUser } from "@porter/core";
+import { controlPlane } from "@porter/core/testing/fixtures";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { encode } from "next-auth/jwt";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSessionReader, sessionCookieName } from "./session";
+import { startTestServer, type TestServer } from "./testing/http-server";
+
+// Console sessions and cross-site protection over real HTTP: a next-auth session cookie (minted
+// with next-auth's own encoder and the server's secret), read by createSessionReader exactly as
+// the console's /api/trpc route does.
+const db = useTestDatabase();
+const SECRET = "test-secret-for-console-sessions";
+let server: TestServer;
+let origin: string;
+let viewerId: string;
+let operatorId: string;
+let producerKey: string;
+
+const cookieFor = async (userId: string, secret = SECRET) =>
+  `${sessionCookieName(false)}=${await encode({ token: { sub: userId, email: "x@example.com" }, secret })}`;
+
+beforeAll(async () => {
+  await controlPlane(db.pool, { pool: "cs-pool", queues: [{ id: "cs-q" }], tenants: [{ id: "cs_t" }] });
+  viewerId = (await createUser(db.pool, { email: "viewer@example.com", role: "viewer", password: "viewer-password-1", actor: "test" })).id;
+  operatorId = (await createUser(db.pool, { email: "operator@example.com", role: "operator", password: "operator-password-1", actor: "test" })).id;
+  await createUser(db.pool, { email: "admin@example.com", role: "admin", password: "admin-password-12", actor: "test" });
+  producerKey = (await createApiKey(db.pool, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
+  server = await startTestServer({ pool: db.pool, registry: new Registry(), getSession: createSessionReader({ pool: db.pool, secret: SECRET }) });
+  origin = server.url;
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+type Reply = { status: number; body: any };
+const request = async (path: string, init: { method?: string; headers?: Record<string, string>; body?: string }): Promise<Reply> => {
+  const res = await fetch(`${server.url}/api/trpc/${path}`, init);
+  return { status: res.status, body: await res.json() };
+};
+const pause = (headers: Record<string, string>, body = JSON.stringify({ id: "cs-q" })) =>
+  request("queues.pause", { method: "POST", headers, body });
+const isPaused = async () => (await db.pool.query<{ paused: boolean }>(`SELECT paused FROM queues WHERE id = 'cs-q'`)).rows[0]!.paused;
+const resume = () => db.pool.query(`UPDATE queues SET paused = false WHERE id = 'cs-q'`);
+
+describe("console sessions", () => {
+  it("a valid session cookie signs the user in; the role comes from the database", async () => {
+    const me = await request("me.get", { headers: { cookie: await cookieFor(viewerId) } });
+    expect(me.status).toBe(200);
+    expect(me.body.result.data).toEqual({ email: "viewer@example.com", name: "", role: "viewer" });
+  });
+
+  it("no cookie, a cookie under another secret, or a garbled one: 401", async () => {
+    expect((await request("me.get", {})).status).toBe(401);
+    expect((await request("me.get", { headers: { cookie: await cookieFor(viewerId, "another-secret") } })).status).toBe(401);
+    expect((await request("me.get", { headers: { cookie: `${sessionCookieName(false)}=garbage` } })).status).toBe(401);
+  });
+
+  it("a session token sent as a Bearer header is not a session (cookies only)", async () => {
+    const token = (await cookieFor(viewerId)).split("=")[1]!;
+    expect((await request("me.get", { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+  });
+
+  it("a demotion or a disabled account takes effect on the next request", async () => {
+    const userId = (await createUser(db.pool, { email: "temp@example.com", role: "operator", password: "temp-password-12", actor: "test" })).id;
+    const cookie = await cookieFor(userId);
+    const headers = { cookie, "content-type": "application/json", origin };
+    expect((await pause(headers)).status).toBe(200);
+    await resume();
+    await updateUser(db.pool, { id: userId, patch: { role: "viewer" }, actor: "test" });
+    expect((await pause(headers)).status).toBe(403);
+    await updateUser(db.pool, { id: userId, patch: { disabled: true }, actor: "test" });
+    expect((await request("me.get", { headers: { cookie } })).status).toBe(401);
+    expect(await isPaused()).toBe(false);
+  });
+});
+
+describe("cross-site protection of console mutations", () => {
+  it("a same-origin JSON mutation with the session cookie is carried out", async () => {
+    const reply = await pause({ cookie: await cookieFor(operatorId), "content-type": "application/json", origin, "sec-fetch-site": "same-origin" });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(await isPaused()).toBe(true);
+    await resume();
+  });
+
+  it("refuses (403) a mutation from another origin, a cross-site fetch, or one without an Origin; nothing changes", async () => {
+    const cookie = await cookieFor(operatorId);
+    const cases: Array<Record<string, string>> = [
+      { cookie, "content-type": "application/json", origin: "https://evil.example" },
+      { cookie, "content-type": "application/json", origin, "sec-fetch-site": "cross-site" },
+      { cookie, "content-type": "application/json", origin, "sec-fetch-site": "same-site" },
+      { cookie, "content-type": "application/json" },
+      { cookie, "content-type": "application/json", origin: "null" },
+    ];
+    for (const headers of cases) {
+      const reply = await pause(headers);
+      expect(reply.status, JSON.stringify(headers)).toBe(403);
+      expect(reply.body.error.message).toMatch(/cross-site|Origin/);
+    }
+    expect(await isPaused()).toBe(false);
+  });
+
+  it("refuses a form-encoded or text/plain body (what a cross-site HTML form can send); nothing changes", async () => {
+    const cookie = await cookieFor(operatorId);
+    for (const contentType of ["text/plain", "application/x-www-form-urlencoded"]) {
+      const reply = await pause({ cookie, "content-type": contentType, origin });
+      expect([403, 415], `${contentType}: ${JSON.stringify(reply.body)}`).toContain(reply.status);
+    }
+    expect(await isPaused()).toBe(false);
+  });
+
+  it("a producer's Bearer-key call needs no Origin (keys are not ambient credentials)", async () => {
+    const reply = await request("producer.enqueue", {
+      method: "POST",
+      headers: { authorization: `Bearer ${producerKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ job_type: "cs-q.job", payload: { ref: "r" }, idempotency_key: "cs-1" }),
+    });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  });
+
+  it("queries are not subject to the Origin check (they change nothing)", async () => {
+    const reply = await request("queues.list", { headers: { cookie: await cookieFor(viewerId), origin: "https://evil.example" } });
+    expect(reply.status).toBe(200);
+  });
+});

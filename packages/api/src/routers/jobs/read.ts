@@ -1,0 +1,59 @@
+import { AppError, JOB_STATES, ZJobState, ZJobStatus } from "@porter/contracts";
+import { countJobsByState, getJob, listAttempts, listJobs } from "@porter/core";
+import { z } from "zod";
+import { ZJobFilter } from "../../schemas/jobs";
+import { viewerProcedure } from "../../trpc";
+import { toCoreFilter } from "./filter";
+
+const ZJobListRow = z.object({
+  job_id: z.string(),
+  job_type: z.string(),
+  queue_id: z.string(),
+  tenant_id: z.string(),
+  state: ZJobState,
+  priority: z.number().int(),
+  attempt: z.number().int(),
+  max_attempts: z.number().int(),
+  idempotency_key: z.string(),
+  trace_id: z.string(),
+  created_at: z.string(),
+  run_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  cancel_requested: z.boolean(),
+  error_code: z.string().nullable(),
+  error_message: z.string().nullable(),
+});
+
+const ZAttempt = z.object({
+  attempt: z.number().int(),
+  worker_id: z.string().nullable(),
+  started_at: z.string(),
+  finished_at: z.string().nullable(),
+  duration_ms: z.number().nullable(),
+  heartbeat_at: z.string().nullable(),
+  outcome: z.string(),
+  error: z.record(z.string(), z.unknown()).nullable(),
+  retry_at: z.string().nullable(),
+});
+
+/** A page of jobs, newest first, live and finished together (cursor from the previous page). */
+export const list = viewerProcedure
+  .input(z.strictObject({ filter: ZJobFilter.default({}), cursor: z.string().max(200).nullish(), limit: z.number().int().min(1).max(200).default(50) }))
+  .output(z.object({ jobs: z.array(ZJobListRow), next_cursor: z.string().nullable() }))
+  .query(({ ctx, input }) => listJobs(ctx.pool, { filter: toCoreFilter(input.filter), cursor: input.cursor ?? null, limit: input.limit }));
+
+/** Jobs matching the filter per state (the filter's own states ignored): the browser's sidebar. */
+export const counts = viewerProcedure
+  .input(z.strictObject({ filter: ZJobFilter.default({}) }))
+  .output(z.record(z.enum(JOB_STATES), z.number().int()))
+  .query(({ ctx, input }) => countJobsByState(ctx.pool, toCoreFilter(input.filter)));
+
+/** One job: envelope, result or structured error, the full timeline, and its attempts side by side. */
+export const get = viewerProcedure
+  .input(z.strictObject({ job_id: z.uuid() }))
+  .output(ZJobStatus.extend({ attempts: z.array(ZAttempt) }))
+  .query(async ({ ctx, input }) => {
+    const job = await getJob(ctx.pool, input.job_id);
+    if (!job) throw new AppError("NOT_FOUND", { message: `job ${input.job_id} not found` });
+    return { ...job, attempts: await listAttempts(ctx.pool, input.job_id) };
+  });

@@ -1,0 +1,81 @@
+import { JOB_STATES } from "@porter/contracts";
+import { listAudit, queueOverview, throughputByMinute } from "@porter/core";
+import { z } from "zod";
+import { createTRPCRouter, viewerProcedure } from "../trpc";
+
+const ZQueueOverview = z.object({
+  queue_id: z.string(),
+  pool_id: z.string(),
+  paused: z.boolean(),
+  concurrency_cap: z.number().int().nullable(),
+  counts: z.record(z.enum(JOB_STATES), z.number().int()),
+  running: z.number().int(),
+  oldest_ready_age_s: z.number().nullable(),
+  finished_last_5m: z.number().int(),
+});
+const ZThroughputPoint = z.object({
+  minute: z.string(),
+  succeeded: z.number().int(),
+  dead: z.number().int(),
+  cancelled: z.number().int(),
+  expired: z.number().int(),
+});
+
+/** The overview page: per queue counts, oldest ready age, running vs cap; completions per minute. */
+export const overviewRouter = createTRPCRouter({
+  queues: viewerProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.pool)),
+  throughput: viewerProcedure
+    .input(z.strictObject({ minutes: z.number().int().min(1).max(180).default(15), queue_id: z.string().max(100).optional() }).default({ minutes: 15 }))
+    .output(z.array(ZThroughputPoint))
+    .query(({ ctx, input }) => throughputByMinute(ctx.pool, { minutes: input.minutes, ...(input.queue_id ? { queueId: input.queue_id } : {}) })),
+});
+
+const ZAuditRow = z.object({
+  id: z.string(),
+  at: z.string(),
+  actor: z.string(),
+  action: z.string(),
+  object_type: z.string(),
+  object_id: z.string(),
+  before: z.unknown(),
+  after: z.unknown(),
+  reason: z.string().nullable(),
+});
+const text = z.string().trim().min(1).max(200);
+
+/** The audit log: who did what to which object, when, before → after; filterable, newest first. */
+export const auditRouter = createTRPCRouter({
+  list: viewerProcedure
+    .input(
+      z.strictObject({
+        filter: z
+          .strictObject({
+            actor: text.optional(),
+            action: text.optional(),
+            object_type: text.optional(),
+            object_id: text.optional(),
+            from: z.iso.datetime({ offset: true }).optional(),
+            to: z.iso.datetime({ offset: true }).optional(),
+          })
+          .default({}),
+        cursor: z.string().regex(/^\d{1,20}$/).nullish(),
+        limit: z.number().int().min(1).max(200).default(50),
+      }),
+    )
+    .output(z.object({ entries: z.array(ZAuditRow), next_cursor: z.string().nullable() }))
+    .query(({ ctx, input }) => {
+      const f = input.filter;
+      return listAudit(ctx.pool, {
+        filter: {
+          ...(f.actor ? { actor: f.actor } : {}),
+          ...(f.action ? { action: f.action } : {}),
+          ...(f.object_type ? { objectType: f.object_type } : {}),
+          ...(f.object_id ? { objectId: f.object_id } : {}),
+          ...(f.from ? { from: new Date(f.from) } : {}),
+          ...(f.to ? { to: new Date(f.to) } : {}),
+        },
+        cursor: input.cursor ?? null,
+        limit: input.limit,
+      });
+    }),
+});

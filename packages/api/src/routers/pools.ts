@@ -1,0 +1,94 @@
+import { AppError } from "@porter/contracts";
+import { drainQueues, listConfig, listWorkers, queueOverview, setQueuePaused } from "@porter/core";
+import { z } from "zod";
+import { actorOf } from "../actor";
+import { ZConfigId, ZPoolCreate, ZPoolUpdate, ZReason } from "../schemas/control-plane";
+import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
+import { configRouter } from "./config";
+import { ZPoolRow } from "./config-rows";
+
+export const ZWorkerRow = z.object({
+  id: z.string(),
+  pool_id: z.string(),
+  host: z.string(),
+  pid: z.number().int(),
+  version: z.string(),
+  concurrency: z.number().int(),
+  running: z.number().int(),
+  draining: z.boolean(),
+  started_at: z.string(),
+  heartbeat_at: z.string(),
+  stopped_at: z.string().nullable(),
+  heartbeat_age_s: z.number(),
+  status: z.enum(["live", "lost", "stopped"]),
+});
+
+const ZPoolOverview = ZPoolRow.extend({
+  queues: z.array(z.object({ id: z.string(), paused: z.boolean(), running: z.number().int() })),
+  running: z.number().int(),
+  workers: z.array(ZWorkerRow),
+});
+
+const ZPoolAction = z.strictObject({ id: ZConfigId, reason: ZReason });
+const ZPoolActionResult = z.object({ id: z.string(), queues: z.array(z.string()), changed: z.array(z.string()) });
+
+const queuesOf = async (pool: Parameters<typeof listConfig>[0], poolId: string): Promise<string[]> => {
+  const queues = (await listConfig(pool, "queue")).filter((q) => q.pool_id === poolId).map((q) => q.id);
+  if (!(await listConfig(pool, "pool")).some((p) => p.id === poolId)) throw new AppError("NOT_FOUND", { message: `pool ${poolId} not found` });
+  if (queues.length === 0) throw new AppError("CONFLICT", { message: `pool ${poolId} has no queues` });
+  return queues;
+};
+
+/** Lanes/pools with their queues and live workers; config (admin); drain/resume a whole pool (operator). */
+export const poolsRouter = createTRPCRouter({
+  ...configRouter("pool", { row: ZPoolRow, create: ZPoolCreate, update: ZPoolUpdate })._def.record,
+
+  /**
+   * Every pool with its queues (paused, running) and its workers: live ones with host, pid,
+   * start, last heartbeat, running jobs and draining flag; lost ones (no heartbeat for 30 s);
+   * with `include_stopped`, those that exited.
+   */
+  overview: viewerProcedure
+    .input(z.strictObject({ include_stopped: z.boolean().default(false) }).default({ include_stopped: false }))
+    .output(z.array(ZPoolOverview))
+    .query(async ({ ctx, input }) => {
+      const [pools, queues, workers] = await Promise.all([
+        listConfig(ctx.pool, "pool"),
+        queueOverview(ctx.pool),
+        listWorkers(ctx.pool, { includeStopped: input.include_stopped }),
+      ]);
+      return pools.map((p) => {
+        const mine = queues.filter((q) => q.pool_id === p.id);
+        return {
+          ...(p as z.infer<typeof ZPoolRow>),
+          queues: mine.map((q) => ({ id: q.queue_id, paused: q.paused, running: q.running })),
+          running: mine.reduce((n, q) => n + q.running, 0),
+          workers: workers.filter((w) => w.pool_id === p.id),
+        };
+      });
+    }),
+
+  /** Pauses every queue of the pool (reason "drain"): running jobs finish, nothing new starts. Audited. */
+  drain: operatorProcedure
+    .input(ZPoolAction)
+    .output(ZPoolActionResult)
+    .mutation(async ({ ctx, input }) => {
+      const queues = await queuesOf(ctx.pool, input.id);
+      const changed = await drainQueues(ctx.pool, { queueIds: queues, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      return { id: input.id, queues, changed };
+    }),
+
+  /** Resumes every queue of the pool. Audited per queue that was paused. */
+  resume: operatorProcedure
+    .input(ZPoolAction)
+    .output(ZPoolActionResult)
+    .mutation(async ({ ctx, input }) => {
+      const queues = await queuesOf(ctx.pool, input.id);
+      const changed: string[] = [];
+      for (const queueId of queues) {
+        const didChange = await setQueuePaused(ctx.pool, { queueId, paused: false, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+        if (didChange) changed.push(queueId);
+      }
+      return { id: input.id, queues, changed };
+    }),
+});

@@ -1,0 +1,59 @@
+import { AppError } from "@porter/contracts";
+import { drainQueues, getConfig, queueOverview, setQueuePaused } from "@porter/core";
+import { z } from "zod";
+import { actorOf } from "../actor";
+import { queueIssues, ZConfigId, ZQueueCreate, ZQueueUpdate, ZReason } from "../schemas/control-plane";
+import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
+import { configRouter } from "./config";
+import { ZQueueRow } from "./config-rows";
+
+const ZQueueAction = z.strictObject({ id: ZConfigId, reason: ZReason });
+const ZPauseResult = z.object({ id: z.string(), paused: z.boolean(), changed: z.boolean(), running: z.number().int() });
+
+const runningOf = async (ctx: { pool: Parameters<typeof queueOverview>[0] }, id: string) =>
+  (await queueOverview(ctx.pool)).find((q) => q.queue_id === id)?.running ?? 0;
+
+/** Queues: every knob (admin), pause/resume/drain (operator), and reads (viewer). */
+export const queuesRouter = createTRPCRouter({
+  ...configRouter("queue", { row: ZQueueRow, create: ZQueueCreate, update: ZQueueUpdate, validate: queueIssues })._def.record,
+
+  /** One queue's configuration (404 when unknown). */
+  get: viewerProcedure
+    .input(z.strictObject({ id: ZConfigId }))
+    .output(ZQueueRow)
+    .query(async ({ ctx, input }) => {
+      const row = await getConfig(ctx.pool, "queue", input.id);
+      if (!row) throw new AppError("NOT_FOUND", { message: `queue ${input.id} not found` });
+      return row as z.infer<typeof ZQueueRow>;
+    }),
+
+  /** Claims of this queue stop at once; running jobs continue. Audited. */
+  pause: operatorProcedure
+    .input(ZQueueAction)
+    .output(ZPauseResult)
+    .mutation(async ({ ctx, input }) => {
+      const changed = await setQueuePaused(ctx.pool, { queueId: input.id, paused: true, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      return { id: input.id, paused: true, changed, running: await runningOf(ctx, input.id) };
+    }),
+
+  /** Claims of this queue resume. Audited. */
+  resume: operatorProcedure
+    .input(ZQueueAction)
+    .output(ZPauseResult)
+    .mutation(async ({ ctx, input }) => {
+      const changed = await setQueuePaused(ctx.pool, { queueId: input.id, paused: false, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      return { id: input.id, paused: false, changed, running: await runningOf(ctx, input.id) };
+    }),
+
+  /**
+   * Drain: pause (reason "drain" unless given) so no new job starts while running ones finish;
+   * the result carries the running count, which the console watches fall to zero. Audited.
+   */
+  drain: operatorProcedure
+    .input(ZQueueAction)
+    .output(ZPauseResult)
+    .mutation(async ({ ctx, input }) => {
+      const changed = await drainQueues(ctx.pool, { queueIds: [input.id], actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      return { id: input.id, paused: true, changed: changed.length > 0, running: await runningOf(ctx, input.id) };
+    }),
+});
