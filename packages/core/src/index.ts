@@ -31,3 +31,4 @@ export * from "./user-admin";
 export * from "./jobs-query";
 export * from "./jobs-bulk";
 export * from "./console-reads";
+export * from "./uuid";

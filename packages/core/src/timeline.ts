@@ -33,7 +33,8 @@ export const buildTimeline = (input: {
   attempts: AttemptRow[];
   events: EventRow[];
   running: { attempt: number; claimedAt: Date; workerId: string | null; heartbeatAt: Date | null; leaseUntil: Date | null } | null;
-  succeededAt: Date | null;
+  /** The successful attempt, read from the finished row (it has no `job_attempts` row). */
+  succeeded: { attempt: number; claimedAt: Date; workerId: string | null; finishedAt: Date } | null;
 }): TTimelineEvent[] => {
   const out: Array<TTimelineEvent & { order: number }> = [];
   let order = 0;
@@ -54,6 +55,11 @@ export const buildTimeline = (input: {
     const r = input.running;
     push(r.claimedAt, "claimed", r.attempt, r.workerId, { lease_until: r.leaseUntil?.toISOString() ?? null });
     if (r.heartbeatAt) push(r.heartbeatAt, "heartbeat", r.attempt, r.workerId, null);
+  }
+  if (input.succeeded) {
+    const s = input.succeeded;
+    push(s.claimedAt, "claimed", s.attempt, s.workerId, null);
+    push(s.finishedAt, "succeeded", s.attempt, s.workerId, { duration_ms: s.finishedAt.getTime() - s.claimedAt.getTime() });
   }
   for (const e of input.events) push(e.at, e.kind, e.attempt, e.actor, e.data);
   return out

@@ -16,6 +16,7 @@ Options:
   --concurrency <n>      jobs run at once (default: the pool's worker_concurrency)
   --grace-ms <ms>        drain grace period (default: PORTER_DRAIN_GRACE_MS or 10000)
   --hang-grace-ms <ms>   how long a handler may ignore its aborted signal (default 2000)
+  --prefetch <n>         jobs claimed ahead of free slots (default: the concurrency)
   --no-maintenance       never take the maintenance leadership
   -h, --help             show this help
 
@@ -47,6 +48,7 @@ const main = async (): Promise<void> => {
         concurrency: { type: "string" },
         "grace-ms": { type: "string" },
         "hang-grace-ms": { type: "string" },
+        prefetch: { type: "string" },
         "no-maintenance": { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -62,6 +64,7 @@ const main = async (): Promise<void> => {
   if (!values.pool) return fail("--pool is required");
   const concurrency = positiveInt("concurrency", values.concurrency);
   const hangGraceMs = positiveInt("hang-grace-ms", values["hang-grace-ms"], 0);
+  const prefetch = positiveInt("prefetch", values.prefetch, 0);
 
   let env;
   try {
@@ -94,6 +97,7 @@ const main = async (): Promise<void> => {
       version,
       graceMs,
       hangGraceMs,
+      prefetch,
       maintenance: !values["no-maintenance"],
     });
   } catch (error) {

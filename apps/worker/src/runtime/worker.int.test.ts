@@ -168,6 +168,21 @@ describe("worker runtime (in process)", () => {
     await db.query(`DELETE FROM jobs WHERE job_id = ANY($1::uuid[])`, [ids.slice(1)]);
   });
 
+  it("prefetches ahead of free slots, hands back jobs buffered too long and backs off its prefetch", async () => {
+    await startWorker({ concurrency: 1, prefetch: 4, maxBufferMs: 150, pollIntervalMs: 50 });
+    const ids = await enqueue(db, Array.from({ length: 5 }, () => ({ type: "diag.sleep", payload: { ms: 600 } })));
+    await waitForStates(db, ids, ["SUCCEEDED"], 30_000);
+    const handedBack = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::uuid[]) AND outcome = 'handed_back'`,
+      [ids],
+    );
+    // The first expiry hands back the 4 buffered jobs. Without backing off, the worker would re-claim
+    // and hand back ~4 jobs every 150 ms for the ~3 s the jobs take (~80); halving bounds it.
+    expect(handedBack.rows[0]!.n).toBeGreaterThanOrEqual(4);
+    expect(handedBack.rows[0]!.n).toBeLessThanOrEqual(12);
+    for (const id of ids) expect(await jobRow(db, id)).toMatchObject({ attempt: 1 });
+  });
+
   it("reconnects its listener after the connection drops and still hears new work at once", async () => {
     // Polls are 60 s apart: only a notification can start the job quickly.
     await startWorker({ concurrency: 2, pollIntervalMs: 60_000, disconnectedPollIntervalMs: 60_000 });

@@ -38,6 +38,13 @@ export type WorkerOptions = {
   notifyDebounceMs?: number;
   /** When fewer than a quarter of the slots are free, wait this long for more before claiming. Default 2 ms. */
   claimGatherMs?: number;
+  /**
+   * Jobs claimed ahead of free slots, held in a local buffer and started as slots free up, so a
+   * claim round trip is paid per batch rather than per few jobs. Default: `concurrency`.
+   */
+  prefetch?: number;
+  /** A buffered job not started within this long is handed back. Default 2 000 ms. */
+  maxBufferMs?: number;
   /** Completer: longest a result waits before its batch is written. Default 5 ms. */
   flushIntervalMs?: number;
   /** Completer: a batch this large is written at once. Default 100. */
@@ -67,6 +74,7 @@ const DEFAULTS = {
   disconnectedPollIntervalMs: 250,
   notifyDebounceMs: 10,
   claimGatherMs: 2,
+  maxBufferMs: 2_000,
   workerHeartbeatMs: 5_000,
 };
 
@@ -81,6 +89,12 @@ export class PorterWorker {
   readonly concurrency: number;
   readonly version: string;
   private readonly lowWater: number;
+  private readonly prefetch: number;
+  /** The prefetch in force: halved each time buffered jobs had to be handed back, regrown step by step as the buffer drains in time. */
+  private prefetchNow: number;
+  /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. */
+  private readonly buffer: Array<{ job: ClaimedJob; at: number }> = [];
+  private bufferTimer: NodeJS.Timeout | undefined;
   private readonly attempts = new Map<string, Attempt>();
   private readonly waker = new Waker();
   private readonly completer: Completer;
@@ -108,6 +122,8 @@ export class PorterWorker {
     this.id = options.workerId ?? randomUUID();
     this.concurrency = concurrency;
     this.lowWater = Math.max(1, Math.floor(concurrency / 4));
+    this.prefetch = Math.max(0, options.prefetch ?? concurrency);
+    this.prefetchNow = this.prefetch;
     this.version = options.version ?? "dev";
     this.handlers = options.handlers ?? defaultHandlerRegistry();
     this.logger = options.logger.child({ workerId: this.id, pool: options.poolId });
@@ -198,14 +214,14 @@ export class PorterWorker {
   private async claimLoop(): Promise<void> {
     let errors = 0;
     while (!this.isDrainingFlag) {
-      let free = this.concurrency - this.attempts.size;
+      let free = this.room();
       if (free > 0 && this.isMoreLikely) {
         if (free < this.lowWater && this.attempts.size > 0) {
           // A claim costs about the same for 1 job as for 100: when only a few slots are free and
           // others are about to be, gather them for a moment instead of claiming one by one.
           await sleep(this.options.claimGatherMs ?? DEFAULTS.claimGatherMs);
           if (this.isDrainingFlag) break;
-          free = this.concurrency - this.attempts.size;
+          free = this.room();
         }
         let jobs: ClaimedJob[];
         const claimStartedAt = performance.now();
@@ -221,15 +237,63 @@ export class PorterWorker {
           continue;
         }
         if (this.isDrainingFlag && jobs.length > 0) this.logger.info("claimed while draining; these run within the grace", { n: jobs.length });
-        for (const job of jobs) this.launch(job);
+        const at = Date.now();
+        for (const job of jobs) this.buffer.push({ job, at });
+        this.pump();
         this.isMoreLikely = jobs.length === free;
-        if (this.isMoreLikely) continue;
+        if (this.isMoreLikely && this.room() > 0) continue;
       }
       const pollMs = this.listener.isConnected
         ? jitter(this.options.pollIntervalMs ?? DEFAULTS.pollIntervalMs, 0.2)
         : (this.options.disconnectedPollIntervalMs ?? DEFAULTS.disconnectedPollIntervalMs);
       const isWoken = await this.waker.wait(pollMs);
       if (!isWoken) this.isMoreLikely = true;
+    }
+  }
+
+  /** How many more jobs this worker may hold: free slots plus the prefetch, minus the buffer. */
+  private room(): number {
+    return this.concurrency + this.prefetchNow - this.attempts.size - this.buffer.length;
+  }
+
+  /** Starts buffered jobs while slots are free. */
+  private pump(): void {
+    const hadBuffer = this.buffer.length > 0;
+    while (this.attempts.size < this.concurrency && this.buffer.length > 0) this.launch(this.buffer.shift()!.job);
+    if (hadBuffer && this.buffer.length === 0 && this.prefetchNow < this.prefetch) {
+      // Additive increase, multiplicative decrease (on hand-back, below).
+      this.prefetchNow = Math.min(this.prefetch, this.prefetchNow + Math.max(1, Math.floor(this.prefetch / 8)));
+    }
+    if (this.buffer.length > 0) this.bufferTimer ??= setTimeout(() => void this.expireBuffer(), this.maxBufferMs());
+  }
+
+  private maxBufferMs(): number {
+    return this.options.maxBufferMs ?? DEFAULTS.maxBufferMs;
+  }
+
+  /**
+   * A buffered job must not wait long on a busy worker while others could run it (its lease is
+   * ticking and is not heartbeated until it starts): past `maxBufferMs` it is handed back.
+   */
+  private async expireBuffer(): Promise<void> {
+    this.bufferTimer = undefined;
+    const cutoff = Date.now() - this.maxBufferMs();
+    const stale: ClaimedJob[] = [];
+    while (this.buffer.length > 0 && this.buffer[0]!.at <= cutoff) stale.push(this.buffer.shift()!.job);
+    if (stale.length > 0) {
+      // Slots are busy with long work: prefetching only moves jobs back and forth. Back off.
+      this.prefetchNow = Math.floor(this.prefetchNow / 2);
+      await this.handBackBuffered(stale);
+    }
+    if (this.buffer.length > 0) this.bufferTimer = setTimeout(() => void this.expireBuffer(), this.maxBufferMs());
+  }
+
+  private async handBackBuffered(jobs: ClaimedJob[]): Promise<void> {
+    try {
+      await handBackJobs(this.options.db, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
+      this.logger.debug("handed back buffered jobs", { n: jobs.length });
+    } catch (error) {
+      this.logger.warn("could not hand back buffered jobs; they run again once their leases expire", { err: error, n: jobs.length });
     }
   }
 
@@ -251,6 +315,7 @@ export class PorterWorker {
       .catch((error: unknown) => this.logger.error("attempt crashed", { err: error, jobId: job.jobId }))
       .finally(() => {
         if (this.attempts.get(job.id) === attempt) this.attempts.delete(job.id);
+        this.pump();
         if (this.isMoreLikely) this.waker.wake();
         if (this.attempts.size === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
       });
@@ -311,6 +376,9 @@ export class PorterWorker {
     this.waker.wake();
     this.logger.info("draining: stopped claiming", { running: this.attempts.size, graceMs });
     await this.loopDone;
+    clearTimeout(this.bufferTimer);
+    const buffered = this.buffer.splice(0).map((b) => b.job);
+    if (buffered.length > 0) await this.handBackBuffered(buffered);
     await this.heartbeatWorker();
 
     let graceTimer: NodeJS.Timeout | undefined;

@@ -131,12 +131,20 @@ export const statesOf = async (db: Db, jobIds: string[]): Promise<Map<string, st
 };
 
 /** The recorded attempts of a job, in order. */
+/**
+ * A job's attempts in order. The successful attempt has no `job_attempts` row (core reads it from
+ * the finished row), so it is appended from there, as the timeline does.
+ */
 export const attemptsOf = async (db: Db, jobId: string) => {
   const { rows } = await db.query<{ attempt: number; outcome: string; error: TJobError | null; worker_id: string | null }>(
-    `SELECT attempt, outcome::text, error, worker_id FROM job_attempts WHERE job_id = $1 ORDER BY id`,
+    `SELECT * FROM (
+       SELECT attempt, outcome::text, error, worker_id, id AS ord FROM job_attempts WHERE job_id = $1
+       UNION ALL
+       SELECT attempt, 'succeeded', NULL, last_worker, 9223372036854775807 FROM finished_jobs WHERE job_id = $1 AND state = 'SUCCEEDED'
+     ) a ORDER BY ord`,
     [jobId],
   );
-  return rows;
+  return rows.map(({ attempt, outcome, error, worker_id }) => ({ attempt, outcome, error, worker_id }));
 };
 
 /** Polls `probe` until it returns a value other than undefined/false, or fails after `timeoutMs`. */

@@ -1,5 +1,5 @@
 import type { Db } from "../db";
-import { insertAttempt, insertFinished } from "./finish";
+import { insertFinished } from "./finish";
 
 export type Completion = { id: string; leaseToken: string; result: unknown };
 export type CompleteOutcome = { completed: string[]; stale: string[] };
@@ -8,23 +8,25 @@ export type CompleteOutcome = { completed: string[]; stale: string[] };
  * Acks a batch of attempts: each job's result and its SUCCEEDED transition commit together, in
  * one statement, after the handler's effects. A row matches only while it is RUNNING under the
  * same fencing token; anything else (rescued, cancelled, re-claimed) is reported as stale and left
- * untouched. Runs with synchronous_commit on: an ack is a promise of durability.
+ * untouched. Runs with synchronous_commit on: an ack is a promise of durability. The successful
+ * attempt needs no `job_attempts` row: the finished row holds its claim time, worker and end
+ * (the timeline reads them from there), which saves a write and two index entries per job.
  */
 export const completeJobs = async (db: Db, items: Completion[], now?: Date): Promise<CompleteOutcome> => {
   if (items.length === 0) return { completed: [], stale: [] };
-  const { rows } = await db.query<{ id: string }>(
-    `WITH input AS (
+  const { rows } = await db.query<{ id: string }>({
+    name: "porter.complete",
+    text: `WITH input AS (
        SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS t(id, token, result)
      ), at AS (SELECT coalesce($4::timestamptz, clock_timestamp()) AS t),
      done AS (
        DELETE FROM jobs j USING input i
         WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING'
        RETURNING j.*, i.result
-     ), fin AS (${insertFinished({ state: "'SUCCEEDED'", finishedAt: "(SELECT t FROM at)", result: "done.result::jsonb", partial: "false" })}
-     ), att AS (${insertAttempt({ outcome: "'succeeded'", finishedAt: "(SELECT t FROM at)" })})
+     ), fin AS (${insertFinished({ state: "'SUCCEEDED'", finishedAt: "(SELECT t FROM at)", result: "done.result::jsonb", partial: "false" })})
      SELECT id::text FROM done`,
-    [items.map((i) => i.id), items.map((i) => i.leaseToken), items.map((i) => JSON.stringify(i.result ?? null)), now ?? null],
-  );
+    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), items.map((i) => JSON.stringify(i.result ?? null)), now ?? null],
+  });
   const completed = new Set(rows.map((r) => r.id));
   return { completed: [...completed], stale: items.map((i) => i.id).filter((id) => !completed.has(id)) };
 };

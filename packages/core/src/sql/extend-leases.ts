@@ -16,8 +16,9 @@ export type ExtendOutcome = {
  */
 export const extendLeases = async (db: Db, items: LeaseRef[], now?: Date): Promise<ExtendOutcome> => {
   if (items.length === 0) return { extended: [], lost: [] };
-  const { rows } = await db.query<{ id: string; lease_until: Date; cancel_requested: boolean }>(
-    `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)),
+  const { rows } = await db.query<{ id: string; lease_until: Date; cancel_requested: boolean }>({
+    name: "porter.extend",
+    text: `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)),
      at AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS t, set_config('synchronous_commit', 'off', true))
      UPDATE jobs j
         SET lease_until = greatest(j.lease_until, least((SELECT t FROM at) + q.lease_seconds * interval '1 second',
@@ -27,8 +28,8 @@ export const extendLeases = async (db: Db, items: LeaseRef[], now?: Date): Promi
        FROM input i, queues q
       WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING' AND q.id = j.queue_id
      RETURNING j.id::text, j.lease_until, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
-    [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null],
-  );
+    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null],
+  });
   const kept = new Set(rows.map((r) => r.id));
   return {
     extended: rows.map((r) => ({ id: r.id, leaseUntil: r.lease_until, cancelRequested: r.cancel_requested })),

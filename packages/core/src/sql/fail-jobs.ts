@@ -23,8 +23,9 @@ export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision[
  */
 export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
   if (items.length === 0) return { applied: [], stale: [] };
-  const { rows } = await db.query<{ id: string; state: FailureDecision["state"] }>(
-    `WITH input AS (
+  const { rows } = await db.query<{ id: string; state: FailureDecision["state"] }>({
+    name: "porter.fail",
+    text: `WITH input AS (
        SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[])
          AS t(id, token, next_state, run_at, error, outcome)
      ), at AS (SELECT coalesce($7::timestamptz, clock_timestamp()) AS t),
@@ -49,7 +50,7 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
      )
      SELECT id::text, 'RETRY_WAIT' AS state FROM retried
      UNION ALL SELECT id::text, next_state FROM done`,
-    [
+    values: [
       items.map((i) => i.id),
       items.map((i) => i.leaseToken),
       items.map((i) => i.next.state),
@@ -58,7 +59,7 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
       items.map((i) => i.outcome),
       now ?? null,
     ],
-  );
+  });
   const applied = new Set(rows.map((r) => r.id));
   return { applied: rows, stale: items.map((i) => i.id).filter((id) => !applied.has(id)) };
 };

@@ -29,6 +29,7 @@ type JobRow = {
   result: unknown;
   error: TJobError | null;
   partial: boolean;
+  last_worker: string | null;
 };
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -46,12 +47,12 @@ export const getJob = async (db: Db, jobId: string, options: { tenantIds?: reado
             CASE WHEN state = 'RUNNING' THEN lease_until END AS lease_until,
             CASE WHEN state = 'RUNNING' THEN heartbeat_at END AS heartbeat_at,
             cancel_requested_at, NULL::timestamptz AS finished_at, NULL::jsonb AS result,
-            CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS error, false AS partial
+            CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS error, false AS partial, NULL AS last_worker
        FROM jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2))
      UNION ALL
      SELECT job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, attempt, max_attempts,
             timeout_s, not_before, deadline_at, NULL, trace_id, contract_version, created_at, claimed_at,
-            NULL, NULL, NULL, cancel_requested_at, finished_at, result, error, partial
+            NULL, NULL, NULL, cancel_requested_at, finished_at, result, error, partial, last_worker
        FROM finished_jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2))`,
     [jobId, scope],
   );
@@ -73,7 +74,10 @@ export const getJob = async (db: Db, jobId: string, options: { tenantIds?: reado
       job.state === "RUNNING" && job.claimed_at
         ? { attempt: job.attempt, claimedAt: job.claimed_at, workerId: job.lease_owner, heartbeatAt: job.heartbeat_at, leaseUntil: job.lease_until }
         : null,
-    succeededAt: job.state === "SUCCEEDED" ? job.finished_at : null,
+    succeeded:
+      job.state === "SUCCEEDED" && job.finished_at
+        ? { attempt: job.attempt, claimedAt: job.claimed_at ?? job.finished_at, workerId: job.last_worker, finishedAt: job.finished_at }
+        : null,
   });
   return {
     contract: JOB_CONTRACT,

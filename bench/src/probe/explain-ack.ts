@@ -1,0 +1,10 @@
+import pg from "pg";
+import { claimJobs, completeJobs } from "@porter/core";
+const client = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/porter_perf" });
+await client.connect();
+await client.query(`LOAD 'auto_explain'`);
+await client.query(`SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_nested_statements = on; SET client_min_messages = log; SET auto_explain.log_level = notice`);
+client.on("notice", (n) => console.log(n.message));
+const jobs = await claimJobs(client, { poolId: "bench", workerId: "p", limit: 100 });
+await completeJobs(client, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, result: null })));
+await client.end();
