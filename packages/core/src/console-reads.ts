@@ -184,3 +184,52 @@ export const listAudit = async (
     next_cursor: rows.length > limit ? page.at(-1)!.id : null,
   };
 };
+
+/** One attempt of a job, for the job page's side-by-side view; the running attempt has no finish. */
+export type AttemptView = {
+  attempt: number;
+  worker_id: string | null;
+  started_at: string;
+  finished_at: string | null;
+  duration_ms: number | null;
+  heartbeat_at: string | null;
+  outcome: string;
+  error: Record<string, unknown> | null;
+  retry_at: string | null;
+};
+
+/**
+ * A job's attempts in order: each finished one (worker, start, end, duration, outcome, error, the
+ * retry it scheduled), then the running one, if any (outcome `running`, last heartbeat so far).
+ */
+export const listAttempts = async (db: Db, jobId: string): Promise<AttemptView[]> => {
+  const { rows } = await db.query<{
+    attempt: number;
+    worker_id: string | null;
+    started_at: Date;
+    finished_at: Date | null;
+    heartbeat_at: Date | null;
+    outcome: string;
+    error: Record<string, unknown> | null;
+    retry_at: Date | null;
+  }>(
+    `SELECT attempt, worker_id, started_at, finished_at, heartbeat_at, outcome::text, error, retry_at, id AS ord
+       FROM job_attempts WHERE job_id = $1
+     UNION ALL
+     SELECT attempt, lease_owner, claimed_at, NULL, heartbeat_at, 'running', NULL, NULL, 9223372036854775807
+       FROM jobs WHERE job_id = $1 AND state = 'RUNNING' AND claimed_at IS NOT NULL
+     ORDER BY ord`,
+    [jobId],
+  );
+  return rows.map((r) => ({
+    attempt: r.attempt,
+    worker_id: r.worker_id,
+    started_at: r.started_at.toISOString(),
+    finished_at: r.finished_at?.toISOString() ?? null,
+    duration_ms: r.finished_at ? r.finished_at.getTime() - r.started_at.getTime() : null,
+    heartbeat_at: r.heartbeat_at?.toISOString() ?? null,
+    outcome: r.outcome,
+    error: r.error,
+    retry_at: r.retry_at?.toISOString() ?? null,
+  }));
+};
