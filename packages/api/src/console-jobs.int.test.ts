@@ -133,6 +133,9 @@ describe("jobs.get", () => {
   it("returns the envelope, the structured error, the timeline and the attempts (running one included)", async () => {
     const job = await viewer().jobs.get({ job_id: running[0]! });
     expect(job.attempts).toMatchObject([{ attempt: 1, worker_id: "fixture-worker", outcome: "running", finished_at: null }]);
+    const done = await viewer().jobs.get({ job_id: succeeded[0]! });
+    expect(done.attempts.map((a) => a.outcome)).toEqual(["succeeded"]);
+    expect(done.result).toEqual({ ok: true });
     await expect(viewer().jobs.get({ job_id: "00000000-0000-4000-8000-000000000000" })).rejects.toMatchObject({ code: "NOT_FOUND" });
   });
 });

@@ -200,7 +200,8 @@ export type AttemptView = {
 
 /**
  * A job's attempts in order: each finished one (worker, start, end, duration, outcome, error, the
- * retry it scheduled), then the running one, if any (outcome `running`, last heartbeat so far).
+ * retry it scheduled), then the running one, if any (outcome `running`, last heartbeat so far), or
+ * the successful one (kept on the finished row, not in job_attempts).
  */
 export const listAttempts = async (db: Db, jobId: string): Promise<AttemptView[]> => {
   const { rows } = await db.query<{
@@ -218,6 +219,12 @@ export const listAttempts = async (db: Db, jobId: string): Promise<AttemptView[]
      UNION ALL
      SELECT attempt, lease_owner, claimed_at, NULL, heartbeat_at, 'running', NULL, NULL, 9223372036854775807
        FROM jobs WHERE job_id = $1 AND state = 'RUNNING' AND claimed_at IS NOT NULL
+     UNION ALL
+     -- A successful attempt has no job_attempts row (lean ack): it is read from the finished row.
+     SELECT f.attempt, f.last_worker, coalesce(f.claimed_at, f.finished_at), f.finished_at, NULL, 'succeeded', NULL, NULL, 9223372036854775807
+       FROM finished_jobs f
+      WHERE f.job_id = $1 AND f.state = 'SUCCEEDED'
+        AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = f.job_id AND a.outcome = 'succeeded')
      ORDER BY ord`,
     [jobId],
   );
