@@ -1,24 +1,18 @@
-import type { Metadata } from "next";
+import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
 import "./globals.css";
 
 export const metadata: Metadata = {
-  title: "Porter",
+  title: { default: "Porter", template: "%s · Porter" },
   description: "Durable job queue on PostgreSQL — operator console",
 };
+
+export const viewport: Viewport = { width: "device-width", initialScale: 1 };
 
 export default function RootLayout({ children }: { children: ReactNode }) {
   return (
     <html lang="en">
-      <body>
-        <header className="topbar">
-          <a className="brand" href="/">
-            Porter
-          </a>
-          <span className="tagline">job queue console</span>
-        </header>
-        <main className="content">{children}</main>
-      </body>
+      <body>{children}</body>
     </html>
   );
 }

@@ -9,6 +9,10 @@ const ZEnv = z.object({
   /** Ceiling of one job's payload; bigger payloads must pass a reference (413). */
   PORTER_MAX_PAYLOAD_BYTES: z.coerce.number().int().min(1).default(64 * 1024),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Encrypts console session cookies (`npm start` generates one into .porter/auth-secret). */
+  AUTH_SECRET: z.string({ error: "required (a random secret of at least 16 characters; npm start generates one)" }).min(16, "at least 16 characters"),
+  /** The console's public URL (sign-in redirects, secure cookies when https, trusted Origin). */
+  NEXTAUTH_URL: z.url().optional(),
 });
 
 /** The console's environment. */

@@ -1,15 +1,21 @@
-import { handleTrpcRequest } from "@porter/api";
+import { createSessionReader, handleTrpcRequest } from "@porter/api";
+import { isSecureCookie } from "../../../../server/auth";
 import { getPool, getRegistry } from "../../../../server/db";
 import { getEnv } from "../../../../server/env";
 import { getLogger } from "../../../../server/logger";
 
 export const dynamic = "force-dynamic";
 
-/** tRPC over HTTP: producer and console procedures (body capped before parsing, see @porter/api http.ts). */
+/**
+ * tRPC over HTTP: producer procedures (Bearer key) and console procedures (the next-auth session
+ * cookie; mutations must be same-origin JSON). The body is capped before parsing (@porter/api http.ts).
+ */
 const handler = (request: Request): Promise<Response> => {
   const env = getEnv();
   return handleTrpcRequest(request, {
     pool: getPool(),
+    getSession: createSessionReader({ pool: getPool(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie() }),
+    trustedOrigins: env.NEXTAUTH_URL ? [new URL(env.NEXTAUTH_URL).origin] : [],
     registry: getRegistry(),
     maxBodyBytes: env.PORTER_MAX_BODY_BYTES,
     maxPayloadBytes: env.PORTER_MAX_PAYLOAD_BYTES,

@@ -1,0 +1,173 @@
+"use client";
+import { useInfiniteQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import { useState, type FormEvent } from "react";
+import { Empty, ErrorState, Loading } from "../../../components/states";
+import { ago, dateTime } from "../../../lib/format";
+import { useTRPC } from "../../../lib/trpc";
+
+type Filter = { actor?: string; action?: string; object_type?: string; object_id?: string; from?: string; to?: string };
+
+const OBJECT_TYPES = ["job", "queue", "pool", "job_type", "tenant", "resource_key", "api_key", "user"];
+
+const objectHref = (type: string, id: string): string | null => {
+  if (type === "job") return `/jobs/${id}`;
+  if (type === "queue") return `/jobs?queue=${encodeURIComponent(id)}`;
+  if (type === "tenant") return `/jobs?tenant=${encodeURIComponent(id)}`;
+  return null;
+};
+
+const show = (v: unknown) => (v === null || v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v));
+
+/** `field: before → after` for each field either side names. */
+function Change({ before, after }: { before: unknown; after: unknown }) {
+  const b = (before && typeof before === "object" ? before : {}) as Record<string, unknown>;
+  const a = (after && typeof after === "object" ? after : {}) as Record<string, unknown>;
+  const keys = [...new Set([...Object.keys(b), ...Object.keys(a)])];
+  if (keys.length === 0) return <span className="muted">—</span>;
+  return (
+    <ul className="changes">
+      {keys.map((k) => (
+        <li key={k}>
+          <span className="muted">{k}:</span> {k in b ? <del>{show(b[k])}</del> : null}
+          {k in b && k in a ? " → " : null}
+          {k in a ? <ins>{show(a[k])}</ins> : null}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function AuditView() {
+  const trpc = useTRPC();
+  const [filter, setFilter] = useState<Filter>({});
+  const entries = useInfiniteQuery(
+    trpc.audit.list.infiniteQueryOptions({ filter, limit: 50 }, { getNextPageParam: (last) => last.next_cursor ?? undefined }),
+  );
+  const rows = entries.data?.pages.flatMap((p) => p.entries) ?? [];
+
+  const submit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    const data = new FormData(event.currentTarget);
+    const text = (name: string) => String(data.get(name) ?? "").trim();
+    const next: Filter = {};
+    for (const k of ["actor", "action", "object_type", "object_id"] as const) if (text(k)) next[k] = text(k);
+    if (text("from")) next.from = new Date(text("from")).toISOString();
+    if (text("to")) next.to = new Date(text("to")).toISOString();
+    setFilter(next);
+  };
+
+  return (
+    <section aria-labelledby="page-title">
+      <header className="page-head">
+        <div>
+          <h1 id="page-title">Audit log</h1>
+          <p className="intro">Every change made from the console, the CLI or the API: who, what, to which object, when, before → after. Append-only: the database refuses edits and deletes.</p>
+        </div>
+      </header>
+      <form className="filters" onSubmit={submit} aria-label="Filter the audit log">
+        <label>
+          Actor
+          <input name="actor" placeholder="user:alice@example.com" autoComplete="off" />
+        </label>
+        <label>
+          Action
+          <input name="action" placeholder="queue. or job.redrive" autoComplete="off" />
+        </label>
+        <label>
+          Object type
+          <select name="object_type" defaultValue="">
+            <option value="">any</option>
+            {OBJECT_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Object id
+          <input name="object_id" autoComplete="off" />
+        </label>
+        <label>
+          From
+          <input type="datetime-local" name="from" />
+        </label>
+        <label>
+          Before
+          <input type="datetime-local" name="to" />
+        </label>
+        <div className="filter-actions">
+          <button type="submit" className="button primary">
+            Apply
+          </button>
+          <button type="reset" className="button" onClick={() => setFilter({})}>
+            Reset
+          </button>
+        </div>
+      </form>
+      {entries.isPending ? (
+        <Loading label="Loading the audit log…" />
+      ) : entries.error ? (
+        <ErrorState error={entries.error} onRetry={() => void entries.refetch()} />
+      ) : rows.length === 0 ? (
+        <Empty title={Object.keys(filter).length ? "Nothing matches this filter" : "No changes recorded yet"} />
+      ) : (
+        <>
+          <div className="table-wrap">
+            <table className="grid audit">
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Actor</th>
+                  <th scope="col">Action</th>
+                  <th scope="col">Object</th>
+                  <th scope="col">Change (before → after)</th>
+                  <th scope="col">Reason</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((e) => {
+                  const href = objectHref(e.object_type, e.object_id);
+                  return (
+                    <tr key={e.id}>
+                      <th scope="row" title={dateTime(e.at)}>
+                        {dateTime(e.at)} <span className="muted small">({ago(e.at)})</span>
+                      </th>
+                      <td>{e.actor}</td>
+                      <td>
+                        <code>{e.action}</code>
+                      </td>
+                      <td>
+                        {e.object_type}:{" "}
+                        {href ? (
+                          <Link href={href} className="mono">
+                            {e.object_id}
+                          </Link>
+                        ) : (
+                          <span className="mono">{e.object_id}</span>
+                        )}
+                      </td>
+                      <td>
+                        <Change before={e.before} after={e.after} />
+                      </td>
+                      <td>{e.reason ?? "—"}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+          <div className="pager">
+            <span className="muted">Showing {rows.length}</span>
+            {entries.hasNextPage ? (
+              <button type="button" className="button" onClick={() => void entries.fetchNextPage()} disabled={entries.isFetchingNextPage}>
+                {entries.isFetchingNextPage ? "Loading…" : "Load more"}
+              </button>
+            ) : null}
+          </div>
+        </>
+      )}
+    </section>
+  );
+}

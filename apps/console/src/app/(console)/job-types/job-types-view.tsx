@@ -1,0 +1,46 @@
+"use client";
+import { ZJobTypeCreate, ZJobTypeFields } from "@porter/api/schemas/control-plane";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import { ConfigPage, orNone } from "../../../components/config-page";
+import { useViewer } from "../../../components/providers";
+import { useTRPC } from "../../../lib/trpc";
+
+export function JobTypesView() {
+  const trpc = useTRPC();
+  const viewer = useViewer();
+  const queryClient = useQueryClient();
+  const list = useQuery(trpc.jobTypes.list.queryOptions());
+  const queues = useQuery(trpc.queues.list.queryOptions());
+  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.jobTypes.pathKey() });
+  const create = useMutation(trpc.jobTypes.create.mutationOptions({ onSuccess: refresh }));
+  const update = useMutation(trpc.jobTypes.update.mutationOptions({ onSuccess: refresh }));
+  return (
+    <ConfigPage
+      title="Job types"
+      noun="job type"
+      intro="The registry: a job type decides its queue (producers cannot choose one), the payload schema version handlers expect, and optionally its own timeout."
+      query={list}
+      canEdit={viewer.can("admin")}
+      fields={[
+        { name: "id", label: "Job type", kind: "text", isId: true, placeholder: "document.parse" },
+        { name: "queue_id", label: "Queue", kind: "select", options: (queues.data ?? []).map((q) => ({ value: q.id, label: q.id })) },
+        { name: "description", label: "Description", kind: "textarea" },
+        { name: "payload_schema_version", label: "Payload schema version", kind: "text" },
+        { name: "timeout_s", label: "Timeout override", kind: "int", unit: "s", isNullable: true, help: "empty = the queue's default timeout" },
+      ]}
+      createSchema={ZJobTypeCreate}
+      editSchema={ZJobTypeFields}
+      defaults={{ payload_schema_version: "1", queue_id: queues.data?.[0]?.id ?? "" }}
+      onCreate={(values) => create.mutateAsync(values as never)}
+      onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
+      columns={[
+        { header: "Job type", cell: (t) => <Link href={`/jobs?type=${encodeURIComponent(t.id)}`}>{t.id}</Link> },
+        { header: "Queue", cell: (t) => t.queue_id },
+        { header: "Schema version", cell: (t) => t.payload_schema_version },
+        { header: "Timeout", cell: (t) => orNone(t.timeout_s, " s") },
+        { header: "Description", cell: (t) => t.description || "—" },
+      ]}
+    />
+  );
+}

@@ -1,0 +1,257 @@
+"use client";
+import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import { StateBadge, Tag } from "../../../../components/badges";
+import { useJobAction } from "../../../../components/bulk-actions";
+import { useViewer } from "../../../../components/providers";
+import { Empty, ErrorState, Loading } from "../../../../components/states";
+import { ago, dateTime, duration, pretty } from "../../../../lib/format";
+import { useTRPC } from "../../../../lib/trpc";
+import { Timeline } from "./timeline";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function JobDetailView({ jobId }: { jobId: string }) {
+  const trpc = useTRPC();
+  const viewer = useViewer();
+  const isValid = UUID.test(jobId);
+  const job = useQuery({
+    ...trpc.jobs.get.queryOptions({ job_id: jobId }),
+    enabled: isValid,
+    // Live jobs change under our eyes; finished ones do not.
+    refetchInterval: (q) => (q.state.data && ["READY", "RUNNING", "RETRY_WAIT"].includes(q.state.data.status) ? 2_000 : false),
+  });
+  const action = useJobAction();
+
+  if (!isValid) return <Empty title="Not a job id">Job ids are uuids. <Link href="/jobs">Back to jobs</Link></Empty>;
+  if (job.isPending) return <Loading label="Loading the job…" />;
+  if (job.error) {
+    const isMissing = (job.error as { data?: { httpStatus?: number } }).data?.httpStatus === 404;
+    return isMissing ? (
+      <Empty title="No such job">
+        It may never have existed, or it finished long enough ago to be pruned by its queue's retention. <Link href="/jobs">Back to jobs</Link>
+      </Empty>
+    ) : (
+      <ErrorState error={job.error} onRetry={() => void job.refetch()} />
+    );
+  }
+  const j = job.data;
+  const isLive = ["READY", "RUNNING", "RETRY_WAIT"].includes(j.status);
+  const running = j.attempts.find((a) => a.outcome === "running");
+  const selection = { job_ids: [j.job_id] };
+
+  return (
+    <section aria-labelledby="page-title">
+      <nav className="crumbs" aria-label="Breadcrumb">
+        <Link href="/jobs">Jobs</Link> / <Link href={`/jobs?queue=${encodeURIComponent(j.queue_id)}`}>{j.queue_id}</Link>
+      </nav>
+      <header className="page-head">
+        <div>
+          <h1 id="page-title" className="job-title">
+            <span className="mono">{j.job_id}</span> <StateBadge state={j.status} />
+            {j.cancel_requested && j.status === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}
+            {j.partial ? <Tag tone="warn" title="It recorded effects and did not succeed">partially completed</Tag> : null}
+          </h1>
+          <p className="intro">
+            {j.job_type} for {j.tenant_id} · attempt {j.attempt} of {j.max_attempts} · created {ago(j.created_at)}
+          </p>
+        </div>
+        {viewer.can("operator") ? (
+          <div className="row-actions" role="group" aria-label="Job actions">
+            {isLive ? (
+              <button type="button" className="button" onClick={() => action.start("cancel", selection, `Job ${j.job_id}`)}>
+                Cancel
+              </button>
+            ) : null}
+            {j.status === "RETRY_WAIT" ? (
+              <button type="button" className="button" onClick={() => action.start("retry", selection, `Job ${j.job_id}`)}>
+                Retry now
+              </button>
+            ) : null}
+            {j.status === "DEAD" ? (
+              <button type="button" className="button primary" onClick={() => action.start("redrive", selection, `Job ${j.job_id}`)}>
+                Redrive
+              </button>
+            ) : null}
+          </div>
+        ) : null}
+      </header>
+      {action.notice ? (
+        <p className={`flash flash-${action.notice.tone}`} role="status">
+          {action.notice.text}
+        </p>
+      ) : null}
+
+      <div className="detail-grid">
+        <section className="panel" aria-labelledby="now-title">
+          <h2 id="now-title">Now</h2>
+          <dl className="kv">
+            <dt>State</dt>
+            <dd>
+              <StateBadge state={j.status} />
+            </dd>
+            {j.status === "RUNNING" && running ? (
+              <>
+                <dt>Running on</dt>
+                <dd className="mono">{running.worker_id ?? "—"}</dd>
+                <dt>Started</dt>
+                <dd title={dateTime(running.started_at)}>{ago(running.started_at)}</dd>
+                <dt>Last heartbeat</dt>
+                <dd title={dateTime(running.heartbeat_at)}>{running.heartbeat_at ? ago(running.heartbeat_at) : "none yet"}</dd>
+              </>
+            ) : null}
+            {j.status === "RETRY_WAIT" ? (
+              <>
+                <dt>Next retry</dt>
+                <dd title={dateTime(j.run_at)}>{ago(j.run_at)}</dd>
+              </>
+            ) : null}
+            {j.status === "READY" ? (
+              <>
+                <dt>Runnable</dt>
+                <dd title={dateTime(j.run_at)}>{j.run_at && new Date(j.run_at).getTime() > Date.now() ? ago(j.run_at) : `since ${ago(j.run_at)}`}</dd>
+              </>
+            ) : null}
+            {j.finished_at ? (
+              <>
+                <dt>Finished</dt>
+                <dd title={dateTime(j.finished_at)}>{ago(j.finished_at)}</dd>
+              </>
+            ) : null}
+            {j.error ? (
+              <>
+                <dt>Last failure</dt>
+                <dd>
+                  <code>{j.error.code}</code> {j.error.message}
+                </dd>
+              </>
+            ) : null}
+          </dl>
+        </section>
+
+        <section className="panel" aria-labelledby="envelope-title">
+          <h2 id="envelope-title">Envelope</h2>
+          <dl className="kv">
+            <dt>Job type</dt>
+            <dd>{j.job_type}</dd>
+            <dt>Queue</dt>
+            <dd>{j.queue_id}</dd>
+            <dt>Tenant</dt>
+            <dd>{j.tenant_id}</dd>
+            <dt>Priority</dt>
+            <dd>{j.priority}</dd>
+            <dt>Attempts</dt>
+            <dd>
+              {j.attempt} of {j.max_attempts}
+            </dd>
+            <dt>Timeout</dt>
+            <dd>{j.timeout_s} s</dd>
+            <dt>Idempotency key</dt>
+            <dd className="mono break">{j.idempotency_key}</dd>
+            <dt>Trace id</dt>
+            <dd className="mono break">
+              <Link href={`/jobs?trace=${encodeURIComponent(j.trace_id)}`}>{j.trace_id}</Link>
+            </dd>
+            <dt>Created</dt>
+            <dd>{dateTime(j.created_at)}</dd>
+            <dt>Not before</dt>
+            <dd>{dateTime(j.not_before)}</dd>
+            <dt>Deadline</dt>
+            <dd>{dateTime(j.deadline_at)}</dd>
+            <dt>Contract</dt>
+            <dd>
+              {j.contract} {j.contract_version}
+            </dd>
+          </dl>
+        </section>
+      </div>
+
+      <div className="detail-grid">
+        <section className="panel" aria-labelledby="payload-title">
+          <h2 id="payload-title">Payload (references)</h2>
+          <pre className="json">{pretty(j.payload)}</pre>
+        </section>
+        <section className="panel" aria-labelledby="outcome-title">
+          <h2 id="outcome-title">{j.status === "SUCCEEDED" ? "Result" : "Error"}</h2>
+          {j.status === "SUCCEEDED" ? (
+            <pre className="json">{pretty(j.result)}</pre>
+          ) : j.error ? (
+            <dl className="kv">
+              <dt>Code</dt>
+              <dd>
+                <code>{j.error.code}</code>
+              </dd>
+              <dt>Class</dt>
+              <dd>{j.error.class}</dd>
+              <dt>Message</dt>
+              <dd className="break">{j.error.message}</dd>
+              <dt>Attempt</dt>
+              <dd>{j.error.attempt}</dd>
+              <dt>Worker version</dt>
+              <dd>{j.error.worker_version ?? "—"}</dd>
+              <dt>Last checkpoint</dt>
+              <dd>
+                <code>{j.error.last_checkpoint === null || j.error.last_checkpoint === undefined ? "—" : JSON.stringify(j.error.last_checkpoint)}</code>
+              </dd>
+            </dl>
+          ) : (
+            <p className="muted">No result or error yet.</p>
+          )}
+        </section>
+      </div>
+
+      <section className="panel" aria-labelledby="attempts-title">
+        <h2 id="attempts-title">Attempts</h2>
+        {j.attempts.length === 0 ? (
+          <p className="muted">Not started yet.</p>
+        ) : (
+          <div className="table-wrap">
+            <table className="grid">
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">Worker</th>
+                  <th scope="col">Started</th>
+                  <th scope="col" className="num">
+                    Duration
+                  </th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Last heartbeat</th>
+                  <th scope="col">Error</th>
+                  <th scope="col">Retry at</th>
+                </tr>
+              </thead>
+              <tbody>
+                {j.attempts.map((a) => (
+                  <tr key={`${a.attempt}-${a.started_at}`}>
+                    <th scope="row">{a.attempt}</th>
+                    <td className="mono">{a.worker_id ?? "—"}</td>
+                    <td>{dateTime(a.started_at)}</td>
+                    <td className="num">{a.duration_ms === null ? `${duration(Date.now() - new Date(a.started_at).getTime())} so far` : duration(a.duration_ms)}</td>
+                    <td>
+                      <Tag tone={a.outcome === "succeeded" ? "ok" : a.outcome === "running" ? "info" : a.outcome === "handed_back" ? "neutral" : "bad"}>{a.outcome}</Tag>
+                      {a.outcome === "lease_expired" ? (
+                        <Tag tone="warn" title="The worker lost its lease; the attempt may have run to completion elsewhere">
+                          possible duplicate
+                        </Tag>
+                      ) : null}
+                    </td>
+                    <td>{a.heartbeat_at ? dateTime(a.heartbeat_at) : "—"}</td>
+                    <td className="break">{a.error ? `${String(a.error.code ?? "")} ${String(a.error.message ?? "")}` : "—"}</td>
+                    <td>{dateTime(a.retry_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      <section className="panel" aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Timeline</h2>
+        <Timeline events={j.timeline} />
+      </section>
+      {action.element}
+    </section>
+  );
+}

@@ -1,0 +1,173 @@
+"use client";
+import { JOB_STATES } from "@porter/contracts";
+import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import { useState } from "react";
+import { Tag } from "../../components/badges";
+import { Empty, ErrorState, Loading, QueryView } from "../../components/states";
+import { ThroughputChart } from "../../components/throughput-chart";
+import { count, duration } from "../../lib/format";
+import { useTRPC } from "../../lib/trpc";
+
+const jobsLink = (queue: string, state?: string) => `/jobs?queue=${encodeURIComponent(queue)}${state ? `&state=${state}` : ""}`;
+
+export function OverviewView() {
+  const trpc = useTRPC();
+  const [minutes, setMinutes] = useState(15);
+  const [queueFilter, setQueueFilter] = useState("");
+  const queues = useQuery({ ...trpc.overview.queues.queryOptions(), refetchInterval: 5_000 });
+  const throughput = useQuery({
+    ...trpc.overview.throughput.queryOptions({ minutes, ...(queueFilter ? { queue_id: queueFilter } : {}) }),
+    refetchInterval: 10_000,
+  });
+
+  const totals = Object.fromEntries(JOB_STATES.map((s) => [s, (queues.data ?? []).reduce((n, q) => n + q.counts[s], 0)]));
+  const oldest = Math.max(0, ...(queues.data ?? []).map((q) => q.oldest_ready_age_s ?? 0));
+
+  return (
+    <section aria-labelledby="page-title">
+      <header className="page-head">
+        <div>
+          <h1 id="page-title">Overview</h1>
+          <p className="intro">Backlog, age and flow per queue. Refreshes every few seconds.</p>
+        </div>
+        <p className={`health health-${queues.error ? "down" : "up"}`} role="status">
+          <span className="dot" aria-hidden="true" />
+          {queues.error ? "Cannot read the database" : queues.isPending ? "Checking…" : "Healthy — database up"}
+        </p>
+      </header>
+
+      {queues.isPending ? null : queues.error ? null : (
+        <div className="cards">
+          <Stat label="Ready" value={count(totals.READY)} href="/jobs?state=READY" />
+          <Stat label="Running" value={count(totals.RUNNING)} href="/jobs?state=RUNNING" />
+          <Stat label="Retry wait" value={count(totals.RETRY_WAIT)} href="/jobs?state=RETRY_WAIT" />
+          <Stat label="Dead" value={count(totals.DEAD)} href="/jobs?state=DEAD" tone={totals.DEAD ? "bad" : undefined} />
+          <Stat label="Oldest ready" value={oldest ? duration(oldest * 1000) : "—"} />
+          <Stat label="Finished (5 min)" value={count((queues.data ?? []).reduce((n, q) => n + q.finished_last_5m, 0))} />
+        </div>
+      )}
+
+      <section className="panel" aria-labelledby="throughput-title">
+        <div className="panel-head">
+          <h2 id="throughput-title">Throughput</h2>
+          <div className="inline-controls">
+            <label>
+              Queue{" "}
+              <select value={queueFilter} onChange={(e) => setQueueFilter(e.target.value)}>
+                <option value="">all queues</option>
+                {(queues.data ?? []).map((q) => (
+                  <option key={q.queue_id} value={q.queue_id}>
+                    {q.queue_id}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Window{" "}
+              <select value={minutes} onChange={(e) => setMinutes(Number(e.target.value))}>
+                <option value={15}>15 min</option>
+                <option value={60}>1 hour</option>
+                <option value={180}>3 hours</option>
+              </select>
+            </label>
+          </div>
+        </div>
+        {throughput.isPending ? (
+          <Loading label="Loading throughput…" />
+        ) : throughput.error ? (
+          <ErrorState error={throughput.error} onRetry={() => void throughput.refetch()} />
+        ) : (
+          <ThroughputChart points={throughput.data} />
+        )}
+        <p className="muted small">Jobs finished per minute by outcome. Latency percentiles and arrival rates will join this panel.</p>
+      </section>
+
+      <section aria-labelledby="queues-title">
+        <h2 id="queues-title">Queues</h2>
+        <QueryView query={queues} loadingLabel="Loading queues…">
+          {(rows) =>
+            rows.length === 0 ? (
+              <Empty title="No queues yet">
+                An admin can create one on the <Link href="/queues">Queues</Link> page, or run <code>npm run db:seed</code>.
+              </Empty>
+            ) : (
+              <div className="table-wrap">
+                <table className="grid counts">
+                  <thead>
+                    <tr>
+                      <th scope="col">Queue</th>
+                      <th scope="col">Pool</th>
+                      {JOB_STATES.map((s) => (
+                        <th scope="col" key={s} className={`num state-${s.toLowerCase()}`}>
+                          {s}
+                        </th>
+                      ))}
+                      <th scope="col" className="num">
+                        Oldest ready
+                      </th>
+                      <th scope="col">Running / cap</th>
+                      <th scope="col" className="num">
+                        Done 5 min
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {rows.map((q) => (
+                      <tr key={q.queue_id}>
+                        <th scope="row">
+                          <Link href={jobsLink(q.queue_id)}>{q.queue_id}</Link> {q.paused ? <Tag tone="warn">paused</Tag> : null}
+                        </th>
+                        <td>{q.pool_id}</td>
+                        {JOB_STATES.map((s) => (
+                          <td key={s} className="num">
+                            {q.counts[s] ? <Link href={jobsLink(q.queue_id, s)}>{count(q.counts[s])}</Link> : <span className="muted">0</span>}
+                          </td>
+                        ))}
+                        <td className="num">{q.oldest_ready_age_s === null ? "—" : duration(q.oldest_ready_age_s * 1000)}</td>
+                        <td>
+                          <CapBar running={q.running} cap={q.concurrency_cap} />
+                        </td>
+                        <td className="num">{count(q.finished_last_5m)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )
+          }
+        </QueryView>
+      </section>
+    </section>
+  );
+}
+
+function Stat({ label, value, href, tone }: { label: string; value: string; href?: string; tone?: "bad" }) {
+  const body = (
+    <>
+      <span className="stat-label">{label}</span>
+      <span className="stat-value">{value}</span>
+    </>
+  );
+  return href ? (
+    <Link className={`card stat${tone ? ` stat-${tone}` : ""}`} href={href}>
+      {body}
+    </Link>
+  ) : (
+    <div className={`card stat${tone ? ` stat-${tone}` : ""}`}>{body}</div>
+  );
+}
+
+/** Running jobs against the queue's concurrency cap (no bar without a cap). */
+function CapBar({ running, cap }: { running: number; cap: number | null }) {
+  if (!cap) return <span>{count(running)} <span className="muted">/ no cap</span></span>;
+  const ratio = Math.min(1, running / cap);
+  return (
+    <span className="capbar" title={`${running} of ${cap}`}>
+      <span className="capbar-track" aria-hidden="true">
+        <span className={`capbar-fill${ratio >= 1 ? " full" : ""}`} style={{ width: `${ratio * 100}%` }} />
+      </span>
+      {count(running)} / {count(cap)}
+    </span>
+  );
+}

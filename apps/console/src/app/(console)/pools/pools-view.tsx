@@ -1,0 +1,204 @@
+"use client";
+import { ZPoolCreate, ZPoolFields } from "@porter/api/schemas/control-plane";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import { useState } from "react";
+import { Tag } from "../../../components/badges";
+import { ConfigForm, type FieldSpec } from "../../../components/config-form";
+import { orNone } from "../../../components/config-page";
+import { useViewer } from "../../../components/providers";
+import { Empty, errorMessage, QueryView } from "../../../components/states";
+import { ago, dateTime, duration } from "../../../lib/format";
+import { useTRPC } from "../../../lib/trpc";
+
+const FIELDS: FieldSpec[] = [
+  { name: "id", label: "Pool id", kind: "text", isId: true, placeholder: "interactive" },
+  { name: "description", label: "Description", kind: "textarea" },
+  { name: "concurrency_cap", label: "Concurrency cap", kind: "int", isNullable: true, help: "running jobs across every worker of the pool; empty = the workers' own slots" },
+  { name: "worker_concurrency", label: "Slots per worker", kind: "int", help: "default when a worker starts without --concurrency" },
+];
+
+export function PoolsView() {
+  const trpc = useTRPC();
+  const viewer = useViewer();
+  const queryClient = useQueryClient();
+  const [showStopped, setShowStopped] = useState(false);
+  const pools = useQuery({ ...trpc.pools.overview.queryOptions({ include_stopped: showStopped }), refetchInterval: 3_000 });
+  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.pools.pathKey() });
+  const create = useMutation(trpc.pools.create.mutationOptions({ onSuccess: refresh }));
+  const update = useMutation(trpc.pools.update.mutationOptions({ onSuccess: refresh }));
+  const drain = useMutation(trpc.pools.drain.mutationOptions({ onSuccess: refresh }));
+  const resume = useMutation(trpc.pools.resume.mutationOptions({ onSuccess: refresh }));
+  const [editing, setEditing] = useState<string | null>(null);
+  const [flash, setFlash] = useState<{ tone: "ok" | "bad"; text: string } | null>(null);
+
+  const act = async (fn: () => Promise<{ changed: string[]; queues: string[] }>, verb: string) => {
+    try {
+      const r = await fn();
+      setFlash({ tone: "ok", text: `${verb}: ${r.changed.length ? r.changed.join(", ") : "no queue changed"} (of ${r.queues.join(", ")}).` });
+    } catch (error) {
+      setFlash({ tone: "bad", text: errorMessage(error) });
+    }
+  };
+
+  return (
+    <section aria-labelledby="page-title">
+      <header className="page-head">
+        <div>
+          <h1 id="page-title">Pools &amp; workers</h1>
+          <p className="intro">Lanes of work: each pool's queues and the worker processes serving it, with their heartbeats. Refreshes every few seconds.</p>
+        </div>
+        <div className="row-actions">
+          <label className="check">
+            <input type="checkbox" checked={showStopped} onChange={(e) => setShowStopped(e.target.checked)} /> Show stopped workers
+          </label>
+          {viewer.can("admin") ? (
+            <button type="button" className="button primary" onClick={() => setEditing("new")}>
+              New pool
+            </button>
+          ) : null}
+        </div>
+      </header>
+      {flash ? (
+        <p className={`flash flash-${flash.tone}`} role="status">
+          {flash.text}
+        </p>
+      ) : null}
+      {editing && viewer.can("admin") ? (
+        <div className="panel" role="region" aria-label={editing === "new" ? "New pool" : `Edit pool ${editing}`}>
+          <h2>{editing === "new" ? "New pool" : `Edit pool ${editing}`}</h2>
+          <ConfigForm
+            key={editing}
+            fields={FIELDS}
+            mode={editing === "new" ? "create" : "edit"}
+            schema={editing === "new" ? ZPoolCreate : ZPoolFields}
+            initial={editing === "new" ? { worker_concurrency: 10 } : (pools.data?.find((p) => p.id === editing) as Record<string, unknown> | undefined)}
+            submitLabel={editing === "new" ? "Create pool" : "Save changes"}
+            onCancel={() => setEditing(null)}
+            onSubmit={async (values) => {
+              if (editing === "new") await create.mutateAsync(values as never);
+              else await update.mutateAsync({ id: editing, patch: values as never });
+              setFlash({ tone: "ok", text: editing === "new" ? `Created pool ${String(values.id)}.` : `Saved pool ${editing}.` });
+              setEditing(null);
+            }}
+          />
+        </div>
+      ) : null}
+
+      <QueryView query={pools} loadingLabel="Loading pools…">
+        {(rows) =>
+          rows.length === 0 ? (
+            <Empty title="No pools yet">{viewer.can("admin") ? "Create one with “New pool”." : "An admin can create one."}</Empty>
+          ) : (
+            <div className="pool-list">
+              {rows.map((p) => {
+                const live = p.workers.filter((w) => w.status === "live");
+                const slots = live.reduce((n, w) => n + w.concurrency, 0);
+                const allPaused = p.queues.length > 0 && p.queues.every((q) => q.paused);
+                return (
+                  <article key={p.id} className="panel pool" aria-labelledby={`pool-${p.id}`}>
+                    <div className="panel-head">
+                      <div>
+                        <h2 id={`pool-${p.id}`}>{p.id}</h2>
+                        <p className="muted">{p.description || "—"}</p>
+                      </div>
+                      <div className="row-actions">
+                        {viewer.can("operator") ? (
+                          allPaused ? (
+                            <button type="button" className="button small" onClick={() => void act(() => resume.mutateAsync({ id: p.id }), "Resumed")}>
+                              Resume pool
+                            </button>
+                          ) : (
+                            <button type="button" className="button small" onClick={() => void act(() => drain.mutateAsync({ id: p.id }), "Draining")} disabled={p.queues.length === 0}>
+                              Drain pool
+                            </button>
+                          )
+                        ) : null}
+                        {viewer.can("admin") ? (
+                          <button type="button" className="button small" onClick={() => setEditing(p.id)} aria-label={`Edit pool ${p.id}`}>
+                            Edit
+                          </button>
+                        ) : null}
+                      </div>
+                    </div>
+                    <dl className="kv inline">
+                      <dt>Running</dt>
+                      <dd>
+                        {p.running} {p.concurrency_cap ? `of cap ${p.concurrency_cap}` : `of ${slots} live slots`}
+                      </dd>
+                      <dt>Slots per worker</dt>
+                      <dd>{p.worker_concurrency}</dd>
+                      <dt>Pool cap</dt>
+                      <dd>{orNone(p.concurrency_cap)}</dd>
+                      <dt>Live workers</dt>
+                      <dd>{live.length}</dd>
+                    </dl>
+                    <p className="queue-chips">
+                      Queues:{" "}
+                      {p.queues.length === 0
+                        ? "none"
+                        : p.queues.map((q) => (
+                            <Link key={q.id} href={`/jobs?queue=${encodeURIComponent(q.id)}`} className={`chip${q.paused ? " chip-paused" : ""}`}>
+                              {q.id}
+                              {q.paused ? (q.running > 0 ? ` (draining, ${q.running} running)` : " (paused)") : q.running ? ` · ${q.running} running` : ""}
+                            </Link>
+                          ))}
+                    </p>
+                    {p.workers.length === 0 ? (
+                      <p className="muted">
+                        No worker is serving this pool. Start one with <code>npm run worker -- --pool {p.id}</code>.
+                      </p>
+                    ) : (
+                      <div className="table-wrap">
+                        <table className="grid">
+                          <caption className="sr-only">Workers of pool {p.id}</caption>
+                          <thead>
+                            <tr>
+                              <th scope="col">Worker</th>
+                              <th scope="col">Status</th>
+                              <th scope="col">Host</th>
+                              <th scope="col" className="num">
+                                PID
+                              </th>
+                              <th scope="col">Started</th>
+                              <th scope="col">Last heartbeat</th>
+                              <th scope="col" className="num">
+                                Running / slots
+                              </th>
+                              <th scope="col">Version</th>
+                            </tr>
+                          </thead>
+                          <tbody>
+                            {p.workers.map((w) => (
+                              <tr key={w.id}>
+                                <th scope="row" className="mono">
+                                  {w.id}
+                                </th>
+                                <td>
+                                  {w.status === "live" ? <Tag tone="ok">live</Tag> : w.status === "lost" ? <Tag tone="bad">lost</Tag> : <Tag>stopped</Tag>}{" "}
+                                  {w.draining ? <Tag tone="warn">draining</Tag> : null}
+                                </td>
+                                <td>{w.host}</td>
+                                <td className="num">{w.pid}</td>
+                                <td title={dateTime(w.started_at)}>{ago(w.started_at)}</td>
+                                <td title={dateTime(w.heartbeat_at)}>{w.stopped_at ? `stopped ${ago(w.stopped_at)}` : `${duration(w.heartbeat_age_s * 1000)} ago`}</td>
+                                <td className="num">
+                                  {w.running} / {w.concurrency}
+                                </td>
+                                <td>{w.version}</td>
+                              </tr>
+                            ))}
+                          </tbody>
+                        </table>
+                      </div>
+                    )}
+                  </article>
+                );
+              })}
+            </div>
+          )
+        }
+      </QueryView>
+    </section>
+  );
+}

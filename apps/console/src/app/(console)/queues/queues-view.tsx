@@ -1,0 +1,128 @@
+"use client";
+import { ZQueueCreate, ZQueueFields } from "@porter/api/schemas/control-plane";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import { useState } from "react";
+import { Tag } from "../../../components/badges";
+import type { FieldSpec } from "../../../components/config-form";
+import { ConfigPage, orNone } from "../../../components/config-page";
+import { useViewer } from "../../../components/providers";
+import { errorMessage } from "../../../components/states";
+import { duration } from "../../../lib/format";
+import { useTRPC } from "../../../lib/trpc";
+
+/** Every knob of a queue (prisma/schema.prisma `Queue`). */
+const fields = (pools: string[], resourceKeys: string[]): FieldSpec[] => [
+  { name: "id", label: "Queue id", kind: "text", isId: true, placeholder: "email.transactional" },
+  { name: "pool_id", label: "Pool (lane)", kind: "select", options: pools.map((p) => ({ value: p, label: p })) },
+  { name: "description", label: "Description", kind: "textarea" },
+  { name: "default_priority", label: "Default priority", kind: "int", help: "0–100; used when a producer gives none" },
+  { name: "max_priority", label: "Max priority", kind: "int", help: "producers' priorities are clamped to it" },
+  { name: "concurrency_cap", label: "Concurrency cap", kind: "int", isNullable: true, help: "running jobs of this queue across all workers; empty = none" },
+  { name: "lease_seconds", label: "Lease length", kind: "int", unit: "s", help: "a worker silent this long loses the job" },
+  { name: "default_max_attempts", label: "Default max attempts", kind: "int" },
+  { name: "max_attempts", label: "Retry ceiling (max attempts)", kind: "int" },
+  { name: "backoff_base_ms", label: "Backoff base", kind: "int", unit: "ms" },
+  { name: "backoff_cap_ms", label: "Backoff cap", kind: "int", unit: "ms" },
+  { name: "default_timeout_s", label: "Default timeout", kind: "int", unit: "s" },
+  { name: "max_timeout_s", label: "Max timeout", kind: "int", unit: "s" },
+  { name: "default_deadline_s", label: "Default deadline", kind: "int", unit: "s", isNullable: true, help: "after enqueue; empty = none" },
+  { name: "max_runtime_s", label: "Max runtime", kind: "int", unit: "s", help: "heartbeats never extend a lease past it" },
+  { name: "retention_s", label: "Retention of finished jobs", kind: "int", unit: "s" },
+  { name: "aging_s", label: "Priority aging", kind: "int", unit: "s", isNullable: true, help: "a waiting job reaches top priority after this; empty = off" },
+  { name: "resource_key_id", label: "Resource key", kind: "select", isNullable: true, options: resourceKeys.map((k) => ({ value: k, label: k })) },
+];
+
+export function QueuesView() {
+  const trpc = useTRPC();
+  const viewer = useViewer();
+  const queryClient = useQueryClient();
+  const list = useQuery({ ...trpc.queues.list.queryOptions(), refetchInterval: 10_000 });
+  const overview = useQuery({ ...trpc.overview.queues.queryOptions(), refetchInterval: 5_000 });
+  const pools = useQuery(trpc.pools.list.queryOptions());
+  const resourceKeys = useQuery(trpc.resourceKeys.list.queryOptions());
+  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.queues.pathKey() }).then(() => queryClient.invalidateQueries({ queryKey: trpc.overview.pathKey() }));
+  const create = useMutation(trpc.queues.create.mutationOptions({ onSuccess: refresh }));
+  const update = useMutation(trpc.queues.update.mutationOptions({ onSuccess: refresh }));
+  const pause = useMutation(trpc.queues.pause.mutationOptions({ onSuccess: refresh }));
+  const resume = useMutation(trpc.queues.resume.mutationOptions({ onSuccess: refresh }));
+  const drain = useMutation(trpc.queues.drain.mutationOptions({ onSuccess: refresh }));
+  const [actionError, setActionError] = useState<string | null>(null);
+  const runningOf = (id: string) => overview.data?.find((q) => q.queue_id === id)?.running ?? 0;
+
+  const act = async (fn: () => Promise<unknown>) => {
+    setActionError(null);
+    try {
+      await fn();
+    } catch (error) {
+      setActionError(errorMessage(error));
+    }
+  };
+
+  return (
+    <>
+      {actionError ? (
+        <p className="flash flash-bad" role="alert">
+          {actionError}
+        </p>
+      ) : null}
+      <ConfigPage
+        title="Queues"
+        noun="queue"
+        intro="Each queue belongs to a pool (lane) and carries its priorities, caps, lease, retry ceiling and backoff. Pausing stops new claims at once; draining pauses and lets running jobs finish."
+        query={list}
+        canEdit={viewer.can("admin")}
+        fields={fields((pools.data ?? []).map((p) => p.id), (resourceKeys.data ?? []).map((k) => k.id))}
+        createSchema={ZQueueCreate}
+        editSchema={ZQueueFields}
+        defaults={{ pool_id: pools.data?.[0]?.id ?? "", default_priority: 50, max_priority: 100, lease_seconds: 30, default_max_attempts: 5, max_attempts: 25, backoff_base_ms: 1000, backoff_cap_ms: 300000, default_timeout_s: 300, max_timeout_s: 3600, max_runtime_s: 3600, retention_s: 604800 }}
+        onCreate={(values) => create.mutateAsync(values as never)}
+        onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
+        emptyHint={<>Create a pool first, then its queues.</>}
+        columns={[
+          { header: "Queue", cell: (q) => <Link href={`/jobs?queue=${encodeURIComponent(q.id)}`}>{q.id}</Link> },
+          {
+            header: "Status",
+            cell: (q) =>
+              q.paused ? (
+                runningOf(q.id) > 0 ? (
+                  <Tag tone="warn">draining · {runningOf(q.id)} running</Tag>
+                ) : (
+                  <Tag tone="warn">paused</Tag>
+                )
+              ) : (
+                <Tag tone="ok">active</Tag>
+              ),
+          },
+          { header: "Pool", cell: (q) => q.pool_id },
+          { header: "Priority (default / max)", cell: (q) => `${q.default_priority} / ${q.max_priority}` },
+          { header: "Running / cap", cell: (q) => `${runningOf(q.id)} / ${orNone(q.concurrency_cap)}` },
+          { header: "Lease", cell: (q) => `${q.lease_seconds} s` },
+          { header: "Attempts (default / max)", cell: (q) => `${q.default_max_attempts} / ${q.max_attempts}` },
+          { header: "Backoff", cell: (q) => `${duration(q.backoff_base_ms)} → ${duration(q.backoff_cap_ms)}` },
+          { header: "Timeout", cell: (q) => `${q.default_timeout_s} s (max ${q.max_timeout_s} s)` },
+          { header: "Deadline", cell: (q) => (q.default_deadline_s ? duration(q.default_deadline_s * 1000) : "—") },
+          { header: "Resource key", cell: (q) => orNone(q.resource_key_id) },
+        ]}
+        rowActions={(q) =>
+          viewer.can("operator") ? (
+            q.paused ? (
+              <button type="button" className="button small" onClick={() => void act(() => resume.mutateAsync({ id: q.id }))} aria-label={`Resume queue ${q.id}`}>
+                Resume
+              </button>
+            ) : (
+              <>
+                <button type="button" className="button small" onClick={() => void act(() => pause.mutateAsync({ id: q.id }))} aria-label={`Pause queue ${q.id}`}>
+                  Pause
+                </button>
+                <button type="button" className="button small" onClick={() => void act(() => drain.mutateAsync({ id: q.id }))} aria-label={`Drain queue ${q.id}`}>
+                  Drain
+                </button>
+              </>
+            )
+          ) : null
+        }
+      />
+    </>
+  );
+}

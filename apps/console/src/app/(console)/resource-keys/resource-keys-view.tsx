@@ -1,0 +1,45 @@
+"use client";
+import { ZResourceKeyCreate, ZResourceKeyFields } from "@porter/api/schemas/control-plane";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ConfigPage, orNone } from "../../../components/config-page";
+import { useViewer } from "../../../components/providers";
+import { dateTime } from "../../../lib/format";
+import { useTRPC } from "../../../lib/trpc";
+
+export function ResourceKeysView() {
+  const trpc = useTRPC();
+  const viewer = useViewer();
+  const queryClient = useQueryClient();
+  const list = useQuery(trpc.resourceKeys.list.queryOptions());
+  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.resourceKeys.pathKey() });
+  const create = useMutation(trpc.resourceKeys.create.mutationOptions({ onSuccess: refresh }));
+  const update = useMutation(trpc.resourceKeys.update.mutationOptions({ onSuccess: refresh }));
+  return (
+    <ConfigPage
+      title="Resource keys"
+      noun="resource key"
+      intro="Shared, scarce resources (an LLM provider, OCR, a database) limited across queues and pools. Queues name the key they use."
+      query={list}
+      canEdit={viewer.can("admin")}
+      fields={[
+        { name: "id", label: "Resource key", kind: "text", isId: true, placeholder: "llm" },
+        { name: "description", label: "Description", kind: "textarea" },
+        { name: "concurrency_limit", label: "Concurrency limit", kind: "int", isNullable: true },
+        { name: "rate_per_second", label: "Rate", kind: "number", unit: "/s", isNullable: true },
+        { name: "burst", label: "Burst", kind: "int", isNullable: true },
+      ]}
+      createSchema={ZResourceKeyCreate}
+      editSchema={ZResourceKeyFields}
+      onCreate={(values) => create.mutateAsync(values as never)}
+      onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
+      columns={[
+        { header: "Key", cell: (k) => k.id },
+        { header: "Description", cell: (k) => k.description || "—" },
+        { header: "Concurrency", cell: (k) => orNone(k.concurrency_limit), isNumeric: true },
+        { header: "Rate", cell: (k) => orNone(k.rate_per_second, "/s"), isNumeric: true },
+        { header: "Burst", cell: (k) => orNone(k.burst), isNumeric: true },
+        { header: "Adaptive limit now", cell: (k) => (k.current_limit === null ? "—" : `${k.current_limit}${k.throttled_until ? ` until ${dateTime(k.throttled_until)}` : ""}`) },
+      ]}
+    />
+  );
+}

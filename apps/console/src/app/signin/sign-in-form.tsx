@@ -1,0 +1,57 @@
+"use client";
+import { signIn } from "next-auth/react";
+import { useRouter } from "next/navigation";
+import { useState, type FormEvent } from "react";
+
+/** Email and password; a refusal never says which of the two was wrong. */
+export function SignInForm({ callbackUrl, hasError }: { callbackUrl: string; hasError: boolean }) {
+  const router = useRouter();
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<string | null>(hasError ? "Sign-in failed. Check your email and password." : null);
+  const [isBusy, setBusy] = useState(false);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!email.trim() || !password) {
+      setError("Enter your email and password.");
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      const result = await signIn("credentials", { email: email.trim(), password, redirect: false });
+      if (!result || result.error) {
+        setError("Invalid email or password, or the account is disabled.");
+        return;
+      }
+      router.replace(callbackUrl);
+      router.refresh();
+    } catch {
+      setError("Could not reach the console. Try again.");
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form onSubmit={submit} className="signin-form" noValidate>
+      <div className="field">
+        <label htmlFor="email">Email</label>
+        <input id="email" name="email" type="email" autoComplete="username" value={email} onChange={(e) => setEmail(e.target.value)} autoFocus required />
+      </div>
+      <div className="field">
+        <label htmlFor="password">Password</label>
+        <input id="password" name="password" type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} required />
+      </div>
+      {error ? (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <button type="submit" className="button primary wide" disabled={isBusy}>
+        {isBusy ? "Signing in…" : "Sign in"}
+      </button>
+    </form>
+  );
+}

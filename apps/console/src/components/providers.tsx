@@ -1,0 +1,51 @@
+"use client";
+import type { AppRouter, Role } from "@porter/api";
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
+import { createContext, useContext, useState, type ReactNode } from "react";
+import { TRPCProvider } from "../lib/trpc";
+
+/** The signed-in user, as the server layout read it. */
+export type Viewer = { email: string; name: string; role: Role };
+
+const ViewerContext = createContext<Viewer | null>(null);
+
+const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
+
+/** The signed-in user and `can(role)`: whether they hold at least that role (buttons hide otherwise). */
+export const useViewer = () => {
+  const viewer = useContext(ViewerContext);
+  if (!viewer) throw new Error("useViewer outside <Providers>");
+  return { ...viewer, can: (role: Role) => RANK[viewer.role] >= RANK[role] };
+};
+
+const makeQueryClient = () =>
+  new QueryClient({
+    defaultOptions: {
+      queries: {
+        staleTime: 2_000,
+        // 4xx will not get better by asking again; a 5xx or a network error may.
+        retry: (count, error) => {
+          const status = error instanceof TRPCClientError ? (error.data as { httpStatus?: number } | undefined)?.httpStatus : undefined;
+          return count < 2 && (status === undefined || status >= 500);
+        },
+      },
+    },
+  });
+
+/** React Query + tRPC client (plain JSON, batched, same-origin cookies) and the signed-in user. */
+export function Providers({ viewer, children }: { viewer: Viewer; children: ReactNode }) {
+  const [queryClient] = useState(makeQueryClient);
+  const [trpcClient] = useState(() =>
+    createTRPCClient<AppRouter>({
+      links: [httpBatchLink({ url: "/api/trpc", maxItems: 20 })],
+    }),
+  );
+  return (
+    <QueryClientProvider client={queryClient}>
+      <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
+        <ViewerContext.Provider value={viewer}>{children}</ViewerContext.Provider>
+      </TRPCProvider>
+    </QueryClientProvider>
+  );
+}
