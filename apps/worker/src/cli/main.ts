@@ -8,6 +8,7 @@ import { migrateCommand } from "./commands/migrate";
 import { pauseCommand, resumeCommand } from "./commands/queue-control";
 import { redriveCommand } from "./commands/redrive";
 import { seedCommand } from "./commands/seed";
+import { usersCreateCommand } from "./commands/users";
 import { openCliDatabase, type CliDatabase } from "./database";
 import { parseCliEnv } from "./env";
 import { describeError } from "./errors";
@@ -25,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   pauseCommand,
   resumeCommand,
   drainCommand,
+  usersCreateCommand,
 ];
 
 const GROUPS = new Set(COMMANDS.filter((c) => c.name.includes(" ")).map((c) => c.name.split(" ")[0]!));
