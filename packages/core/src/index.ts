@@ -32,3 +32,6 @@ export * from "./jobs-query";
 export * from "./jobs-bulk";
 export * from "./console-reads";
 export * from "./uuid";
+export * from "./admission";
+export * from "./sql/age-priorities";
+export * from "./sql/throttle";

@@ -1,25 +1,37 @@
 import type pg from "pg";
+import { agePriorities } from "./sql/age-priorities";
 import { expireJobs } from "./sql/expire-jobs";
 import { pruneFinished } from "./sql/prune-finished";
 import { rescueExpiredLeases, type RescueOutcome } from "./sql/rescue-expired-leases";
+import { recoverResourceLimits } from "./sql/throttle";
 import { pruneWorkers } from "./sql/workers";
 
 /** Advisory-lock key held by the one maintenance leader across all worker processes. */
 export const MAINTENANCE_LOCK_KEY = 0x706f7274; // "port"
 
-export type MaintenanceReport = RescueOutcome & { expiredQueued: number; promoted: number; pruned: number; workersPruned: number };
+export type MaintenanceReport = RescueOutcome & {
+  expiredQueued: number;
+  promoted: number;
+  aged: number;
+  limitsRecovered: number;
+  pruned: number;
+  workersPruned: number;
+};
 
 /**
  * One maintenance pass: rescue expired leases, expire passed deadlines (and promote due retries),
- * prune finished jobs past retention and forgotten workers. Each step is batched and safe to run
+ * age waiting priorities, recover throttled resource keys' limits, prune finished jobs past
+ * retention and forgotten workers. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
 export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date; batch?: number } = {}): Promise<MaintenanceReport> => {
   const rescue = await rescueExpiredLeases(db, params);
   const expire = await expireJobs(db, params);
+  const { aged } = await agePriorities(db, params);
+  const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
-  return { ...rescue, expiredQueued: expire.expired, promoted: expire.promoted, pruned: prune.pruned, workersPruned };
+  return { ...rescue, expiredQueued: expire.expired, promoted: expire.promoted, aged, limitsRecovered, pruned: prune.pruned, workersPruned };
 };
 
 /**

@@ -14,8 +14,15 @@ type JobTypeRow = {
   default_timeout_s: number;
   max_timeout_s: number;
   default_deadline_s: number | null;
+  admission: "reject" | "defer";
 };
-type TenantRow = { id: string; max_priority: number | null; max_attempts: number | null };
+type TenantRow = {
+  id: string;
+  max_priority: number | null;
+  max_attempts: number | null;
+  rate_per_second: number | null;
+  backlog_cap: number | null;
+};
 
 /**
  * The job-type registry and tenant ceilings, read for each enqueue. With `ttlMs` > 0 the rows are
@@ -40,7 +47,8 @@ export class Registry {
     if (missingTypes.length > 0) {
       const { rows } = await db.query<JobTypeRow>(
         `SELECT jt.id, jt.queue_id, q.pool_id, jt.timeout_s, q.default_priority, q.max_priority,
-                q.default_max_attempts, q.max_attempts, q.default_timeout_s, q.max_timeout_s, q.default_deadline_s
+                q.default_max_attempts, q.max_attempts, q.default_timeout_s, q.max_timeout_s, q.default_deadline_s,
+                q.admission
            FROM job_types jt JOIN queues q ON q.id = jt.queue_id
           WHERE jt.id = ANY($1::text[])`,
         [missingTypes],
@@ -49,7 +57,7 @@ export class Registry {
     }
     if (missingTenants.length > 0) {
       const { rows } = await db.query<TenantRow>(
-        `SELECT id, max_priority, max_attempts FROM tenants WHERE id = ANY($1::text[])`,
+        `SELECT id, max_priority, max_attempts, rate_per_second, backlog_cap FROM tenants WHERE id = ANY($1::text[])`,
         [missingTenants],
       );
       for (const row of rows) this.tenants.set(row.id, { row, at: now });
@@ -72,6 +80,9 @@ export class Registry {
         defaultDeadlineS: type.default_deadline_s,
         tenantMaxPriority: tenant.max_priority,
         tenantMaxAttempts: tenant.max_attempts,
+        admission: type.admission,
+        tenantRatePerSecond: tenant.rate_per_second,
+        tenantBacklogCap: tenant.backlog_cap,
       });
     }
     return policies;

@@ -25,8 +25,7 @@ describe("schema.prisma vs the migrated database", () => {
   it("reports a schema that drifted from the database", async () => {
     const text = (await readFile(schemaPath, "utf8"))
       .replace("leaseOwner        String?", "leaseOwner        String")
-      .replace("redriveCount      Int       @default(0) @map(\"redrive_count\")\n\n  @@map(\"jobs\")",
-        "redriveCount      Int       @default(0) @map(\"redrive_count\")\n  shard Int @map(\"shard\")\n\n  @@map(\"jobs\")")
+      .replace("\n\n  @@map(\"jobs\")", "\n  shard Int @map(\"shard\")\n\n  @@map(\"jobs\")")
       .replace("  operator\n  admin\n", "  operator\n  owner\n  admin\n")
       .replace("payloadHash    String   @map(\"payload_hash\")\n  createdAt      DateTime @default(now()) @map(\"created_at\") @db.Timestamptz(6)\n\n  @@id",
         "payloadHash    String   @map(\"payload_hash\") @db.Uuid\n  createdAt      DateTime @default(now()) @map(\"created_at\") @db.Timestamptz(6)\n\n  @@id")

@@ -29,6 +29,7 @@ const job = (over: Partial<ClaimedJob> = {}): ClaimedJob => ({
   backoffBaseMs: 1000,
   backoffCapMs: 60_000,
   cancelRequested: false,
+  resourceKeyId: null,
   ...over,
 });
 const fail = (error: unknown, over: { job?: Partial<ClaimedJob>; abortReason?: unknown; cancelRequested?: boolean; lastCheckpoint?: unknown } = {}) =>

@@ -11,6 +11,11 @@ export type EnqueuePolicy = {
   defaultDeadlineS: number | null;
   tenantMaxPriority: number | null;
   tenantMaxAttempts: number | null;
+  /** Over the tenant's admission limits: refuse with 429, or accept at priority 0. */
+  admission: "reject" | "defer";
+  /** Admission: the tenant's arrival rate (jobs/s) and backlog ceiling; null = none. */
+  tenantRatePerSecond: number | null;
+  tenantBacklogCap: number | null;
 };
 
 const clamp = (value: number, lo: number, hi: number) => Math.min(Math.max(value, lo), hi);

@@ -11,6 +11,7 @@ const now = new Date("2026-01-01T00:00:00Z");
 const policy: EnqueuePolicy = {
   queueId: "q", poolId: "p", defaultPriority: 50, maxPriority: 80, defaultMaxAttempts: 5, maxAttempts: 10,
   defaultTimeoutS: 60, maxTimeoutS: 600, defaultDeadlineS: null, tenantMaxPriority: null, tenantMaxAttempts: null,
+  admission: "reject", tenantRatePerSecond: null, tenantBacklogCap: null,
 };
 
 describe("nextRunAt (full jitter)", () => {

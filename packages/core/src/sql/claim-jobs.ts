@@ -26,6 +26,8 @@ export type ClaimedJob = {
   backoffBaseMs: number;
   backoffCapMs: number;
   cancelRequested: boolean;
+  /** The queue's resource key (a provider's 429 reported against it slows it for everyone). */
+  resourceKeyId: string | null;
 };
 
 type ClaimRow = {
@@ -53,6 +55,7 @@ type ClaimRow = {
   backoff_base_ms: number;
   backoff_cap_ms: number;
   cancel_requested_at: Date | null;
+  resource_key_id: string | null;
 };
 
 export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
@@ -80,18 +83,23 @@ export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   backoffBaseMs: r.backoff_base_ms,
   backoffCapMs: r.backoff_cap_ms,
   cancelRequested: r.cancel_requested_at !== null,
+  resourceKeyId: r.resource_key_id,
 });
 
 /**
  * Claims up to `limit` jobs of a pool for one worker, atomically, in one round trip: the
- * `porter_claim` function (prisma/migrations/20261130000100_hot_path). Per unpaused queue of the
- * pool it scans `jobs_claim_idx` in claim order (priority, then run_at, then id) with FOR UPDATE
- * SKIP LOCKED, limited by the queue's free room under its concurrency cap; the union is cut to the
- * pool's free room and `limit` and updated in one statement, with one fencing token for the batch
- * (a re-claim always draws a new one). When a cap applies, an advisory lock on the pool serializes
- * count-then-claim across processes. Claims commit with synchronous_commit off: losing one in a
- * crash only means its lease expires and the job runs again. A named prepared statement, so the
- * call is planned once per connection.
+ * `porter_claim` function (prisma/migrations/20261130020000_scheduling; docs/scheduling.md).
+ *
+ * Order: per (queue, tenant with claimable work) an index scan of `jobs_claim_idx` in
+ * (priority DESC, vft) order with FOR UPDATE SKIP LOCKED — vft being the job's virtual finish
+ * time, which interleaves tenants by weight — merged across tenants and queues in the same order.
+ * Limits, all counted in the statement: queue concurrency cap, pool cap, tenant running quota
+ * (across pools), resource-key concurrency (configured or adaptive; none while throttled), tenant
+ * and resource-key start rates (token buckets, debited in the same statement). Count-then-claim is
+ * serialized by an advisory lock (global when a cross-pool limit exists, per pool for pool-local
+ * caps), so no limit is exceeded at any instant across any number of workers. One fencing token
+ * per batch. Claims commit with synchronous_commit off: a claim lost in a crash only means its
+ * lease expires. A named prepared statement, planned once per connection.
  */
 export const claimJobs = async (
   db: Db,
@@ -103,7 +111,7 @@ export const claimJobs = async (
     text: `SELECT id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
                   max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id, created_at, contract_version,
                   claimed_at, lease_token::text, lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms,
-                  cancel_requested_at
+                  cancel_requested_at, resource_key_id
              FROM porter_claim($1, $2, $3, $4)`,
     values: [params.poolId, params.workerId, params.limit, params.now ?? null],
   });

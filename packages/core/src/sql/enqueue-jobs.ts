@@ -7,7 +7,8 @@ import {
 } from "@porter/contracts";
 import { inTransaction, type Db } from "../db";
 import { payloadHash } from "../hash";
-import { clampEnvelope } from "../policy/clamp";
+import { admit } from "../admission";
+import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
 import { policyKey, Registry } from "../registry";
 import { uuidv7 } from "../uuid";
 
@@ -40,6 +41,7 @@ type Prepared = {
   deadlineAt: Date | null;
   runAt: Date;
   traceId: string;
+  policy: EnqueuePolicy;
 };
 
 /**
@@ -47,7 +49,8 @@ type Prepared = {
  * client inside one). The queue comes from the job-type registry, priority/attempts/timeout are
  * clamped to the queue's and tenant's ceilings. The same (tenant, idempotency_key) returns the
  * existing job with `deduplicated: true`; the same key with another payload is a 409 and nothing
- * is stored. Results are in input order.
+ * is stored. Admission control applies (see `admission.ts`). Each new job gets its virtual finish
+ * time for weighted fair share between tenants (docs/scheduling.md). Results are in input order.
  */
 export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: EnqueueOptions = {}): Promise<TEnqueueResult[]> => {
   if (inputs.length === 0) return [];
@@ -87,6 +90,7 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
       payloadJson,
       hash: payloadHash(input.job_type, input.payload),
       ...clamped,
+      policy,
       notBefore,
       deadlineAt,
       runAt: notBefore && notBefore > now ? notBefore : now,
@@ -102,6 +106,7 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     // fourteen parallel arrays cost more than the insert itself).
     const batch = JSON.stringify(
       prepared.map((p) => ({
+        ord: p.ord,
         job_id: p.jobId,
         job_type: p.input.job_type,
         queue_id: p.queueId,
@@ -118,25 +123,49 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
         trace_id: p.traceId,
       })),
     );
+    // Admission: a tenant over its arrival rate or backlog cap is refused (429, nothing stored), or,
+    // where the queue defers, its jobs are accepted into the lowest class (priority 0).
+    const deferred = await admit(client, prepared.map((p) => ({ tenantId: p.input.tenant_id, queueId: p.queueId, policy: p.policy })), now);
+    for (const i of deferred) prepared[i]!.priority = 0;
     const { rows: inserted } = await client.query<{ job_id: string }>({
       name: "porter.enqueue",
       text: `WITH input AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb)
-           AS t(job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, payload_hash text,
+           AS t(ord int, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, payload_hash text,
                 priority int, idempotency_key text, max_attempts int, timeout_s int, not_before timestamptz,
                 deadline_at timestamptz, run_at timestamptz, trace_id text)
        ), keys AS (
          INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, payload_hash, created_at)
          SELECT tenant_id, idempotency_key, job_id, payload_hash, $2 FROM input
+         ORDER BY tenant_id, idempotency_key, ord -- one lock order for all producers (no deadlock); first occurrence wins
          ON CONFLICT DO NOTHING
          RETURNING job_id
+       ), fresh AS (
+         SELECT i.*, row_number() OVER w AS k, count(*) OVER (PARTITION BY i.queue_id, i.tenant_id) AS n
+           FROM input i JOIN keys USING (job_id)
+         WINDOW w AS (PARTITION BY i.queue_id, i.tenant_id ORDER BY i.ord)
+       ), clocks AS (
+         -- Weighted fair queuing: the (queue, tenant)'s n new jobs take virtual finish times
+         -- max(last_vft, queue clock) + 1/w, + 2/w, …, + n/w. The row lock orders concurrent producers.
+         INSERT INTO fair_clocks (queue_id, tenant_id, last_vft)
+         SELECT g.queue_id, g.tenant_id, q.vclock + g.n::float8 / t.weight
+           FROM (SELECT queue_id, tenant_id, max(n) AS n FROM fresh GROUP BY 1, 2) g
+           JOIN queues q ON q.id = g.queue_id
+           JOIN tenants t ON t.id = g.tenant_id
+          ORDER BY g.queue_id, g.tenant_id
+         ON CONFLICT (queue_id, tenant_id) DO UPDATE
+           SET last_vft = greatest(fair_clocks.last_vft, (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
+                          + (EXCLUDED.last_vft - (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
+         RETURNING queue_id, tenant_id, last_vft
        )
        INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
-                         state, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id, created_at)
-       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.payload_hash, i.priority,
-              i.idempotency_key, 'READY', i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, i.run_at,
-              i.trace_id, $2
-         FROM input i JOIN keys k ON k.job_id = i.job_id
+                         state, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft)
+       SELECT f.job_id, f.job_type, f.queue_id, f.tenant_id, f.payload, f.payload_hash, f.priority,
+              f.idempotency_key, 'READY', f.max_attempts, f.timeout_s, f.not_before, f.deadline_at, f.run_at,
+              f.trace_id, $2, c.last_vft - (f.n - f.k)::float8 / t.weight
+         FROM fresh f
+         JOIN clocks c ON c.queue_id = f.queue_id AND c.tenant_id = f.tenant_id
+         JOIN tenants t ON t.id = f.tenant_id
        RETURNING job_id`,
       values: [batch, now],
     });

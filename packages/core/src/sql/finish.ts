@@ -15,7 +15,7 @@ export const insertFinished = (exprs: {
                              run_at, trace_id, contract_version, created_at, claimed_at, last_worker,
                              cancel_requested_at, cancel_reason, redrive_count, finished_at, result, error, partial)
   SELECT done.id, done.job_id, done.job_type, done.queue_id, done.tenant_id, done.payload, done.payload_hash,
-         done.priority, done.idempotency_key, (${exprs.state})::job_state, done.attempt, done.max_attempts,
+         coalesce(done.base_priority, done.priority), done.idempotency_key, (${exprs.state})::job_state, done.attempt, done.max_attempts,
          done.timeout_s, done.not_before, done.deadline_at, done.run_at, done.trace_id, done.contract_version,
          done.created_at, done.claimed_at, done.lease_owner, done.cancel_requested_at, done.cancel_reason,
          done.redrive_count, ${exprs.finishedAt}, ${exprs.result ?? "NULL"}, ${exprs.error ?? "NULL"},

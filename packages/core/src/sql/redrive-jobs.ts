@@ -68,11 +68,12 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
        back AS (
          INSERT INTO jobs (id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
                            state, attempt, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id,
-                           contract_version, created_at, last_error, redrive_count)
+                           contract_version, created_at, last_error, redrive_count, vft)
          SELECT id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
                 'READY', 0, max_attempts, timeout_s, not_before,
                 CASE WHEN deadline_at <= (SELECT t FROM at) THEN NULL ELSE deadline_at END,
-                (SELECT t FROM at), trace_id, contract_version, created_at, error, redrive_count + 1
+                (SELECT t FROM at), trace_id, contract_version, created_at, error, redrive_count + 1,
+                (SELECT q.vclock FROM queues q WHERE q.id = done.queue_id)
            FROM done
          RETURNING job_id, queue_id
        ), ev AS (
