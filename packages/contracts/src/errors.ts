@@ -40,15 +40,22 @@ export const isAppError = (error: unknown): error is AppError => error instanceo
 /**
  * Thrown by a handler for a failure worth retrying (a flaky dependency, a provider's 429).
  * `retryAfterMs` (from a `Retry-After` header, say) is honoured as the minimum backoff.
+ * `isThrottle`: the provider behind the job's resource key is rate limiting (HTTP 429): the key
+ * pauses for everyone until `retryAfterMs` and its concurrency is halved, recovering step by step.
  */
 export class RetryableError extends Error {
   override readonly name = "RetryableError";
   readonly code: string;
   readonly retryAfterMs: number | undefined;
-  constructor(message: string, options: { code?: string; retryAfterMs?: number; cause?: unknown } = {}) {
+  readonly isThrottle: boolean;
+  constructor(
+    message: string,
+    options: { code?: string; retryAfterMs?: number; isThrottle?: boolean; cause?: unknown } = {},
+  ) {
     super(message, { cause: options.cause });
-    this.code = options.code ?? "RETRYABLE";
+    this.code = options.code ?? (options.isThrottle ? "RATE_LIMITED" : "RETRYABLE");
     this.retryAfterMs = options.retryAfterMs;
+    this.isThrottle = options.isThrottle ?? false;
   }
 }
 

@@ -38,6 +38,7 @@ const simulate = async (profile: Profile, ctx: HandlerContext, stage: string): P
     throw new RetryableError(`${profile.dependency} answered 429 Too Many Requests during ${stage}`, {
       code: "RATE_LIMITED",
       retryAfterMs,
+      isThrottle: true,
     });
   }
   if (roll < profile.rateLimitRate + profile.transientRate) {

@@ -1,5 +1,5 @@
-import { applyEffect, CancelledError, StaleLeaseError, TimeoutError, type ClaimedJob, type Failure, type LeaseRef } from "@porter/core";
-import { PermanentError, type HandlerContext, type Job } from "@porter/sdk";
+import { applyEffect, CancelledError, reportThrottle, StaleLeaseError, TimeoutError, type ClaimedJob, type Failure, type LeaseRef } from "@porter/core";
+import { PermanentError, RetryableError, type HandlerContext, type Job } from "@porter/sdk";
 import type pg from "pg";
 import type { HandlerRegistry } from "../handlers/registry";
 import type { Logger } from "../logger";
@@ -250,6 +250,13 @@ export class Attempt {
       durationMs: Date.now() - this.startedAt,
     });
     const { next } = item;
+    if (error instanceof RetryableError && error.isThrottle && this.job.resourceKeyId) {
+      // The provider behind the resource key said "slow down": slow the key down for everyone.
+      const resourceKeyId = this.job.resourceKeyId;
+      void reportThrottle(this.deps.pool, { resourceKeyId, retryAfterMs: error.retryAfterMs })
+        .then((state) => this.logger.warn("resource key throttled", { resourceKeyId, ...state }))
+        .catch((e: unknown) => this.logger.warn("could not record a throttle", { err: e, resourceKeyId }));
+    }
     void this.deps.completer.fail(item).then((flushed) => {
       if (flushed === "applied" && next.state === "RETRY_WAIT") this.deps.onRetryScheduled?.(next.runAt);
     });
