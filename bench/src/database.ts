@@ -1,5 +1,4 @@
 import pg from "pg";
-import { migrate } from "@porter/db";
 
 /** The connection string of another database on the same server. */
 export const databaseUrl = (adminUrl: string, name: string): string => {
@@ -18,24 +17,88 @@ export const adminQuery = async (adminUrl: string, sql: string): Promise<void> =
   }
 };
 
-/** A fresh, migrated database per system per run; dropped by the returned function. */
-export const freshPorterDatabase = async (adminUrl: string, label: string) => {
-  const name = `porter_bench_${label}_${Date.now()}`.replace(/[^a-z0-9_]/g, "_");
+export type BenchDatabase = { name: string; url: string; drop: () => Promise<void> };
+
+let sequence = 0;
+
+/** A new empty database for one system's run; `drop` removes it (with FORCE). */
+export const createDatabase = async (adminUrl: string, label: string): Promise<BenchDatabase> => {
+  const name = `bench_${label}_${process.pid}_${Date.now().toString(36)}_${sequence++}`.replace(/[^a-z0-9_]/g, "_");
   await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
-  const url = databaseUrl(adminUrl, name);
-  await migrate(url);
-  return { name, url, drop: () => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return { name, url: databaseUrl(adminUrl, name), drop: () => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 };
 
-/** Counters from pg_stat_database and pg_stat_user_tables, for per-job costs. */
-export type PgStats = { commits: number; walBytes: number; deadTuples: number };
+/** Drops the databases a killed earlier run left behind (names carry the dead process's pid). */
+export const dropLeftovers = async (adminUrl: string): Promise<number> => {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'bench\\_%'`);
+    let dropped = 0;
+    for (const { datname } of rows) {
+      const pid = Number(/^bench_[a-z]+_(\d+)_/.exec(datname)?.[1]);
+      if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
+      await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+      dropped++;
+    }
+    return dropped;
+  } finally {
+    await client.end();
+  }
+};
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Counters for per-job costs. `commits` is the database's own (pg_stat_database); tuple counters sum
+ * pg_stat_user_tables over the database; `walBytes` is the server's WAL position, so it is
+ * cluster-wide: other work on the same server during a measurement is counted too.
+ */
+export type PgStats = {
+  commits: number;
+  walBytes: number;
+  /** Dead row versions created: every update and delete leaves one (n_tup_upd + n_tup_del). */
+  deadTuples: number;
+  hotUpdates: number;
+  /** n_dead_tup now: what vacuum has not yet removed. */
+  deadNow: number;
+};
 
 export const readStats = async (pool: pg.Pool): Promise<PgStats> => {
-  const { rows } = await pool.query<{ commits: string; wal: string; dead: string }>(
+  const { rows } = await pool.query<{ commits: string; wal: string; dead: string; hot: string; dead_now: string }>(
     `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::text AS commits,
-            pg_current_wal_lsn() - '0/0'::pg_lsn AS wal,
-            (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables)::text AS dead`,
+            (pg_current_wal_lsn() - '0/0'::pg_lsn)::text AS wal,
+            (SELECT coalesce(sum(n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables)::text AS dead,
+            (SELECT coalesce(sum(n_tup_hot_upd), 0) FROM pg_stat_user_tables)::text AS hot,
+            (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables)::text AS dead_now`,
   );
   const r = rows[0]!;
-  return { commits: Number(r.commits), walBytes: Number(r.wal), deadTuples: Number(r.dead) };
+  return { commits: Number(r.commits), walBytes: Number(r.wal), deadTuples: Number(r.dead), hotUpdates: Number(r.hot), deadNow: Number(r.dead_now) };
 };
+
+/**
+ * Statistics as of now: backends flush their counters at most once a second (and when they exit
+ * or go idle), so wait past that, then take a fresh snapshot in a new transaction.
+ */
+export const settledStats = async (pool: pg.Pool): Promise<PgStats> => {
+  await new Promise((r) => setTimeout(r, 1100));
+  await pool.query(`SELECT pg_stat_force_next_flush()`).catch(() => undefined);
+  await pool.query(`SELECT pg_stat_clear_snapshot()`);
+  return readStats(pool);
+};
+
+export type PerJob = { commits: number; walBytes: number; deadTuples: number; hotUpdates: number };
+
+export const perJob = (before: PgStats, after: PgStats, jobs: number): PerJob => ({
+  commits: (after.commits - before.commits) / jobs,
+  walBytes: (after.walBytes - before.walBytes) / jobs,
+  deadTuples: (after.deadTuples - before.deadTuples) / jobs,
+  hotUpdates: (after.hotUpdates - before.hotUpdates) / jobs,
+});

@@ -1,84 +1,149 @@
 import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import { measureCommitCeiling } from "./pgbench";
-import { porterBurnDown, type BurnDownResult } from "./porter";
+import pg from "pg";
+import { dropLeftovers } from "./database";
+import { HELP, parseOptions, SCENARIO_NAMES, type ScenarioId } from "./options";
+import { measureCommitCeiling, type CommitCeiling } from "./pgbench";
 import { createProgress } from "./progress";
-import { fmt, markdownTable, median, medianRange } from "./table";
+import { scenarioMarkdown } from "./report";
+import { backlog } from "./scenarios/backlog";
+import { burnDown, estimateMaxRates, warmUp } from "./scenarios/burn-down";
+import type { BenchContext, ScenarioResult } from "./scenarios/common";
+import { batchEnqueue, singleEnqueue } from "./scenarios/enqueue";
+import { failures } from "./scenarios/failures";
+import { idleLatency, steadyArrivals } from "./scenarios/latency";
+import { fmt, markdownTable } from "./table";
 
-const HELP = `npm run bench -- [--quick] [--jobs N] [--runs N] [--concurrency N]
-
-Porter's end-to-end burn-down (N no-op jobs enqueued in batches of 1000, then drained by one
-worker process), with the machine's commit ceiling (pgbench) measured in the same run.
-  --quick          20k jobs, 1 run after a discarded warm-up, pgbench 5 s (well under 5 minutes)
-  --jobs N         jobs per run (default 200000; quick 20000)
-  --runs N         measured runs (default 3; quick 1)
-  --concurrency N  worker slots (default 24)
-Env: DATABASE_URL — an admin connection to the PostgreSQL server to use (default local 5432);
-a fresh database is created per run and dropped after it.`;
-
-const { values } = parseArgs({
-  options: {
-    quick: { type: "boolean", default: false },
-    jobs: { type: "string" },
-    runs: { type: "string" },
-    concurrency: { type: "string", default: "24" },
-    help: { type: "boolean", short: "h", default: false },
-  },
-});
-if (values.help) {
+const options = parseOptions(process.argv.slice(2));
+if (options.help) {
   console.log(HELP);
   process.exit(0);
 }
-const quick = values.quick;
-const jobs = Number(values.jobs ?? (quick ? 20_000 : 200_000));
-const runs = Number(values.runs ?? (quick ? 1 : 3));
-const concurrency = Number(values.concurrency);
 const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const progress = createProgress();
-
-progress.update("pgbench: measuring the commit ceiling…");
-const ceiling = await measureCommitCeiling(adminUrl, quick ? 5 : 10);
-progress.done(`pgbench -N, 8 clients: ${fmt(ceiling.syncOnTps)} commits/s (synchronous_commit on), ${fmt(ceiling.syncOffTps)} (off)`);
-
-progress.update("warm-up run (discarded)…");
-await porterBurnDown(adminUrl, { jobs: Math.min(jobs, 5_000), batch: 1000, concurrency, poolSize: 10, progress });
-const results: BurnDownResult[] = [];
-for (let run = 1; run <= runs; run++) {
-  const r = await porterBurnDown(adminUrl, { jobs, batch: 1000, concurrency, poolSize: 10, progress });
-  results.push(r);
-  progress.done(`run ${run}/${runs}: enqueue ${fmt(r.enqueueJobsPerS)} jobs/s, burn-down ${fmt(r.burnDownJobsPerS)} jobs/s`);
-}
-
-const table = markdownTable(
-  ["system", "jobs", "enqueue jobs/s (batches of 1000)", "burn-down jobs/s", "commits/job", "WAL bytes/job", "dead tuples/job"],
-  [
-    [
-      "porter",
-      fmt(jobs),
-      medianRange(results.map((r) => r.enqueueJobsPerS)),
-      medianRange(results.map((r) => r.burnDownJobsPerS)),
-      fmt(median(results.map((r) => r.perJob.commits)), 3),
-      fmt(median(results.map((r) => r.perJob.walBytes))),
-      fmt(median(results.map((r) => r.perJob.deadTuples)), 2),
-    ],
-  ],
-);
-const ceilingTable = markdownTable(
-  ["commit ceiling (pgbench -N, 8 clients)", "tps"],
-  [
-    ["synchronous_commit on", fmt(ceiling.syncOnTps)],
-    ["synchronous_commit off", fmt(ceiling.syncOffTps)],
-  ],
-);
-const report = `${ceilingTable}\n\n${table}\n\nworker concurrency ${concurrency}, ${runs} measured run(s), median (min–max)`;
-console.log(`\n${report}`);
-
+const startedAt = Date.now();
 const stamp = new Date().toISOString().replace(/[:.]/g, "-");
 const dir = join(dirname(fileURLToPath(import.meta.url)), "..", "results");
-mkdirSync(dir, { recursive: true });
-writeFileSync(join(dir, `${stamp}.json`), JSON.stringify({ at: new Date().toISOString(), quick, jobs, runs, concurrency, ceiling, results }, null, 2));
-writeFileSync(join(dir, `${stamp}.md`), `${report}\n`);
+
+const serverVersion = async (): Promise<string> => {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    return (await client.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v;
+  } finally {
+    await client.end();
+  }
+};
+
+const leftovers = await dropLeftovers(adminUrl);
+if (leftovers) progress.done(`dropped ${leftovers} database(s) left by an interrupted run`);
+const environment = {
+  node: process.version,
+  postgres: await serverVersion(),
+  cpus: os.cpus().length,
+  cpu: os.cpus()[0]?.model ?? "?",
+  mode: options.quick ? "quick" : "full",
+  concurrency: options.concurrency,
+  connections: options.connections,
+};
+progress.done(
+  `bench (${environment.mode}): PostgreSQL ${environment.postgres}, ${environment.cpus} cores, Node ${environment.node}; ` +
+    `${options.variants.map((v) => v.id).join(", ")}; scenarios ${options.scenarios.join(",")}`,
+);
+
+let ceiling: CommitCeiling | undefined;
+if (options.pgbench) {
+  progress.update("pgbench: measuring the commit ceiling…");
+  ceiling = await measureCommitCeiling(adminUrl, options.quick ? 3 : 10);
+  progress.done(`pgbench -N, 8 clients: ${fmt(ceiling.syncOnTps)} commits/s (synchronous_commit on), ${fmt(ceiling.syncOffTps)} (off)`);
+}
+
+const ctx: BenchContext = {
+  adminUrl,
+  budget: { concurrency: options.concurrency, connections: options.connections },
+  sizes: options.sizes,
+  progress,
+  variants: options.variants,
+  maxRates: new Map(),
+};
+const runners: Record<ScenarioId, (c: BenchContext) => Promise<ScenarioResult | ScenarioResult[]>> = {
+  a: batchEnqueue,
+  b: singleEnqueue,
+  c: burnDown,
+  d: steadyArrivals,
+  e: idleLatency,
+  f: backlog,
+  g: failures,
+};
+
+/** Quick mode shows the peers' default configurations in the burn-down only (where they differ most). */
+const variantsFor = (id: ScenarioId | "warm-up") =>
+  options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c")
+    ? ctx.variants.filter((v) => v.system === "porter" || v.tuned)
+    : ctx.variants;
+
+const results: ScenarioResult[] = [];
+const timings: Record<string, number> = {};
+
+const header = (): string => {
+  const lines = [
+    `## Porter vs graphile-worker vs pg-boss — ${new Date(startedAt).toISOString()} (${environment.mode})`,
+    "",
+    `PostgreSQL ${environment.postgres}, ${environment.cpus} × ${environment.cpu}, Node ${environment.node}. ` +
+      `Every worker: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections, one process; ` +
+      `producers: ${ctx.budget.connections} connections. ${ctx.sizes.runs} measured run(s) after a discarded warm-up, interleaved; median (min–max).`,
+  ];
+  if (ceiling) {
+    lines.push(
+      "",
+      markdownTable(
+        ["commit ceiling (pgbench -N, 8 clients, same run)", "tps"],
+        [
+          ["synchronous_commit on", fmt(ceiling.syncOnTps)],
+          ["synchronous_commit off", fmt(ceiling.syncOffTps)],
+        ],
+      ),
+    );
+  }
+  lines.push("", markdownTable(["system", "settings beyond the shared budget"], options.variants.map((v) => [v.label, v.settings])));
+  return lines.join("\n");
+};
+
+const save = (final: boolean) => {
+  const report = [header(), ...results.map(scenarioMarkdown)].join("\n\n");
+  const elapsed = `total ${fmt((Date.now() - startedAt) / 1000)} s (${Object.entries(timings)
+    .map(([k, v]) => `${k} ${fmt(v)} s`)
+    .join(", ")})`;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, `${stamp}.json`),
+    JSON.stringify({ at: new Date(startedAt).toISOString(), final, environment, options, ceiling, timings, maxRates: Object.fromEntries(ctx.maxRates), results }, null, 2),
+  );
+  writeFileSync(join(dir, `${stamp}.md`), `${report}\n\n${elapsed}\n`);
+  return `${report}\n\n${elapsed}`;
+};
+
+if (!ctx.sizes.warmups) {
+  const t0 = Date.now();
+  await warmUp({ ...ctx, variants: variantsFor("warm-up") });
+  timings["warm-up"] = (Date.now() - t0) / 1000;
+}
+for (const id of options.scenarios) {
+  const t0 = Date.now();
+  const variants = variantsFor(id);
+  if ((id === "d" || id === "g") && variants.some((v) => !ctx.maxRates.has(v.id))) {
+    progress.done(`(${id}) needs each system's maximum: measuring a short burn-down first`);
+    await estimateMaxRates({ ...ctx, variants });
+  }
+  results.push(...[await runners[id]({ ...ctx, variants })].flat());
+  timings[`${id} ${SCENARIO_NAMES[id]}`] = (Date.now() - t0) / 1000;
+  save(false);
+  progress.done(`(${id}) ${SCENARIO_NAMES[id]} finished in ${fmt((Date.now() - t0) / 1000)} s`);
+}
+
+const report = save(true);
+console.log(`\n${report}`);
 progress.done(`results written to bench/results/${stamp}.{json,md}`);
 process.exit(0);

@@ -3,7 +3,7 @@ import { adminQuery, databaseUrl } from "./database";
 
 export type CommitCeiling = { syncOnTps: number; syncOffTps: number };
 
-const run = (url: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
+const run = (url: string, args: string[], env: Record<string, string> = {}) => {
   const u = new URL(url);
   const out = spawnSync("pgbench", [...args, "-h", u.hostname, "-p", u.port || "5432", "-U", decodeURIComponent(u.username || "postgres"), u.pathname.slice(1)], {
     encoding: "utf8",

@@ -1,0 +1,126 @@
+import { parseArgs } from "node:util";
+import type { Sizes } from "./scenarios/common";
+import { VARIANTS, type SystemName, type Variant } from "./variants";
+
+export const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g"] as const;
+export type ScenarioId = (typeof SCENARIOS)[number];
+
+export const SCENARIO_NAMES: Record<ScenarioId, string> = {
+  a: "batch-enqueue",
+  b: "single-enqueue",
+  c: "burn-down",
+  d: "steady",
+  e: "idle",
+  f: "backlog",
+  g: "failures",
+};
+
+export const HELP = `npm run bench -- [--quick] [--scenario a,c|burn-down,...] [--systems porter,graphile,pgboss]
+                      [--runs N] [--concurrency N] [--connections N] [--no-pgbench]
+
+Porter side by side with graphile-worker and pg-boss on the same PostgreSQL (DATABASE_URL, an admin
+connection; default postgres://postgres@127.0.0.1:5432/postgres), a fresh database per system per run.
+Scenarios: a batch-enqueue, b single-enqueue, c burn-down, d steady, e idle, f backlog, g failures.
+  --quick          fewer jobs, 1 measured run, (f) at 10k vs 50k, the peers' default configurations
+                   only in (c), one warm-up pass for all: under 5 minutes
+  --scenario S     run only these (letters or names, comma-separated; default all)
+  --systems S      porter,graphile,pgboss (default all; a peer runs both default and tuned)
+  --runs N         measured runs after the warm-up (default 3; quick 1)
+  --concurrency N  jobs run at once by every worker (default 24)
+  --connections N  pool size of every worker and producer (default concurrency + 2)
+  --no-pgbench     skip the commit-ceiling measurement
+Progress goes to stderr; the tables to stdout and bench/results/<timestamp>.{json,md}.`;
+
+const FULL: Sizes = {
+  runs: 3,
+  warmups: true,
+  enqueueJobs: 50_000,
+  singleSeconds: 2,
+  burnDownJobs: 200_000,
+  burnDownCapS: 20,
+  steadySeconds: 6,
+  idleSamples: 150,
+  idleCapS: 12,
+  backlogSmall: 10_000,
+  backlogLarge: 1_000_000,
+  backlogWindow: 10_000,
+  failureJobs: 50_000,
+  failureTargetS: 10,
+  failureCapS: 40,
+};
+
+const QUICK: Sizes = {
+  runs: 1,
+  warmups: false,
+  enqueueJobs: 5_000,
+  singleSeconds: 1,
+  burnDownJobs: 20_000,
+  burnDownCapS: 6,
+  steadySeconds: 2.5,
+  idleSamples: 30,
+  idleCapS: 4,
+  backlogSmall: 10_000,
+  backlogLarge: 50_000,
+  backlogWindow: 3_000,
+  failureJobs: 10_000,
+  failureTargetS: 4,
+  failureCapS: 15,
+};
+
+export type Options = {
+  quick: boolean;
+  scenarios: ScenarioId[];
+  variants: Variant[];
+  sizes: Sizes;
+  concurrency: number;
+  connections: number;
+  pgbench: boolean;
+  help: boolean;
+};
+
+export const parseOptions = (argv: string[]): Options => {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: "boolean", default: false },
+      scenario: { type: "string" },
+      systems: { type: "string" },
+      runs: { type: "string" },
+      concurrency: { type: "string", default: "24" },
+      connections: { type: "string" },
+      "no-pgbench": { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  const sizes = { ...(values.quick ? QUICK : FULL) };
+  if (values.runs) sizes.runs = positive("--runs", values.runs);
+  const scenarios = values.scenario
+    ? values.scenario.split(",").map((s) => {
+        const id = SCENARIOS.find((x) => x === s.trim() || SCENARIO_NAMES[x] === s.trim());
+        if (!id) throw new Error(`unknown scenario "${s}" (one of ${SCENARIOS.map((x) => `${x}/${SCENARIO_NAMES[x]}`).join(", ")})`);
+        return id;
+      })
+    : [...SCENARIOS];
+  const systems = (values.systems ?? "porter,graphile,pgboss").split(",").map((s) => {
+    const name = s.trim().replace(/^pg-boss$/, "pgboss").replace(/^graphile-worker$/, "graphile");
+    if (!["porter", "graphile", "pgboss"].includes(name)) throw new Error(`unknown system "${s}" (porter, graphile, pgboss)`);
+    return name as SystemName;
+  });
+  const concurrency = positive("--concurrency", values.concurrency);
+  return {
+    quick: values.quick,
+    scenarios: SCENARIOS.filter((s) => scenarios.includes(s)),
+    variants: VARIANTS.filter((v) => systems.includes(v.system)),
+    sizes,
+    concurrency,
+    connections: values.connections ? positive("--connections", values.connections) : concurrency + 2,
+    pgbench: !values["no-pgbench"],
+    help: values.help,
+  };
+};
+
+const positive = (name: string, value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${value}"`);
+  return n;
+};

@@ -1,0 +1,10 @@
+import pg from "pg";
+const client = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/porter_perf" });
+await client.connect();
+await client.query(`LOAD 'auto_explain'`);
+await client.query(`SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_nested_statements = on; SET client_min_messages = log; SET auto_explain.log_level = notice`);
+client.on("notice", (n) => console.log(n.message));
+const t = performance.now();
+await client.query(`SELECT count(*) FROM porter_claim('bench', 'w', 200, NULL)`);
+console.log("ms", performance.now() - t);
+await client.end();

@@ -1,0 +1,37 @@
+import type { ScenarioResult } from "./scenarios/common";
+import { fmt, markdownTable, median, medianRange } from "./table";
+
+const ratio = (a: number, b: number): string => (Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? `${fmt(a / b, 2)}×` : "–");
+
+/**
+ * A scenario as markdown: one row per system with median (min–max) over the measured runs, then
+ * Porter ÷ peer of the medians for every comparable column.
+ */
+export const scenarioMarkdown = (s: ScenarioResult): string => {
+  const cols = s.columns;
+  const footnotes: string[] = [];
+  const body = s.rows.map((r) => {
+    const marks = r.notes.map((n) => {
+      footnotes.push(n);
+      return `[${footnotes.length}]`;
+    });
+    return [`${r.label}${marks.length ? ` ${marks.join("")}` : ""}`, ...cols.map((c) => medianRange(r.values[c.key] ?? [], c.digits ?? 0))];
+  });
+  const parts = [`### ${s.title}`, "", markdownTable(["system", ...cols.map((c) => c.label)], body)];
+  const comparable = cols.filter((c) => c.better !== "none");
+  const refs = s.rows.filter((r) => r.isPorter);
+  const peers = s.rows.filter((r) => !r.isPorter);
+  if (refs.length && peers.length && comparable.length) {
+    const ratioRows = refs.flatMap((ref) =>
+      peers.map((peer) => [
+        `${ref.label} ÷ ${peer.label}`,
+        ...comparable.map((c) => ratio(median(ref.values[c.key] ?? []), median(peer.values[c.key] ?? []))),
+      ]),
+    );
+    const legend = comparable.map((c) => `${c.label}: ${c.better === "higher" ? "above" : "below"} 1× favours Porter`).join("; ");
+    parts.push("", markdownTable(["ratio (medians)", ...comparable.map((c) => c.label)], ratioRows), "", `Ratios — ${legend}.`);
+  }
+  const bullets = [...footnotes.map((n, i) => `[${i + 1}] ${n}`), ...s.notes];
+  if (bullets.length) parts.push("", ...bullets.map((b) => `- ${b}`));
+  return parts.join("\n");
+};

@@ -1,0 +1,127 @@
+import { perJob, settledStats } from "../database";
+import type { Session } from "../systems/types";
+import { fmt } from "../table";
+import { nowMs } from "../worker/protocol";
+import type { WorkerHandle } from "../worker/spawn";
+import { bootWorker, COST_COLUMNS, interleave, perJobValues, RowSet, type BenchContext, type ScenarioResult } from "./common";
+
+type Phase = { key: string; label: string };
+
+/**
+ * Lets a worker process claim `window` jobs from the backlog; claims of the first tenth are a
+ * discarded warm-up. Returns claim timings, jobs/s over the measured part and per-job costs.
+ */
+const measurePhase = async (session: Session, ctx: BenchContext, booting: Promise<WorkerHandle>, window: number, label: string) => {
+  const [worker, before] = await Promise.all([booting, settledStats(session.observer)]);
+  try {
+    const ticker = setInterval(() => ctx.progress.update(`${label}: ${fmt(worker.progress().succeeded)}/${fmt(window)} jobs`), 500);
+    await worker.start(session.url);
+    const warm = Math.ceil(window / 10);
+    await worker.waitFor((p) => p.succeeded >= warm, 60_000);
+    await worker.claims(true);
+    const t1 = nowMs();
+    const s1 = worker.progress().succeeded;
+    const reached = await worker.waitFor((p) => p.succeeded >= window, 120_000);
+    const claims = await worker.claims(false);
+    const rate = (worker.progress().succeeded - s1) / ((nowMs() - t1) / 1000);
+    clearInterval(ticker);
+    const summary = await worker.stop();
+    const after = await settledStats(session.observer);
+    if (!reached) throw new Error(`${label}: only ${summary.succeeded} of ${window} jobs ran in 120 s`);
+    return { claims, rate, cost: perJobValues(perJob(before, after, summary.succeeded)) };
+  } finally {
+    worker.kill();
+  }
+};
+
+const vacuum = (session: Session) => session.observer.query("VACUUM ANALYZE");
+
+/**
+ * (f) Claim latency against a deep backlog: each system's best configuration (Porter, the peers
+ * tuned) on its own database; ready jobs (and then finished ones) are generated with INSERT …
+ * SELECT generate_series straight into the system's own tables, then VACUUM ANALYZE (the state
+ * autovacuum would reach). Claims are timed at the driver while a worker drains a window.
+ */
+export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
+  const { backlogSmall: small, backlogLarge: large, backlogWindow: window } = ctx.sizes;
+  const phases: Phase[] = [
+    { key: "small", label: `${fmt(small / 1000)}k ready` },
+    { key: "large", label: `${fmt(large / 1000)}k ready` },
+    { key: "retained", label: `${fmt(large / 1000)}k ready + ${fmt(large / 1000)}k finished` },
+  ];
+  const latency = new RowSet();
+  const flow = new RowSet();
+  const variants = ctx.variants.filter((v) => v.system === "porter" || v.tuned);
+  await interleave(ctx, variants, { runs: 1, warmup: false }, async (session) => {
+    const name = session.variant.label;
+    const gen = async (kind: "ready" | "finished", from: number, count: number, what: string) => {
+      ctx.progress.update(`(f) ${name}: generating ${fmt(count)} ${what}…`);
+      const t0 = nowMs();
+      const ok = await session.generate(kind, from, count);
+      if (ok) await vacuum(session);
+      ctx.progress.done(`(f) ${name}: ${ok ? `${fmt(count)} ${what} generated in ${fmt((nowMs() - t0) / 1000, 1)} s` : `keeps no ${what}`}`);
+      return ok;
+    };
+    const values: Record<string, number> = {};
+    const flowValues: Record<string, number> = {};
+    for (const phase of phases) {
+      // The phase's worker process boots while rows are generated.
+      const booting = bootWorker(ctx, session.variant, { kind: "noop" });
+      booting.catch(() => undefined);
+      if (phase.key === "small") await gen("ready", 1, small + window, "ready jobs");
+      if (phase.key === "large") await gen("ready", small + window + 1, large + window - small, "ready jobs");
+      if (phase.key === "retained" && !(await gen("finished", 10_000_001, large, "finished rows"))) {
+        latency.note(name, session.variant.id, "deletes jobs when they succeed: nothing is retained, the last column repeats the backlog without it", false);
+      }
+      const m = await measurePhase(session, ctx, booting, window, `(f) ${name}, ${phase.label}`);
+      values[`p50${phase.key}`] = m.claims.latency.p50;
+      values[`p99${phase.key}`] = m.claims.latency.p99;
+      flowValues[`rate${phase.key}`] = m.rate;
+      flowValues[`per${phase.key}`] = m.claims.claims ? m.claims.rows / m.claims.claims : NaN;
+      if (phase.key === "large") Object.assign(flowValues, m.cost);
+      ctx.progress.done(
+        `(f) ${name}, ${phase.label}: claim p50 ${fmt(m.claims.latency.p50, 2)} / p99 ${fmt(m.claims.latency.p99, 2)} ms over ${m.claims.claims} claims of ${fmt(flowValues[`per${phase.key}`]!, 1)}, ${fmt(m.rate)} jobs/s`,
+      );
+    }
+    values.growth = values.p99large! / values.p99small!;
+    latency.add(name, session.variant.id, values, false);
+    flow.add(name, session.variant.id, flowValues, false);
+  });
+  const [a, b, c] = phases.map((p) => p.label) as [string, string, string];
+  const notes = [
+    `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more; each phase drains a window of ${fmt(window)} jobs with a fresh worker process, the first tenth a discarded warm-up.`,
+    "A claim is timed at the driver from dispatch to result (Porter: its claim call); batches differ by design (graphile-worker and pg-boss tuned fetch up to 500 at a time, Porter sizes claims to free slots), so compare growth with backlog as much as absolute figures.",
+  ];
+  return [
+    {
+      id: "f",
+      title: "(f) claim latency against a deep backlog",
+      notes,
+      columns: [
+        { key: "p50small", label: `p50 ms @${a}`, digits: 2, better: "lower" },
+        { key: "p99small", label: `p99 ms @${a}`, digits: 2, better: "lower" },
+        { key: "p50large", label: `p50 ms @${b}`, digits: 2, better: "lower" },
+        { key: "p99large", label: `p99 ms @${b}`, digits: 2, better: "lower" },
+        { key: "growth", label: `p99 ${b} ÷ ${a}`, digits: 2, better: "lower" },
+        { key: "p50retained", label: `p50 ms @${c}`, digits: 2, better: "lower" },
+        { key: "p99retained", label: `p99 ms @${c}`, digits: 2, better: "lower" },
+      ],
+      rows: latency.all(),
+      details: [],
+    },
+    {
+      id: "f-flow",
+      title: "(f) throughput against a deep backlog",
+      notes: [`Per-job costs are those of the ${b} phase.`],
+      columns: [
+        { key: "ratesmall", label: `jobs/s @${a}`, better: "higher" },
+        { key: "ratelarge", label: `jobs/s @${b}`, better: "higher" },
+        { key: "rateretained", label: `jobs/s @${c}`, better: "higher" },
+        { key: "perlarge", label: `jobs/claim @${b}`, digits: 1, better: "none" },
+        ...COST_COLUMNS,
+      ],
+      rows: flow.all(),
+      details: [],
+    },
+  ];
+};

@@ -1,0 +1,138 @@
+import { perJob, settledStats } from "../database";
+import type { Session } from "../systems/types";
+import { fmt, median } from "../table";
+import type { VariantId } from "../variants";
+import { nowMs, type WorkerSummary } from "../worker/protocol";
+import type { WorkerHandle } from "../worker/spawn";
+import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, sleep, type BenchContext, type ScenarioResult } from "./common";
+
+/** Enqueues jobs k = from … from+count-1 in calls of `batch` through the system's batch API. */
+export const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
+  for (let done = 0; done < count; done += batch) {
+    const n = Math.min(batch, count - done);
+    await session.enqueueBatch(Array.from({ length: n }, (_, i) => ({ k: from + done + i })));
+    onProgress(done + n);
+  }
+};
+
+export type DrainResult = { done: number; capped: boolean; endAt: number; summary: WorkerSummary; info: Record<string, unknown> };
+
+/**
+ * Starts a worker on a preloaded queue and waits until the system reports every job done (its own
+ * tables, polled every 20 ms once the handlers have run them all) or `capS` passes. Then stops the
+ * worker the way its library recommends.
+ */
+export const drainWith = async (
+  session: Session,
+  worker: WorkerHandle,
+  ctx: BenchContext,
+  params: { jobs: number; capS: number; label: string },
+): Promise<DrainResult> => {
+  try {
+    const { at, info } = await worker.start(session.url);
+    const deadline = at + params.capS * 1000;
+    const ticker = setInterval(() => {
+      const p = worker.progress();
+      ctx.progress.update(`${params.label}: ${fmt(p.succeeded)}/${fmt(params.jobs)} done, ${fmt(p.failed)} failed attempts`);
+    }, 500);
+    let pending = params.jobs;
+    try {
+      await worker.waitFor((p) => p.succeeded >= params.jobs, Math.max(0, deadline - nowMs()));
+      for (;;) {
+        pending = await session.pending();
+        if (pending === 0 || nowMs() >= deadline) break;
+        await sleep(20);
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+    const endAt = nowMs();
+    const summary = await worker.stop();
+    return { done: params.jobs - pending, capped: pending > 0, endAt, summary, info: { ...info, ...summary.info } };
+  } finally {
+    worker.kill();
+  }
+};
+
+/**
+ * (c) Burn-down: N no-op jobs preloaded in calls of 1000, then one worker process with the shared
+ * concurrency drains them. Rate = jobs ÷ (last job acknowledged − first job started). Slow
+ * configurations stop at a time cap and report the rate they reached.
+ */
+export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
+  const rows = new RowSet();
+  const details: unknown[] = [];
+  const rates = new Map<VariantId, number[]>();
+  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups, worker: { kind: "noop" } }, async (session, run, worker) => {
+    const label = `(c) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
+    const jobs = run.isWarmup ? Math.min(ctx.sizes.burnDownJobs, 20_000) : ctx.sizes.burnDownJobs;
+    const capS = run.isWarmup ? Math.min(10, ctx.sizes.burnDownCapS) : ctx.sizes.burnDownCapS;
+    await preload(session, 1, jobs, 1000, (d) => ctx.progress.update(`${label}: preloading ${fmt(d)}/${fmt(jobs)}`));
+    const before = await settledStats(session.observer);
+    const r = await drainWith(session, worker, ctx, { jobs, capS, label });
+    const after = await settledStats(session.observer);
+    const elapsedS = (r.endAt - r.summary.firstStartAt) / 1000;
+    const rate = r.done / elapsedS;
+    const inDb = await session.succeededInDb();
+    const verified = r.capped || (r.summary.succeeded === jobs && (inDb === null || inDb === jobs));
+    if (!verified) throw new Error(`${label}: expected ${jobs} completions, handlers ran ${r.summary.succeeded}, database holds ${inDb}`);
+    if (r.capped) rows.note(session.variant.label, session.variant.id, `stopped at the ${capS} s cap (${fmt(r.done)}/${fmt(jobs)} done)`, run.isWarmup);
+    const claims = r.summary.claims;
+    rows.add(
+      session.variant.label,
+      session.variant.id,
+      {
+        rate,
+        perClaim: claims.claims ? claims.rows / claims.claims : NaN,
+        claimP50: claims.latency.p50,
+        ...perJobValues(perJob(before, after, r.done)),
+      },
+      run.isWarmup,
+    );
+    if (!run.isWarmup) (rates.get(session.variant.id) ?? rates.set(session.variant.id, []).get(session.variant.id)!).push(rate);
+    details.push({ variant: session.variant.id, run: run.index, jobs, done: r.done, capped: r.capped, rate, handlerRuns: r.summary.executed, succeededInDb: inDb, claims, info: r.info });
+    ctx.progress.done(`${label}: ${fmt(rate)} jobs/s${r.capped ? ` (capped at ${capS} s, ${fmt(r.done)} done)` : ""}, ${fmt(claims.claims)} claims of ${fmt(claims.rows / Math.max(1, claims.claims), 1)} jobs`);
+  });
+  for (const [id, list] of rates) ctx.maxRates.set(id, median(list));
+  return {
+    id: "c",
+    title: "(c) burn-down",
+    notes: [
+      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs preloaded (batches of 1000), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s.`,
+      "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks the handler ran each job once and the system recorded it done.",
+      "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
+    ],
+    columns: [
+      { key: "rate", label: "jobs/s", better: "higher" },
+      { key: "perClaim", label: "jobs/claim", digits: 1, better: "none" },
+      { key: "claimP50", label: "claim p50 ms", digits: 2, better: "none" },
+      ...COST_COLUMNS,
+    ],
+    rows: rows.all(),
+    details,
+  };
+};
+
+/** Each variant's maximum when (c) did not run: one short burn-down (20k jobs, 10 s cap) per variant. */
+export const estimateMaxRates = async (ctx: BenchContext): Promise<void> => {
+  const missing = ctx.variants.filter((v) => !ctx.maxRates.has(v.id));
+  await interleave(ctx, missing, { runs: 1, warmup: false, worker: { kind: "noop" } }, async (session, _run, worker) => {
+    const label = `max of ${session.variant.label}`;
+    const jobs = 20_000;
+    await preload(session, 1, jobs, 1000, (d) => ctx.progress.update(`${label}: preloading ${fmt(d)}/${fmt(jobs)}`));
+    const r = await drainWith(session, worker, ctx, { jobs, capS: 10, label });
+    const rate = r.done / ((r.endAt - r.summary.firstStartAt) / 1000);
+    ctx.maxRates.set(session.variant.id, rate);
+    ctx.progress.done(`${label}: ${fmt(rate)} jobs/s`);
+  });
+};
+
+/** Quick mode's one warm-up pass (discarded): each variant enqueues and drains 3k jobs. */
+export const warmUp = async (ctx: BenchContext): Promise<void> => {
+  await interleave(ctx, ctx.variants, { runs: 1, warmup: false, worker: { kind: "noop" } }, async (session, _run, worker) => {
+    const label = `warm-up ${session.variant.label}`;
+    await preload(session, 1, 3000, 1000, (d) => ctx.progress.update(`${label}: preloading ${fmt(d)}`));
+    await drainWith(session, worker, ctx, { jobs: 3000, capS: 4, label });
+  });
+  ctx.progress.done("warm-up pass done (discarded)");
+};

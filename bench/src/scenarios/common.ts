@@ -1,0 +1,135 @@
+import type { PerJob } from "../database";
+import type { Progress } from "../progress";
+import { openSession } from "../systems";
+import type { Session } from "../systems/types";
+import type { Budget, Variant, VariantId } from "../variants";
+import type { HandlerMode } from "../worker/protocol";
+import { spawnWorker, type WorkerHandle } from "../worker/spawn";
+
+/** Sizes of one mode (quick or full). */
+export type Sizes = {
+  runs: number;
+  /** A discarded warm-up run per scenario (full); otherwise one warm-up pass for the whole bench (quick). */
+  warmups: boolean;
+  enqueueJobs: number;
+  singleSeconds: number;
+  burnDownJobs: number;
+  burnDownCapS: number;
+  steadySeconds: number;
+  idleSamples: number;
+  idleCapS: number;
+  backlogSmall: number;
+  backlogLarge: number;
+  backlogWindow: number;
+  failureJobs: number;
+  /** (g) sizes each system's run to about this many seconds at its (c) rate. */
+  failureTargetS: number;
+  failureCapS: number;
+};
+
+export type BenchContext = {
+  adminUrl: string;
+  budget: Budget;
+  sizes: Sizes;
+  progress: Progress;
+  variants: readonly Variant[];
+  /** Each variant's burn-down rate (median) once (c) ran: the "own maximum" of (d), and the size of (g). */
+  maxRates: Map<VariantId, number>;
+};
+
+/** A column of a scenario table: `better` says which way a ratio is good ("none": no ratio). */
+export type Column = { key: string; label: string; digits?: number; better: "higher" | "lower" | "none" };
+
+/** A table row: one value per measured run for each column. */
+export type Row = { label: string; variant: VariantId; isPorter: boolean; values: Record<string, number[]>; notes: string[] };
+
+export type ScenarioResult = {
+  id: string;
+  title: string;
+  /** What the figures mean, printed under the table. */
+  notes: string[];
+  columns: Column[];
+  rows: Row[];
+  /** Anything else worth keeping in the JSON (verification counts, settings in effect). */
+  details: unknown[];
+};
+
+export class RowSet {
+  private readonly rows = new Map<string, Row>();
+
+  row(label: string, variant: VariantId): Row {
+    let r = this.rows.get(label);
+    if (!r) {
+      r = { label, variant, isPorter: variant === "porter", values: {}, notes: [] };
+      this.rows.set(label, r);
+    }
+    return r;
+  }
+
+  /** Records one run's values (skipped for the warm-up). */
+  add(label: string, variant: VariantId, values: Record<string, number>, isWarmup: boolean): void {
+    const r = this.row(label, variant);
+    if (isWarmup) return;
+    for (const [k, v] of Object.entries(values)) (r.values[k] ??= []).push(v);
+  }
+
+  note(label: string, variant: VariantId, note: string, isWarmup: boolean): void {
+    const r = this.row(label, variant);
+    if (isWarmup) return;
+    if (!r.notes.includes(note)) r.notes.push(note);
+  }
+
+  all(): Row[] {
+    return [...this.rows.values()];
+  }
+}
+
+export const perJobValues = (p: PerJob): Record<string, number> => ({ commits: p.commits, wal: p.walBytes, dead: p.deadTuples });
+
+/** The per-job cost columns every scenario reports. */
+export const COST_COLUMNS: Column[] = [
+  { key: "commits", label: "commits/job", digits: 2, better: "lower" },
+  { key: "wal", label: "WAL B/job", better: "lower" },
+  { key: "dead", label: "dead tuples/job", digits: 2, better: "lower" },
+];
+
+/** A worker process for `variant`, booted (not started). */
+export const bootWorker = (ctx: BenchContext, variant: Variant, handler: HandlerMode): Promise<WorkerHandle> =>
+  spawnWorker({ variant: variant.id, budget: ctx.budget, handler, timeClaims: true });
+
+/**
+ * Runs `measure` for every variant, run after run (a discarded warm-up first when `warmup`), in an
+ * order rotated each run so no system always goes first. Each call gets its own fresh database and,
+ * with `worker`, a worker process booted meanwhile (started by `measure`, ended afterwards).
+ */
+export const interleave = async (
+  ctx: BenchContext,
+  variants: readonly Variant[],
+  options: { runs: number; warmup: boolean; worker?: HandlerMode },
+  measure: (session: Session, run: { index: number; isWarmup: boolean }, worker: WorkerHandle) => Promise<void>,
+): Promise<void> => {
+  const first = options.warmup ? 0 : 1;
+  for (let index = first; index <= options.runs; index++) {
+    const shift = index % variants.length;
+    const order = [...variants.slice(shift), ...variants.slice(0, shift)];
+    for (const variant of order) {
+      const [session, worker] = await Promise.allSettled([
+        openSession(ctx.adminUrl, variant, ctx.budget),
+        options.worker ? bootWorker(ctx, variant, options.worker) : Promise.resolve(undefined),
+      ]);
+      try {
+        if (session.status === "rejected") throw session.reason;
+        if (worker.status === "rejected") throw worker.reason;
+        await measure(session.value, { index, isWarmup: index === 0 }, worker.value as WorkerHandle);
+      } finally {
+        if (worker.status === "fulfilled") worker.value?.kill();
+        if (session.status === "fulfilled") await session.value.close();
+      }
+    }
+  }
+};
+
+export const runLabel = (run: { index: number; isWarmup: boolean }, runs: number): string =>
+  run.isWarmup ? "warm-up" : `run ${run.index}/${runs}`;
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,149 @@
+import { perJob, settledStats, type PerJob } from "../database";
+import type { BenchJob, Session } from "../systems/types";
+import { fmt } from "../table";
+import type { Variant } from "../variants";
+import { distribution, nowMs } from "../worker/protocol";
+import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type BenchContext, type ScenarioResult } from "./common";
+
+type Producer = { label: string; enqueueBatch: (jobs: BenchJob[]) => Promise<string[]>; enqueueOne: (job: BenchJob) => Promise<string> };
+
+/** One variant per distinct enqueue path (graphile-worker's tuning is worker-side: one row for both). */
+const enqueueVariants = (variants: readonly Variant[]): Variant[] => {
+  const seen = new Set<string>();
+  return variants.filter((v) => !seen.has(v.enqueueKey) && seen.add(v.enqueueKey));
+};
+
+const rowLabel = (variant: Variant, all: readonly Variant[]): string => {
+  const same = all.filter((v) => v.enqueueKey === variant.enqueueKey);
+  return same.length > 1 ? `${variant.system === "graphile" ? "graphile-worker" : variant.system} (${same.map((v) => (v.tuned ? "tuned" : "default")).join(" = ")})` : variant.label;
+};
+
+/** The producers of a session: the direct API, and for Porter also the HTTP API. */
+const producersOf = async (session: Session): Promise<Producer[]> => {
+  const direct: Producer = { label: "direct", enqueueBatch: session.enqueueBatch, enqueueOne: session.enqueueOne };
+  if (!session.http) return [direct];
+  const http = await session.http();
+  return [direct, { label: "HTTP", ...http }];
+};
+
+/** Runs one phase; with `isCosted`, also its per-job costs (statistics settled before and after). */
+const phase = async (session: Session, isCosted: boolean, fn: () => Promise<number>): Promise<PerJob | undefined> => {
+  const before = isCosted ? await settledStats(session.observer) : undefined;
+  const jobs = await fn();
+  return before ? perJob(before, await settledStats(session.observer), jobs) : undefined;
+};
+
+/**
+ * (a) Batch enqueue: N jobs in sequential calls of 100, then of 1000, through each system's batch
+ * API (Porter: direct, and over HTTP). Per-job costs are those of the 1000-per-call phase.
+ */
+export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> => {
+  const rows = new RowSet();
+  const variants = enqueueVariants(ctx.variants);
+  const n = ctx.sizes.enqueueJobs;
+  await interleave(ctx, variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups }, async (session, run) => {
+    const jobs = run.isWarmup ? Math.max(2000, Math.floor(n / 5)) : n;
+    let k = 1;
+    for (const producer of await producersOf(session)) {
+      const label = producer.label === "HTTP" ? "porter (HTTP API)" : rowLabel(session.variant, ctx.variants);
+      const values: Record<string, number> = {};
+      for (const size of [100, 1000]) {
+        let rate = 0;
+        const cost = await phase(session, size === 1000, async () => {
+          const t0 = nowMs();
+          for (let done = 0; done < jobs; done += size) {
+            const batch = Array.from({ length: Math.min(size, jobs - done) }, () => ({ k: k++ }));
+            await producer.enqueueBatch(batch);
+            ctx.progress.update(`(a) ${label}, ${runLabel(run, ctx.sizes.runs)}: ${size}/call ${done + batch.length}/${jobs}`);
+          }
+          rate = jobs / ((nowMs() - t0) / 1000);
+          return jobs;
+        });
+        values[`b${size}`] = rate;
+        if (cost) Object.assign(values, perJobValues(cost));
+      }
+      rows.add(label, session.variant.id, values, run.isWarmup);
+      ctx.progress.done(`(a) ${label}, ${runLabel(run, ctx.sizes.runs)}: ${fmt(values.b100!)} jobs/s at 100/call, ${fmt(values.b1000!)} at 1000/call`);
+    }
+  });
+  return {
+    id: "a",
+    title: "(a) batch enqueue",
+    notes: [
+      `${fmt(n)} jobs per batch size per run, sequential calls from one producer; per-job costs are of the 1000-per-call phase.`,
+      "Porter direct = core enqueueJobs (what producer.enqueueBatch runs); HTTP = the producer API over HTTP (SDK client → in-process server); graphile-worker addJobs; pg-boss insert.",
+    ],
+    columns: [
+      { key: "b100", label: "100/call jobs/s", better: "higher" },
+      { key: "b1000", label: "1000/call jobs/s", better: "higher" },
+      ...COST_COLUMNS,
+    ],
+    rows: rows.all(),
+    details: [],
+  };
+};
+
+/**
+ * (b) Single enqueue: C callers each enqueueing one job per call, back to back, for a fixed time,
+ * at C = 1, 8 and 32. Per-job costs are those of C = 32.
+ */
+export const singleEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> => {
+  const rows = new RowSet();
+  const variants = enqueueVariants(ctx.variants);
+  const levels = [1, 8, 32];
+  await interleave(ctx, variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups }, async (session, run) => {
+    const seconds = run.isWarmup ? Math.max(0.5, ctx.sizes.singleSeconds / 3) : ctx.sizes.singleSeconds;
+    let k = 1;
+    for (const producer of await producersOf(session)) {
+      const label = producer.label === "HTTP" ? "porter (HTTP API)" : rowLabel(session.variant, ctx.variants);
+      const values: Record<string, number> = {};
+      for (const c of levels) {
+        const latencies: number[] = [];
+        let rate = 0;
+        const cost = await phase(session, c === 32, async () => {
+          const t0 = nowMs();
+          const end = t0 + seconds * 1000;
+          let last = t0;
+          const caller = async () => {
+            while (nowMs() < end) {
+              const start = nowMs();
+              await producer.enqueueOne({ k: k++ });
+              last = nowMs();
+              latencies.push(last - start);
+            }
+          };
+          const ticker = setInterval(() => ctx.progress.update(`(b) ${label}, ${runLabel(run, ctx.sizes.runs)}: concurrency ${c}, ${latencies.length} calls`), 500);
+          await Promise.all(Array.from({ length: c }, caller));
+          clearInterval(ticker);
+          rate = latencies.length / ((last - t0) / 1000);
+          return latencies.length;
+        });
+        const d = distribution(latencies);
+        values[`c${c}`] = rate;
+        values[`p50c${c}`] = d.p50;
+        values[`p99c${c}`] = d.p99;
+        if (cost) Object.assign(values, perJobValues(cost));
+      }
+      rows.add(label, session.variant.id, values, run.isWarmup);
+      ctx.progress.done(`(b) ${label}, ${runLabel(run, ctx.sizes.runs)}: ${levels.map((c) => `${fmt(values[`c${c}`]!)}/s at ${c}`).join(", ")}`);
+    }
+  });
+  return {
+    id: "b",
+    title: "(b) single enqueue",
+    notes: [
+      `${ctx.sizes.singleSeconds} s per concurrency level per run; each caller awaits its call before the next. Producer pool: ${ctx.budget.connections} connections (callers beyond it queue for one).`,
+      "Porter direct = core enqueueJobs with one job (what producer.enqueue runs); HTTP = producer.enqueue over HTTP; graphile-worker addJob; pg-boss send. Per-job costs at concurrency 32.",
+    ],
+    columns: [
+      { key: "c1", label: "c=1 jobs/s", better: "higher" },
+      { key: "c8", label: "c=8 jobs/s", better: "higher" },
+      { key: "c32", label: "c=32 jobs/s", better: "higher" },
+      { key: "p50c1", label: "call p50 @1 ms", digits: 2, better: "lower" },
+      { key: "p99c32", label: "call p99 @32 ms", digits: 1, better: "lower" },
+      ...COST_COLUMNS,
+    ],
+    rows: rows.all(),
+    details: [],
+  };
+};

@@ -1,0 +1,154 @@
+import { perJob, settledStats, type PgStats } from "../database";
+import type { Session } from "../systems/types";
+import { fmt } from "../table";
+import { distribution, nowMs } from "../worker/protocol";
+import type { WorkerHandle } from "../worker/spawn";
+import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, sleep, type BenchContext, type Column, type ScenarioResult } from "./common";
+import { DoneProbe } from "./done-probe";
+
+const LATENCY_COLUMNS: Column[] = [
+  { key: "startP50", label: "enqueue→start p50 ms", digits: 1, better: "lower" },
+  { key: "startP99", label: "enqueue→start p99 ms", digits: 1, better: "lower" },
+  { key: "doneP50", label: "enqueue→done p50 ms", digits: 1, better: "lower" },
+  { key: "doneP99", label: "enqueue→done p99 ms", digits: 1, better: "lower" },
+];
+
+/** Per-job costs without the probe's own read-only commits. */
+const costs = (before: PgStats, after: PgStats, jobs: number, probeQueries: number) =>
+  perJobValues(perJob(before, { ...after, commits: after.commits - probeQueries }, jobs));
+
+/** Starts the worker, lets it settle idle, and takes the statistics from there. */
+const idleWorker = async (session: Session, worker: WorkerHandle): Promise<{ worker: WorkerHandle; before: PgStats }> => {
+  await worker.start(session.url);
+  await sleep(500);
+  return { worker, before: await settledStats(session.observer) };
+};
+
+/**
+ * (d) Steady arrivals at 50% and 90% of each system's own maximum (its burn-down rate): a producer
+ * enqueues batches every 5 ms at that rate for the window; the first quarter is warm-up. Start is
+ * stamped by the handler; done is seen by polling the system's tables every 5 ms for ~100 tracked
+ * jobs a second.
+ */
+export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
+  const fractions = [0.5, 0.9];
+  const rowSets = fractions.map(() => new RowSet());
+  const windowS = ctx.sizes.steadySeconds;
+  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: false, worker: { kind: "noop" } }, async (session, run, booted) => {
+    const max = ctx.maxRates.get(session.variant.id) ?? 100;
+    const started = await idleWorker(session, booted);
+    const worker = started.worker;
+    let before = started.before;
+    let k = 1;
+    try {
+      for (const [i, fraction] of fractions.entries()) {
+        const rate = fraction * max;
+        const label = `(d) ${session.variant.label} at ${fraction * 100}% (${fmt(rate)} jobs/s), ${runLabel(run, ctx.sizes.runs)}`;
+        const probe = new DoneProbe(session);
+        const stride = Math.max(1, Math.round(rate / 100));
+        probe.start(5);
+        const t0 = nowMs();
+        const end = t0 + windowS * 1000;
+        let sent = 0;
+        const first = k;
+        while (nowMs() < end) {
+          const due = Math.floor((rate * (nowMs() - t0)) / 1000) - sent;
+          if (due <= 0) {
+            await sleep(5);
+            continue;
+          }
+          const n = Math.min(due, 1000);
+          const t = nowMs();
+          const jobs = Array.from({ length: n }, () => ({ k: k++, t }));
+          const ids = await session.enqueueBatch(jobs);
+          jobs.forEach((j, x) => j.k % stride === 0 && probe.track(ids[x]!, t));
+          sent += n;
+          ctx.progress.update(`${label}: ${fmt(sent)} enqueued, ${fmt(worker.progress().succeeded - (first - 1))} done`);
+        }
+        // A system that fell behind gets a while to catch up; what is still unstarted then is reported.
+        const catchUpMs = Math.min(15_000, Math.max(3_000, windowS * 1000));
+        const caughtUp = await worker.waitFor((p) => p.succeeded >= k - 1, catchUpMs);
+        probe.stop();
+        await probe.settle(5, 2_000);
+        const after = await settledStats(session.observer);
+        const warm = t0 + (windowS * 1000) / 4;
+        const start = await worker.latency(warm, end);
+        const done = distribution(probe.latencies(warm, end));
+        const behind = k - 1 - worker.progress().succeeded;
+        if (!caughtUp) rowSets[i]!.note(session.variant.label, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`, false);
+        rowSets[i]!.add(
+          session.variant.label,
+          session.variant.id,
+          { arrivals: sent / windowS, startP50: start.p50, startP99: start.p99, doneP50: done.p50, doneP99: done.p99, ...costs(before, after, sent, probe.queries + 3) },
+          false,
+        );
+        ctx.progress.done(`${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms (${done.count} tracked)`);
+        before = after;
+      }
+    } finally {
+      await worker.stop().catch(() => undefined);
+    }
+  });
+  return fractions.map((fraction, i) => ({
+    id: `d${fraction * 100}`,
+    title: `(d) steady arrivals at ${fraction * 100}% of each system's own maximum`,
+    notes: [
+      `Rate = ${fraction * 100}% of the system's burn-down jobs/s from (c) (or a short burn-down when (c) did not run); ${windowS} s window, first quarter discarded; batches every 5 ms through the batch API.`,
+      "start = first handler start − enqueue call issued (all jobs); done = seen done in the system's tables (5 ms poll) − enqueue call issued (~100 tracked jobs/s). Per-job costs exclude the probe's queries.",
+    ],
+    columns: [{ key: "arrivals", label: "arrivals/s", better: "none" }, ...LATENCY_COLUMNS, ...COST_COLUMNS],
+    rows: rowSets[i]!.all(),
+    details: [],
+  }));
+};
+
+/**
+ * (e) Idle latency: an idle worker, single jobs enqueued one at a time (the next 20–50 ms after the
+ * previous is seen done), until the sample count or the time cap.
+ */
+export const idleLatency = async (ctx: BenchContext): Promise<ScenarioResult> => {
+  const rows = new RowSet();
+  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: false, worker: { kind: "noop" } }, async (session, run, booted) => {
+    const label = `(e) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
+    const { worker, before } = await idleWorker(session, booted);
+    try {
+      const probe = new DoneProbe(session);
+      const t0 = nowMs();
+      const end = t0 + ctx.sizes.idleCapS * 1000;
+      let samples = 0;
+      // The first sample wakes caches on every path; it is discarded.
+      for (let k = 0; k <= ctx.sizes.idleSamples && nowMs() < end; k++) {
+        const t = nowMs();
+        probe.track(await session.enqueueOne({ k, t: k === 0 ? 0 : t }), k === 0 ? -t : t);
+        await probe.settle(1, 10_000);
+        if (k > 0) samples++;
+        ctx.progress.update(`${label}: ${samples} samples`);
+        await sleep(20 + Math.random() * 30);
+      }
+      await worker.waitFor((p) => p.succeeded >= samples + 1, 5_000);
+      const after = await settledStats(session.observer);
+      const start = await worker.latency(t0, nowMs());
+      const done = distribution(probe.latencies(t0, nowMs()));
+      rows.add(
+        session.variant.label,
+        session.variant.id,
+        { samples, startP50: start.p50, startP99: start.p99, doneP50: done.p50, doneP99: done.p99, ...costs(before, after, samples + 1, probe.queries + 3) },
+        false,
+      );
+      ctx.progress.done(`${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms, ${samples} samples`);
+    } finally {
+      await worker.stop().catch(() => undefined);
+    }
+  });
+  return {
+    id: "e",
+    title: "(e) idle latency",
+    notes: [
+      `Up to ${ctx.sizes.idleSamples} samples or ${ctx.sizes.idleCapS} s per run (slow pollers get fewer); single enqueue call (Porter: core enqueueJobs); the first sample is discarded.`,
+      "start = handler start − enqueue call issued; done = seen done by a 1 ms poll of the system's tables − enqueue call issued. Per-job costs include the idle worker's own polling and heartbeats, not the probe.",
+    ],
+    columns: [{ key: "samples", label: "samples", better: "none" }, ...LATENCY_COLUMNS, ...COST_COLUMNS],
+    rows: rows.all(),
+    details: [],
+  };
+};

@@ -1,0 +1,86 @@
+import { distribution, nowMs, type BenchPayload, type Distribution, type HandlerMode, type Progress } from "./protocol";
+
+/** The effect a successful faulty-mode job applies once: a duplicated execution shows as applied > 1. */
+export const EFFECT_SQL = `INSERT INTO bench_effects (k, applied) VALUES ($1, 1)
+  ON CONFLICT (k) DO UPDATE SET applied = bench_effects.applied + 1`;
+
+/** Thrown by a faulty-mode handler for the attempts chosen to fail. */
+export class InjectedFailure extends Error {
+  constructor(k: number, attempt: number) {
+    super(`injected transient failure of job ${k} on attempt ${attempt}`);
+  }
+}
+
+/** A well-mixed 32-bit hash of a job number, so every system fails the same jobs. */
+const mix = (k: number): number => {
+  let h = Math.imul(k ^ 0x9e3779b9, 0x85ebca6b) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x7feb352d) >>> 0;
+  h = Math.imul(h ^ (h >>> 15), 0x846ca68b) >>> 0;
+  return (h ^ (h >>> 16)) >>> 0;
+};
+
+/**
+ * What the handlers of every system record, identically: executions, successes, failures,
+ * enqueue→start latency (from the payload's `t`), and successes per job in faulty mode.
+ */
+export class JobLog {
+  private executed = 0;
+  private succeeded = 0;
+  private failed = 0;
+  private firstStartAt = 0;
+  private lastEndAt = 0;
+  private enqueuedAt: number[] = [];
+  private startLatency: number[] = [];
+  private readonly successes = new Map<number, number>();
+
+  constructor(readonly mode: HandlerMode) {}
+
+  /**
+   * Runs one attempt: records its start, throws an InjectedFailure for the chosen attempts, or
+   * applies the effect (faulty mode) and records the success.
+   */
+  async run(payload: BenchPayload, attempt: number, applyEffect: (k: number) => Promise<unknown>): Promise<void> {
+    const started = nowMs();
+    this.executed++;
+    if (this.firstStartAt === 0) this.firstStartAt = started;
+    if (payload.t !== undefined) {
+      this.enqueuedAt.push(payload.t);
+      this.startLatency.push(started - payload.t);
+    }
+    if (this.mode.kind === "faulty") {
+      if (attempt === 1 && mix(payload.k) % 100 < this.mode.failPercent) {
+        this.failed++;
+        this.lastEndAt = nowMs();
+        throw new InjectedFailure(payload.k, attempt);
+      }
+      await applyEffect(payload.k);
+      this.successes.set(payload.k, (this.successes.get(payload.k) ?? 0) + 1);
+    }
+    this.succeeded++;
+    this.lastEndAt = nowMs();
+  }
+
+  progress(): Progress {
+    return { executed: this.executed, succeeded: this.succeeded, failed: this.failed, firstStartAt: this.firstStartAt, lastEndAt: this.lastEndAt };
+  }
+
+  /** enqueue→start of the jobs enqueued in [from, to). */
+  latency(from: number, to: number): Distribution {
+    const picked: number[] = [];
+    for (let i = 0; i < this.enqueuedAt.length; i++) {
+      const t = this.enqueuedAt[i]!;
+      if (t >= from && t < to) picked.push(this.startLatency[i]!);
+    }
+    return distribution(picked);
+  }
+
+  repeatedSuccesses(): number {
+    let n = 0;
+    for (const c of this.successes.values()) if (c > 1) n++;
+    return n;
+  }
+
+  distinctSucceeded(): number {
+    return this.mode.kind === "faulty" ? this.successes.size : this.succeeded;
+  }
+}

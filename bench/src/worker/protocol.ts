@@ -1,0 +1,65 @@
+import type { Budget, VariantId } from "../variants";
+
+/** Epoch milliseconds with sub-millisecond resolution, comparable across processes on one machine. */
+export const nowMs = (): number => performance.timeOrigin + performance.now();
+
+/** What a job carries: its bench-wide number and, for latency scenarios, when it was enqueued. */
+export type BenchPayload = { k: number; t?: number };
+
+/** How the worker's handler behaves. */
+export type HandlerMode =
+  | { kind: "noop" }
+  /** `failPercent`% of jobs (the same ones for every system) fail their first attempt before any effect; a success applies one effect. */
+  | { kind: "faulty"; failPercent: number };
+
+export type WorkerConfig = {
+  variant: VariantId;
+  budget: Budget;
+  handler: HandlerMode;
+  /** Time claim statements (pg query round trip, whole transaction for multi-statement claims). */
+  timeClaims: boolean;
+};
+
+export type Progress = { executed: number; succeeded: number; failed: number; firstStartAt: number; lastEndAt: number };
+
+export type Distribution = { count: number; p50: number; p99: number; max: number; mean: number };
+
+export type ClaimStats = { claims: number; rows: number; latency: Distribution };
+
+export type WorkerSummary = Progress & {
+  claims: ClaimStats;
+  /** Jobs whose handler succeeded more than once (redelivered after success). */
+  repeatedSuccesses: number;
+  /** Distinct jobs that succeeded at least once. */
+  distinctSucceeded: number;
+  /** The settings the worker reported in effect. */
+  info: Record<string, unknown>;
+};
+
+/** Parent → worker process. */
+export type ToWorker =
+  | { type: "start"; url: string }
+  | { type: "latency"; id: number; from: number; to: number }
+  | { type: "claims"; id: number; reset: boolean }
+  | { type: "stop" };
+
+/** Worker process → parent. */
+export type FromWorker =
+  | { type: "booted" }
+  | { type: "started"; at: number; info: Record<string, unknown> }
+  | { type: "progress"; progress: Progress }
+  | { type: "latency"; id: number; latency: Distribution }
+  | { type: "claims"; id: number; claims: ClaimStats }
+  | { type: "stopped"; summary: WorkerSummary }
+  | { type: "error"; message: string };
+
+/** Percentiles by nearest rank over a copy of the values. */
+export const distribution = (values: ArrayLike<number>): Distribution => {
+  const sorted = Float64Array.from(values).sort();
+  const n = sorted.length;
+  if (n === 0) return { count: 0, p50: NaN, p99: NaN, max: NaN, mean: NaN };
+  const at = (q: number) => sorted[Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1))]!;
+  let sum = 0;
+  for (const v of sorted) sum += v;
+  return { count: n, p50: at(0.5), p99: at(0.99), max: sorted[n - 1]!, mean: sum / n };
+};

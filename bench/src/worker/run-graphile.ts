@@ -1,0 +1,60 @@
+import { EventEmitter } from "node:events";
+import { Logger, run, type WorkerEvents } from "graphile-worker";
+import { QUEUE, TUNED } from "../variants";
+import { EFFECT_SQL, type JobLog } from "./job-log";
+import type { BenchPayload, WorkerConfig } from "./protocol";
+import type { RunningWorker } from "./runner";
+
+/** graphile-worker's get-jobs statement (sql/getJobs): lock available jobs, bump attempts. */
+export const isGraphileClaim = (text: string): boolean =>
+  /_private_jobs/.test(text) && /skip\s+locked/i.test(text) && /attempts = jobs\.attempts \+ 1/.test(text);
+
+/**
+ * Errors only, and not the expected failures of faulty mode (graphile-worker logs each failed
+ * attempt at error level). Success lines are off anyway: the parent sets NO_LOG_SUCCESS=1.
+ */
+export const quietGraphileLogger = (): Logger =>
+  new Logger(() => (level, message) => {
+    if (level === "error" && !message.includes("injected transient failure")) process.stderr.write(`graphile-worker: ${message}\n`);
+  });
+
+/**
+ * graphile-worker run as its docs show for a library (`run` with a task list), in this process.
+ * Default: concurrentJobs and maxPoolSize from the shared budget, nothing else. Tuned: the
+ * batching settings of the docs' performance page (local queue, batched completions/failures).
+ */
+export const startGraphile = async (config: WorkerConfig, url: string, log: JobLog): Promise<RunningWorker> => {
+  const tuned = config.variant === "graphile-tuned";
+  const events = new EventEmitter() as WorkerEvents;
+  const info: Record<string, unknown> = { localQueue: false };
+  events.on("localQueue:init", () => {
+    info.localQueue = true;
+  });
+  const runner = await run({
+    noHandleSignals: true,
+    logger: quietGraphileLogger(),
+    events,
+    taskList: {
+      [QUEUE]: async (payload, helpers) => {
+        await log.run(payload as BenchPayload, helpers.job.attempts, (k) => helpers.withPgClient((client) => client.query(EFFECT_SQL, [k])));
+      },
+    },
+    preset: {
+      worker: {
+        connectionString: url,
+        maxPoolSize: config.budget.connections,
+        concurrentJobs: config.budget.concurrency,
+        ...(tuned
+          ? {
+              localQueue: { size: TUNED.graphile.localQueueSize },
+              completeJobBatchDelay: TUNED.graphile.completeJobBatchDelay,
+              failJobBatchDelay: TUNED.graphile.failJobBatchDelay,
+            }
+          : {}),
+      },
+    },
+  });
+  info.concurrentJobs = config.budget.concurrency;
+  info.maxPoolSize = config.budget.connections;
+  return { info, stop: () => runner.stop() };
+};

@@ -1,0 +1,63 @@
+import { PgBoss, type Job, type JobResult } from "pg-boss";
+import { QUEUE, TUNED } from "../variants";
+import { EFFECT_SQL, InjectedFailure, type JobLog } from "./job-log";
+import type { BenchPayload, WorkerConfig } from "./protocol";
+import type { RunningWorker } from "./runner";
+
+/** pg-boss's fetch (plans.fetchNextJob): UPDATE … SET state = 'active' fed by FOR UPDATE OF j SKIP LOCKED. */
+export const isPgBossClaim = (text: string): boolean => /SKIP LOCKED/.test(text) && /state = 'active'/.test(text) && /started_on = /.test(text);
+
+/** Runs `fn` over `items` with at most `limit` at once. */
+const eachLimited = async <T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> => {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+};
+
+/**
+ * pg-boss as its docs show: one PgBoss instance in this process, `work()` on the queue.
+ * Default: the library's defaults (batchSize 1, 2 s polling) with localConcurrency = the shared
+ * concurrency. Tuned: LISTEN/NOTIFY (the queue was created with notify), batches of 500 fetched by
+ * 4 local workers, each batch run with concurrency/4 handlers at once (so 24 jobs run at once, as
+ * for the others), burst fetching while batches come back full, per-job results so one failure
+ * does not fail its batch.
+ */
+export const startPgBoss = async (config: WorkerConfig, url: string, log: JobLog): Promise<RunningWorker> => {
+  const tuned = config.variant === "pgboss-tuned";
+  const boss = new PgBoss({ connectionString: url, max: config.budget.connections, useListenNotify: tuned });
+  boss.on("error", (error) => process.stderr.write(`pg-boss error: ${String(error)}\n`));
+  await boss.start();
+  const db = boss.getDb();
+  const effect = (k: number) => db.executeSql(EFFECT_SQL, [k]);
+  const runOne = (job: Job<BenchPayload>) => log.run(job.data, job.retryCount + 1, effect);
+  const info: Record<string, unknown> = { max: config.budget.connections, useListenNotify: tuned };
+  if (tuned) {
+    const perBatch = Math.max(1, Math.ceil(config.budget.concurrency / TUNED.pgboss.localConcurrency));
+    await boss.work<BenchPayload>(
+      QUEUE,
+      { ...TUNED.pgboss, perJobResults: true },
+      async (jobs): Promise<JobResult[]> => {
+        const results: JobResult[] = [];
+        await eachLimited(jobs, perBatch, async (job) => {
+          try {
+            await runOne(job);
+            results.push({ id: job.id, status: "completed" });
+          } catch (error) {
+            if (!(error instanceof InjectedFailure)) process.stderr.write(`pg-boss handler: ${String(error)}\n`);
+            results.push({ id: job.id, status: "failed", output: { message: String(error) } });
+          }
+        });
+        return results;
+      },
+    );
+    Object.assign(info, TUNED.pgboss, { perBatchConcurrency: perBatch, queueNotify: (await boss.getQueue(QUEUE))?.notify });
+  } else {
+    await boss.work<BenchPayload>(QUEUE, { localConcurrency: config.budget.concurrency }, async (jobs) => {
+      for (const job of jobs) await runOne(job);
+    });
+    Object.assign(info, { localConcurrency: config.budget.concurrency, queueNotify: (await boss.getQueue(QUEUE))?.notify });
+  }
+  return { info, stop: () => boss.stop({ graceful: true, timeout: 10_000 }) };
+};

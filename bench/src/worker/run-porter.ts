@@ -1,0 +1,53 @@
+import { createPool } from "@porter/db/pool";
+import { defineHandler, RetryableError } from "@porter/sdk";
+import { createHandlerRegistry } from "@porter/worker/handlers/registry";
+import { createLogger } from "@porter/worker/logger";
+import { PorterWorker } from "@porter/worker/runtime/worker";
+import { QUEUE } from "../variants";
+import { EFFECT_SQL, InjectedFailure, type JobLog } from "./job-log";
+import type { BenchPayload, WorkerConfig } from "./protocol";
+import type { RunningWorker } from "./runner";
+
+/**
+ * Porter's claim (core's claimJobs): a call of the `porter_claim` SQL function, or — in the
+ * earlier shape — the UPDATE … SET state = 'RUNNING' fed by FOR UPDATE SKIP LOCKED.
+ */
+export const isPorterClaim = (text: string): boolean =>
+  /\bporter_claim\s*\(/.test(text) || (/SKIP LOCKED/i.test(text) && /'RUNNING'/.test(text) && /lease_token/.test(text));
+
+/**
+ * Porter's worker runtime (`PorterWorker`, what `npm run worker` runs) with one handler for the
+ * bench job type. Faulty mode applies its effect through `ctx.effect`, Porter's effect ledger.
+ */
+export const startPorter = async (config: WorkerConfig, url: string, log: JobLog): Promise<RunningWorker> => {
+  const pool = createPool(url, { max: config.budget.connections, applicationName: "bench-porter-worker" });
+  const handler = defineHandler({
+    type: `${QUEUE}.job`,
+    run: async (job, ctx) => {
+      try {
+        await log.run(job.payload as BenchPayload, job.attempt, (k) =>
+          ctx.effect(`effect-${k}`, (tx) => tx.query(EFFECT_SQL, [k])),
+        );
+      } catch (error) {
+        if (error instanceof InjectedFailure) throw new RetryableError(error.message, { code: "BENCH_TRANSIENT" });
+        throw error;
+      }
+      return null;
+    },
+  });
+  const worker = await PorterWorker.start({
+    db: pool,
+    connectionString: url,
+    poolId: QUEUE,
+    concurrency: config.budget.concurrency,
+    logger: createLogger({ level: "error", destination: { write: (s: string) => process.stderr.write(s) } }),
+    handlers: createHandlerRegistry([handler]),
+  });
+  return {
+    info: { concurrency: worker.concurrency, poolMax: config.budget.connections },
+    stop: async () => {
+      await worker.drain({ graceMs: 2000 });
+      await pool.end();
+    },
+  };
+};
