@@ -8,9 +8,10 @@ type Arrival = { tenantId: string; queueId: string; policy: EnqueuePolicy };
 const BACKLOG_RETRY_AFTER_S = 5;
 
 /**
- * Admission control at enqueue, inside the enqueue's transaction. Per tenant with limits:
- * - arrival rate: a token bucket (`rate_buckets`, scope 'tenant_admit', burst = max(1, rate)),
- *   locked for the check so concurrent producers cannot both spend the last tokens;
+ * Admission control at enqueue, inside the enqueue's transaction. Per tenant with limits, under a
+ * transaction-scoped advisory lock of the tenant (so concurrent producers cannot both pass a check
+ * that only one of them fits — the lock is held until the enqueue commits):
+ * - arrival rate: a token bucket (`rate_buckets`, scope 'tenant_admit', burst = max(1, rate));
  * - backlog cap: READY/RETRY_WAIT jobs of the tenant, counted up to the cap through the claim index.
  * Over a limit, jobs of queues configured to `defer` are accepted into the lowest class (their
  * indexes are returned; the caller sets priority 0) and the rest refuse the whole batch with
@@ -28,6 +29,8 @@ export const admit = async (client: pg.PoolClient | pg.Client, arrivals: Arrival
     const policy = arrivals[indexes[0]!]!.policy;
     const n = indexes.length;
     let overBy: { reason: string; retryAfterS: number } | null = null;
+    // Later statements take new snapshots: they see every job committed by the lock's previous holder.
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext('porter.admit'), hashtext($1))`, [tenantId]);
 
     if (policy.tenantBacklogCap !== null) {
       const { rows } = await client.query<{ n: number }>(

@@ -100,6 +100,10 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
   });
 
   return inTransaction(db, async (client) => {
+    // Admission: a tenant over its arrival rate or backlog cap is refused (429, nothing stored), or,
+    // where the queue defers, its jobs are accepted into the lowest class (priority 0).
+    const deferred = await admit(client, prepared.map((p) => ({ tenantId: p.input.tenant_id, queueId: p.queueId, policy: p.policy })), now);
+    for (const i of deferred) prepared[i]!.priority = 0;
     // One statement for the batch: the idempotency ledger decides which rows are new (ON CONFLICT
     // DO NOTHING also absorbs duplicates inside the batch), and only those reach `jobs`.
     // The batch travels as one JSON document (V8 serializes it natively; pg's array escaping of
@@ -123,10 +127,6 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
         trace_id: p.traceId,
       })),
     );
-    // Admission: a tenant over its arrival rate or backlog cap is refused (429, nothing stored), or,
-    // where the queue defers, its jobs are accepted into the lowest class (priority 0).
-    const deferred = await admit(client, prepared.map((p) => ({ tenantId: p.input.tenant_id, queueId: p.queueId, policy: p.policy })), now);
-    for (const i of deferred) prepared[i]!.priority = 0;
     const { rows: inserted } = await client.query<{ job_id: string }>({
       name: "porter.enqueue",
       text: `WITH input AS (
