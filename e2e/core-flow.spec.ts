@@ -1,5 +1,6 @@
 import { expect, test } from "@playwright/test";
 import { porterCli } from "./cli";
+import { ADMIN, signIn } from "./console";
 
 type Key = { key: string };
 type Status = { status: string; timeline: Array<{ kind: string }>; result: unknown; error: { code: string } | null };
@@ -40,6 +41,7 @@ test.describe("[CORE] a producer's job runs to a durable result", () => {
       .toBe("SUCCEEDED");
     expect(status!.timeline.map((e) => e.kind)).toEqual(["enqueued", "claimed", "succeeded"]);
 
+    await signIn(page, ADMIN); // the console's pages are for signed-in users
     await page.goto("/");
     await expect(page.getByText("diag", { exact: true }).first()).toBeVisible();
     await page.screenshot({ path: "e2e/screenshots/home.png", fullPage: true });

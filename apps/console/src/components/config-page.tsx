@@ -4,7 +4,7 @@ import type { z } from "zod";
 import { ConfigForm, type FieldSpec } from "./config-form";
 import { Empty, QueryView } from "./states";
 
-export type Column<Row> = { header: string; cell: (row: Row) => ReactNode; isNumeric?: boolean };
+export type Column<Row> = { header: string; cell: (row: Row) => ReactNode; isNumeric?: boolean; isWrapping?: boolean };
 
 /**
  * A control-plane table page: the rows, and for admins a "New" form and an "Edit" form per row,
@@ -117,19 +117,21 @@ export function ConfigPage<Row extends { id: string }>({
                             {c.cell(row)}
                           </th>
                         ) : (
-                          <td key={c.header} className={c.isNumeric ? "num" : undefined}>
+                          <td key={c.header} className={[c.isNumeric ? "num" : "", c.isWrapping ? "wrap" : ""].join(" ").trim() || undefined}>
                             {c.cell(row)}
                           </td>
                         ),
                       )}
                       {canEdit || rowActions ? (
-                        <td className="row-actions">
-                          {rowActions?.(row)}
-                          {canEdit ? (
-                            <button type="button" className="button small" onClick={() => setEditing(row.id)} aria-label={`Edit ${noun} ${row.id}`}>
-                              Edit
-                            </button>
-                          ) : null}
+                        <td>
+                          <div className="row-actions in-table">
+                            {rowActions?.(row)}
+                            {canEdit ? (
+                              <button type="button" className="button small" onClick={() => setEditing(row.id)} aria-label={`Edit ${noun} ${row.id}`}>
+                                Edit
+                              </button>
+                            ) : null}
+                          </div>
                         </td>
                       ) : null}
                     </tr>

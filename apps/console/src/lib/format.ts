@@ -16,10 +16,11 @@ export const duration = (ms: number | null | undefined): string => {
   const s = abs / 1000;
   if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
   const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
+  const join = (a: string, n: number, unit: string) => (n ? `${a} ${n} ${unit}` : a);
+  if (m < 60) return join(`${m} min`, Math.round(s % 60), "s");
   const h = Math.floor(m / 60);
-  if (h < 48) return `${h} h ${m % 60} min`;
-  return `${Math.floor(h / 24)} d ${h % 24} h`;
+  if (h < 48) return join(`${h} h`, m % 60, "min");
+  return join(`${Math.floor(h / 24)} d`, h % 24, "h");
 };
 
 /** `12 s ago`, `in 3 min` relative to now. */

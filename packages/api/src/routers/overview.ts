@@ -60,6 +60,8 @@ export const auditRouter = createTRPCRouter({
           .default({}),
         cursor: z.string().regex(/^\d{1,20}$/).nullish(),
         limit: z.number().int().min(1).max(200).default(50),
+        /** Sent by tRPC's infinite queries; pages only go forward (older). */
+        direction: z.enum(["forward", "backward"]).optional(),
       }),
     )
     .output(z.object({ entries: z.array(ZAuditRow), next_cursor: z.string().nullable() }))

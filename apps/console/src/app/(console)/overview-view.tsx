@@ -48,41 +48,6 @@ export function OverviewView() {
         </div>
       )}
 
-      <section className="panel" aria-labelledby="throughput-title">
-        <div className="panel-head">
-          <h2 id="throughput-title">Throughput</h2>
-          <div className="inline-controls">
-            <label>
-              Queue{" "}
-              <select value={queueFilter} onChange={(e) => setQueueFilter(e.target.value)}>
-                <option value="">all queues</option>
-                {(queues.data ?? []).map((q) => (
-                  <option key={q.queue_id} value={q.queue_id}>
-                    {q.queue_id}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Window{" "}
-              <select value={minutes} onChange={(e) => setMinutes(Number(e.target.value))}>
-                <option value={15}>15 min</option>
-                <option value={60}>1 hour</option>
-                <option value={180}>3 hours</option>
-              </select>
-            </label>
-          </div>
-        </div>
-        {throughput.isPending ? (
-          <Loading label="Loading throughput…" />
-        ) : throughput.error ? (
-          <ErrorState error={throughput.error} onRetry={() => void throughput.refetch()} />
-        ) : (
-          <ThroughputChart points={throughput.data} />
-        )}
-        <p className="muted small">Jobs finished per minute by outcome. Latency percentiles and arrival rates will join this panel.</p>
-      </section>
-
       <section aria-labelledby="queues-title">
         <h2 id="queues-title">Queues</h2>
         <QueryView query={queues} loadingLabel="Loading queues…">
@@ -138,6 +103,41 @@ export function OverviewView() {
           }
         </QueryView>
       </section>
+      <section className="panel" aria-labelledby="throughput-title">
+        <div className="panel-head">
+          <h2 id="throughput-title">Throughput</h2>
+          <div className="inline-controls">
+            <label>
+              Queue{" "}
+              <select value={queueFilter} onChange={(e) => setQueueFilter(e.target.value)}>
+                <option value="">all queues</option>
+                {(queues.data ?? []).map((q) => (
+                  <option key={q.queue_id} value={q.queue_id}>
+                    {q.queue_id}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Window{" "}
+              <select value={minutes} onChange={(e) => setMinutes(Number(e.target.value))}>
+                <option value={15}>15 min</option>
+                <option value={60}>1 hour</option>
+                <option value={180}>3 hours</option>
+              </select>
+            </label>
+          </div>
+        </div>
+        {throughput.isPending ? (
+          <Loading label="Loading throughput…" />
+        ) : throughput.error ? (
+          <ErrorState error={throughput.error} onRetry={() => void throughput.refetch()} />
+        ) : (
+          <ThroughputChart points={throughput.data} />
+        )}
+        <p className="muted small">Jobs finished per minute by outcome. Latency percentiles and arrival rates will join this panel.</p>
+      </section>
+
     </section>
   );
 }

@@ -38,7 +38,15 @@ const ZAttempt = z.object({
 
 /** A page of jobs, newest first, live and finished together (cursor from the previous page). */
 export const list = viewerProcedure
-  .input(z.strictObject({ filter: ZJobFilter.default({}), cursor: z.string().max(200).nullish(), limit: z.number().int().min(1).max(200).default(50) }))
+  .input(
+    z.strictObject({
+      filter: ZJobFilter.default({}),
+      cursor: z.string().max(200).nullish(),
+      limit: z.number().int().min(1).max(200).default(50),
+      /** Sent by tRPC's infinite queries; pages only go forward (older). */
+      direction: z.enum(["forward", "backward"]).optional(),
+    }),
+  )
   .output(z.object({ jobs: z.array(ZJobListRow), next_cursor: z.string().nullable() }))
   .query(({ ctx, input }) => listJobs(ctx.pool, { filter: toCoreFilter(input.filter), cursor: input.cursor ?? null, limit: input.limit }));
 

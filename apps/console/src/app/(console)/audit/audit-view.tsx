@@ -148,10 +148,10 @@ export function AuditView() {
                           <span className="mono">{e.object_id}</span>
                         )}
                       </td>
-                      <td>
+                      <td className="wrap">
                         <Change before={e.before} after={e.after} />
                       </td>
-                      <td>{e.reason ?? "—"}</td>
+                      <td className="wrap">{e.reason ?? "—"}</td>
                     </tr>
                   );
                 })}

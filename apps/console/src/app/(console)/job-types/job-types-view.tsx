@@ -39,7 +39,7 @@ export function JobTypesView() {
         { header: "Queue", cell: (t) => t.queue_id },
         { header: "Schema version", cell: (t) => t.payload_schema_version },
         { header: "Timeout", cell: (t) => orNone(t.timeout_s, " s") },
-        { header: "Description", cell: (t) => t.description || "—" },
+        { header: "Description", cell: (t) => t.description || "—", isWrapping: true },
       ]}
     />
   );

@@ -193,14 +193,13 @@ export function JobsView() {
                       ) : null}
                       <th scope="col">Job</th>
                       <th scope="col">State</th>
-                      <th scope="col">Type</th>
-                      <th scope="col">Queue</th>
+                      <th scope="col">Type · queue</th>
                       <th scope="col">Tenant</th>
                       <th scope="col" className="num">
                         Attempt
                       </th>
                       <th scope="col">Created</th>
-                      <th scope="col">Next run / finished</th>
+                      <th scope="col">Next run · finished</th>
                       <th scope="col">Last error</th>
                     </tr>
                   </thead>
@@ -232,8 +231,12 @@ export function JobsView() {
                         <td>
                           <StateBadge state={j.state} /> {j.cancel_requested && j.state === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}
                         </td>
-                        <td>{j.job_type}</td>
-                        <td>{j.queue_id}</td>
+                        <td>
+                          <span className="stack">
+                            <span>{j.job_type}</span>
+                            <span className="muted small">{j.queue_id}</span>
+                          </span>
+                        </td>
                         <td>{j.tenant_id}</td>
                         <td className="num">
                           {j.attempt} / {j.max_attempts}

@@ -6,6 +6,7 @@ import { useState } from "react";
 import { Tag } from "../../../components/badges";
 import type { FieldSpec } from "../../../components/config-form";
 import { ConfigPage, orNone } from "../../../components/config-page";
+// Deadline, runtime, retention, aging and resource key are in each queue's edit form.
 import { useViewer } from "../../../components/providers";
 import { errorMessage } from "../../../components/states";
 import { duration } from "../../../lib/format";
@@ -95,14 +96,12 @@ export function QueuesView() {
               ),
           },
           { header: "Pool", cell: (q) => q.pool_id },
-          { header: "Priority (default / max)", cell: (q) => `${q.default_priority} / ${q.max_priority}` },
+          { header: "Priority", cell: (q) => `${q.default_priority} / ${q.max_priority}` },
           { header: "Running / cap", cell: (q) => `${runningOf(q.id)} / ${orNone(q.concurrency_cap)}` },
-          { header: "Lease", cell: (q) => `${q.lease_seconds} s` },
-          { header: "Attempts (default / max)", cell: (q) => `${q.default_max_attempts} / ${q.max_attempts}` },
+          { header: "Lease", cell: (q) => duration(q.lease_seconds * 1000) },
+          { header: "Attempts", cell: (q) => `${q.default_max_attempts} / ${q.max_attempts}` },
           { header: "Backoff", cell: (q) => `${duration(q.backoff_base_ms)} → ${duration(q.backoff_cap_ms)}` },
-          { header: "Timeout", cell: (q) => `${q.default_timeout_s} s (max ${q.max_timeout_s} s)` },
-          { header: "Deadline", cell: (q) => (q.default_deadline_s ? duration(q.default_deadline_s * 1000) : "—") },
-          { header: "Resource key", cell: (q) => orNone(q.resource_key_id) },
+          { header: "Timeout (max)", cell: (q) => `${duration(q.default_timeout_s * 1000)} (${duration(q.max_timeout_s * 1000)})` },
         ]}
         rowActions={(q) =>
           viewer.can("operator") ? (

@@ -34,7 +34,7 @@ export function ResourceKeysView() {
       onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
       columns={[
         { header: "Key", cell: (k) => k.id },
-        { header: "Description", cell: (k) => k.description || "—" },
+        { header: "Description", cell: (k) => k.description || "—", isWrapping: true },
         { header: "Concurrency", cell: (k) => orNone(k.concurrency_limit), isNumeric: true },
         { header: "Rate", cell: (k) => orNone(k.rate_per_second, "/s"), isNumeric: true },
         { header: "Burst", cell: (k) => orNone(k.burst), isNumeric: true },

@@ -126,7 +126,8 @@ function UsersAdmin() {
                     </td>
                     <td title={dateTime(u.created_at)}>{ago(u.created_at)}</td>
                     <td>{u.disabled_at ? <Tag tone="bad">disabled</Tag> : <Tag tone="ok">active</Tag>}</td>
-                    <td className="row-actions">
+                    <td>
+                      <div className="row-actions in-table">
                       <button
                         type="button"
                         className="button small"
@@ -137,6 +138,7 @@ function UsersAdmin() {
                       <button type="button" className="button small" onClick={() => (setResetting({ id: u.id, email: u.email }), setPassword(""), setPasswordError(null))}>
                         Reset password
                       </button>
+                      </div>
                     </td>
                   </tr>
                 ))}

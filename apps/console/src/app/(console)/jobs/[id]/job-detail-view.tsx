@@ -237,7 +237,7 @@ export function JobDetailView({ jobId }: { jobId: string }) {
                       ) : null}
                     </td>
                     <td>{a.heartbeat_at ? dateTime(a.heartbeat_at) : "—"}</td>
-                    <td className="break">{a.error ? `${String(a.error.code ?? "")} ${String(a.error.message ?? "")}` : "—"}</td>
+                    <td className="wrap break">{a.error ? `${String(a.error.code ?? "")} ${String(a.error.message ?? "")}` : "—"}</td>
                     <td>{dateTime(a.retry_at)}</td>
                   </tr>
                 ))}
