@@ -15,7 +15,8 @@ const safeCallback = (value: string | string[] | undefined): string => {
 export default async function SignInPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
   const params = await searchParams;
   const callbackUrl = safeCallback(params.callbackUrl);
-  if (await getConsoleSession()) redirect(callbackUrl);
+  // Already signed in: straight on. (A database that is down shows up when signing in.)
+  if (await getConsoleSession().catch(() => null)) redirect(callbackUrl);
   return (
     <main className="signin" id="main">
       <div className="signin-card">

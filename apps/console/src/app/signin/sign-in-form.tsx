@@ -22,7 +22,11 @@ export function SignInForm({ callbackUrl, hasError }: { callbackUrl: string; has
     try {
       const result = await signIn("credentials", { email: email.trim(), password, redirect: false });
       if (!result || result.error) {
-        setError("Invalid email or password, or the account is disabled.");
+        setError(
+          !result || result.error === "CredentialsSignin"
+            ? "Invalid email or password, or the account is disabled."
+            : "Sign-in is unavailable right now: the console could not check your password. Try again shortly.",
+        );
         return;
       }
       router.replace(callbackUrl);
