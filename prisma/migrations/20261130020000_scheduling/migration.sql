@@ -78,6 +78,13 @@ DECLARE
   v_token bigint;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
+  -- Priority aging rewrites waiting rows of this pool's aging queues under this lock, taken
+  -- exclusively (porter_age): a claim skipping the rows it holds would hand out lower-priority work,
+  -- or nothing, while higher-priority work is ready. Claims share it, so they still run concurrently.
+  -- Taken first, before the claim locks below (aging takes no other lock: no deadlock).
+  IF EXISTS (SELECT 1 FROM queues q WHERE q.pool_id = p_pool AND q.aging_s IS NOT NULL) THEN
+    PERFORM pg_advisory_xact_lock_shared(hashtext('porter.aging:' || p_pool));
+  END IF;
   -- Count-then-claim must not race. Limits that span pools (tenant quotas and start rates,
   -- resource keys) take one global claim lock; caps local to the pool take the pool's lock; with
   -- no limit at all claims run concurrently (SKIP LOCKED keeps them apart). The statement below
@@ -233,3 +240,38 @@ $$;
 -- Priority aging (maintenance, queues with aging_s): the oldest waiting jobs below the top
 -- priority, per queue, oldest first.
 CREATE INDEX jobs_aging_idx ON jobs (queue_id, run_at) WHERE state IN ('READY', 'RETRY_WAIT') AND priority < 100;
+
+-- One aging pass (packages/core/src/sql/age-priorities.ts for the rule), under the aging lock of
+-- every pool with aging queues, exclusively: claims of those pools wait for the pass (a few ms)
+-- instead of skipping the rows it has locked. The update runs as a new statement, after the locks.
+CREATE FUNCTION porter_age(p_now timestamptz, p_batch integer) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_aged bigint;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('porter.aging:' || p.pool_id))
+     FROM (SELECT DISTINCT q.pool_id FROM queues q WHERE q.aging_s IS NOT NULL ORDER BY 1) p;
+  WITH at AS (SELECT coalesce(p_now, clock_timestamp()) AS t),
+  due AS (
+    SELECT j.id,
+           least(100, coalesce(j.base_priority, j.priority)
+                 + floor(extract(epoch FROM (SELECT t FROM at) - j.run_at) / q.aging_s
+                         * (100 - coalesce(j.base_priority, j.priority))))::int AS target
+      FROM queues q
+      CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.base_priority, j.run_at FROM jobs j
+         WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT') AND j.priority < 100
+           AND j.run_at <= (SELECT t FROM at)
+         ORDER BY j.run_at
+         LIMIT p_batch
+      ) j
+     WHERE q.aging_s IS NOT NULL
+  ), aged AS (
+    UPDATE jobs j SET base_priority = coalesce(j.base_priority, j.priority), priority = due.target
+      FROM due
+     WHERE j.id = due.id AND due.target > j.priority AND j.state IN ('READY', 'RETRY_WAIT')
+    RETURNING j.id
+  )
+  SELECT count(*) INTO v_aged FROM aged;
+  RETURN v_aged;
+END
+$$;

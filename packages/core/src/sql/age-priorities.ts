@@ -7,33 +7,14 @@ import type { Db } from "../db";
  * Maintenance runs this every second over the oldest waiting jobs of each queue
  * (`jobs_aging_idx`), so low-priority work reaches the top class within aging_s (+ one tick) and
  * then competes by virtual time, where it is older than anything arriving since. The producer's
- * priority is kept in `base_priority` (and restored on the finished row).
+ * priority is kept in `base_priority` (and restored on the finished row). One `porter_age` call
+ * (prisma/migrations/20261130020000_scheduling): the pass holds the aging lock of the pools it
+ * touches, so their claims wait for it (a few ms) rather than skip the rows it is rewriting.
  */
 export const agePriorities = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ aged: number }> => {
-  const { rows } = await db.query<{ n: string }>(
-    `WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
-     due AS (
-       SELECT j.id,
-              least(100, coalesce(j.base_priority, j.priority)
-                    + floor(extract(epoch FROM (SELECT t FROM at) - j.run_at) / q.aging_s
-                            * (100 - coalesce(j.base_priority, j.priority))))::int AS target
-         FROM queues q
-         CROSS JOIN LATERAL (
-           SELECT j.id, j.priority, j.base_priority, j.run_at FROM jobs j
-            WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT') AND j.priority < 100
-              AND j.run_at <= (SELECT t FROM at)
-            ORDER BY j.run_at
-            LIMIT $2
-         ) j
-        WHERE q.aging_s IS NOT NULL
-     ), aged AS (
-       UPDATE jobs j SET base_priority = coalesce(j.base_priority, j.priority), priority = due.target
-         FROM due
-        WHERE j.id = due.id AND due.target > j.priority AND j.state IN ('READY', 'RETRY_WAIT')
-       RETURNING j.id
-     )
-     SELECT count(*)::text AS n FROM aged`,
-    [params.now ?? null, params.batch ?? 1000],
-  );
+  const { rows } = await db.query<{ n: string }>(`SELECT porter_age($1::timestamptz, $2::int)::text AS n`, [
+    params.now ?? null,
+    params.batch ?? 1000,
+  ]);
   return { aged: Number(rows[0]?.n ?? 0) };
 };
