@@ -69,18 +69,33 @@ export type PgStats = {
   hotUpdates: number;
   /** n_dead_tup now: what vacuum has not yet removed. */
   deadNow: number;
+  /** Rows written (inserted, updated, deleted) in this database and in all others, to tell when WAL is shared. */
+  ownWrites: number;
+  otherWrites: number;
 };
 
 export const readStats = async (pool: pg.Pool): Promise<PgStats> => {
-  const { rows } = await pool.query<{ commits: string; wal: string; dead: string; hot: string; dead_now: string }>(
+  const { rows } = await pool.query<{ commits: string; wal: string; dead: string; hot: string; dead_now: string; own: string; other: string }>(
     `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::text AS commits,
+            (SELECT coalesce(sum(tup_inserted + tup_updated + tup_deleted), 0) FROM pg_stat_database
+              WHERE datname = current_database())::text AS own,
+            (SELECT coalesce(sum(tup_inserted + tup_updated + tup_deleted), 0) FROM pg_stat_database
+              WHERE datname IS DISTINCT FROM current_database())::text AS other,
             (pg_current_wal_lsn() - '0/0'::pg_lsn)::text AS wal,
             (SELECT coalesce(sum(n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables)::text AS dead,
             (SELECT coalesce(sum(n_tup_hot_upd), 0) FROM pg_stat_user_tables)::text AS hot,
             (SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables)::text AS dead_now`,
   );
   const r = rows[0]!;
-  return { commits: Number(r.commits), walBytes: Number(r.wal), deadTuples: Number(r.dead), hotUpdates: Number(r.hot), deadNow: Number(r.dead_now) };
+  return {
+    commits: Number(r.commits),
+    walBytes: Number(r.wal),
+    deadTuples: Number(r.dead),
+    hotUpdates: Number(r.hot),
+    deadNow: Number(r.dead_now),
+    ownWrites: Number(r.own),
+    otherWrites: Number(r.other),
+  };
 };
 
 /**
@@ -94,11 +109,20 @@ export const settledStats = async (pool: pg.Pool): Promise<PgStats> => {
   return readStats(pool);
 };
 
-export type PerJob = { commits: number; walBytes: number; deadTuples: number; hotUpdates: number };
+/**
+ * Per-job costs between two snapshots. `foreignShare` is the share of the server's row writes made
+ * by other databases meanwhile: WAL is cluster-wide, so a high share means WAL B/job is inflated.
+ */
+export type PerJob = { commits: number; walBytes: number; deadTuples: number; hotUpdates: number; foreignShare: number };
 
-export const perJob = (before: PgStats, after: PgStats, jobs: number): PerJob => ({
-  commits: (after.commits - before.commits) / jobs,
-  walBytes: (after.walBytes - before.walBytes) / jobs,
-  deadTuples: (after.deadTuples - before.deadTuples) / jobs,
-  hotUpdates: (after.hotUpdates - before.hotUpdates) / jobs,
-});
+export const perJob = (before: PgStats, after: PgStats, jobs: number): PerJob => {
+  const own = after.ownWrites - before.ownWrites;
+  const other = after.otherWrites - before.otherWrites;
+  return {
+    commits: (after.commits - before.commits) / jobs,
+    walBytes: (after.walBytes - before.walBytes) / jobs,
+    deadTuples: (after.deadTuples - before.deadTuples) / jobs,
+    hotUpdates: (after.hotUpdates - before.hotUpdates) / jobs,
+    foreignShare: own + other > 0 ? other / (own + other) : 0,
+  };
+};

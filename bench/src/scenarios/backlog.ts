@@ -7,28 +7,26 @@ import { bootWorker, COST_COLUMNS, interleave, perJobValues, RowSet, type BenchC
 
 type Phase = { key: string; label: string };
 
+/** Claims of a fresh worker process discarded as warm-up (first plans and connections). */
+const COLD_CLAIMS = 2;
+
 /**
- * Lets a worker process claim `window` jobs from the backlog; claims of the first tenth are a
- * discarded warm-up. Returns claim timings, jobs/s over the measured part and per-job costs.
+ * Lets a worker process claim `window` jobs from the backlog. Returns claim timings (without the
+ * first two, cold), jobs/s (first handler start to last handler end) and per-job costs.
  */
-const measurePhase = async (session: Session, ctx: BenchContext, booting: Promise<WorkerHandle>, window: number, label: string) => {
-  const [worker, before] = await Promise.all([booting, settledStats(session.observer)]);
+const measurePhase = async (session: Session, ctx: BenchContext, booting: Promise<WorkerHandle>, window: number, label: string, isCosted: boolean) => {
+  const [worker, before] = await Promise.all([booting, isCosted ? settledStats(session.observer) : undefined]);
   try {
     const ticker = setInterval(() => ctx.progress.update(`${label}: ${fmt(worker.progress().succeeded)}/${fmt(window)} jobs`), 500);
     await worker.start(session.url);
-    const warm = Math.ceil(window / 10);
-    await worker.waitFor((p) => p.succeeded >= warm, 60_000);
-    await worker.claims(true);
-    const t1 = nowMs();
-    const s1 = worker.progress().succeeded;
     const reached = await worker.waitFor((p) => p.succeeded >= window, 120_000);
-    const claims = await worker.claims(false);
-    const rate = (worker.progress().succeeded - s1) / ((nowMs() - t1) / 1000);
+    const claims = await worker.claims(COLD_CLAIMS);
     clearInterval(ticker);
     const summary = await worker.stop();
-    const after = await settledStats(session.observer);
+    const rate = summary.succeeded / ((summary.lastEndAt - summary.firstStartAt) / 1000);
     if (!reached) throw new Error(`${label}: only ${summary.succeeded} of ${window} jobs ran in 120 s`);
-    return { claims, rate, cost: perJobValues(perJob(before, after, summary.succeeded)) };
+    const cost = before ? perJobValues(perJob(before, await settledStats(session.observer), summary.succeeded)) : {};
+    return { claims, rate, cost };
   } finally {
     worker.kill();
   }
@@ -73,7 +71,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
       if (phase.key === "retained" && !(await gen("finished", 10_000_001, large, "finished rows"))) {
         latency.note(name, session.variant.id, "deletes jobs when they succeed: nothing is retained, the last column repeats the backlog without it", false);
       }
-      const m = await measurePhase(session, ctx, booting, window, `(f) ${name}, ${phase.label}`);
+      const m = await measurePhase(session, ctx, booting, window, `(f) ${name}, ${phase.label}`, phase.key === "large");
       values[`p50${phase.key}`] = m.claims.latency.p50;
       values[`p99${phase.key}`] = m.claims.latency.p99;
       flowValues[`rate${phase.key}`] = m.rate;
@@ -89,7 +87,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
   });
   const [a, b, c] = phases.map((p) => p.label) as [string, string, string];
   const notes = [
-    `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more; each phase drains a window of ${fmt(window)} jobs with a fresh worker process, the first tenth a discarded warm-up.`,
+    `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more; each phase drains a window of ${fmt(window)} jobs with a fresh worker process, whose first ${COLD_CLAIMS} claims are a discarded warm-up.`,
     "A claim is timed at the driver from dispatch to result (Porter: its claim call); batches differ by design (graphile-worker and pg-boss tuned fetch up to 500 at a time, Porter sizes claims to free slots), so compare growth with backlog as much as absolute figures.",
   ];
   return [

@@ -66,7 +66,8 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
   await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups, worker: { kind: "noop" } }, async (session, run, worker) => {
     const label = `(c) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
     const jobs = run.isWarmup ? Math.min(ctx.sizes.burnDownJobs, 20_000) : ctx.sizes.burnDownJobs;
-    const capS = run.isWarmup ? Math.min(10, ctx.sizes.burnDownCapS) : ctx.sizes.burnDownCapS;
+    const fullCap = session.variant.id === "porter" || session.variant.tuned ? ctx.sizes.burnDownCapS : ctx.sizes.defaultCapS;
+    const capS = run.isWarmup ? Math.min(10, fullCap) : fullCap;
     await preload(session, 1, jobs, 1000, (d) => ctx.progress.update(`${label}: preloading ${fmt(d)}/${fmt(jobs)}`));
     const before = await settledStats(session.observer);
     const r = await drainWith(session, worker, ctx, { jobs, capS, label });
@@ -98,7 +99,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     id: "c",
     title: "(c) burn-down",
     notes: [
-      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs preloaded (batches of 1000), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s.`,
+      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs preloaded (batches of 1000), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s (the peers' default configurations: ${ctx.sizes.defaultCapS} s, rate over what they did).`,
       "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks the handler ran each job once and the system recorded it done.",
       "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
     ],

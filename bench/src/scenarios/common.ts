@@ -15,6 +15,8 @@ export type Sizes = {
   singleSeconds: number;
   burnDownJobs: number;
   burnDownCapS: number;
+  /** The peers' default configurations run far slower (pg-boss polls every 2 s): their burn-down stops here. */
+  defaultCapS: number;
   steadySeconds: number;
   idleSamples: number;
   idleCapS: number;
@@ -84,7 +86,12 @@ export class RowSet {
   }
 }
 
-export const perJobValues = (p: PerJob): Record<string, number> => ({ commits: p.commits, wal: p.walBytes, dead: p.deadTuples });
+export const perJobValues = (p: PerJob): Record<string, number> => ({
+  commits: p.commits,
+  wal: p.walBytes,
+  dead: p.deadTuples,
+  foreign: p.foreignShare,
+});
 
 /** The per-job cost columns every scenario reports. */
 export const COST_COLUMNS: Column[] = [
@@ -105,7 +112,7 @@ export const bootWorker = (ctx: BenchContext, variant: Variant, handler: Handler
 export const interleave = async (
   ctx: BenchContext,
   variants: readonly Variant[],
-  options: { runs: number; warmup: boolean; worker?: HandlerMode },
+  options: { runs: number; warmup: boolean; worker?: HandlerMode | ((variant: Variant) => HandlerMode) },
   measure: (session: Session, run: { index: number; isWarmup: boolean }, worker: WorkerHandle) => Promise<void>,
 ): Promise<void> => {
   const first = options.warmup ? 0 : 1;
@@ -115,7 +122,9 @@ export const interleave = async (
     for (const variant of order) {
       const [session, worker] = await Promise.allSettled([
         openSession(ctx.adminUrl, variant, ctx.budget),
-        options.worker ? bootWorker(ctx, variant, options.worker) : Promise.resolve(undefined),
+        options.worker
+          ? bootWorker(ctx, variant, typeof options.worker === "function" ? options.worker(variant) : options.worker)
+          : Promise.resolve(undefined),
       ]);
       try {
         if (session.status === "rejected") throw session.reason;

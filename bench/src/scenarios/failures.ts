@@ -2,6 +2,8 @@ import { perJob, settledStats } from "../database";
 import { readEffects } from "../systems/types";
 import { fmt } from "../table";
 import { drainWith, preload } from "./burn-down";
+import type { Variant } from "../variants";
+import type { HandlerMode } from "../worker/protocol";
 import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type BenchContext, type ScenarioResult } from "./common";
 
 const FAIL_PERCENT = 10;
@@ -16,8 +18,14 @@ const FAIL_PERCENT = 10;
 export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
   const details: unknown[] = [];
-  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups, worker: { kind: "faulty", failPercent: FAIL_PERCENT } }, async (session, run, worker) => {
-    const label = `(g) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
+  // Porter runs twice: with its effect ledger (ctx.effect) and with a plain write as the peers do.
+  const cases = ctx.variants.flatMap((v) =>
+    v.system === "porter" ? [{ ...v, label: `${v.label} (ctx.effect)` }, { ...v, label: `${v.label} (plain write)` }] : [v],
+  );
+  const handler = (v: Variant): HandlerMode => ({ kind: "faulty", failPercent: FAIL_PERCENT, effect: v.label.endsWith("(ctx.effect)") ? "ledger" : "plain" });
+  await interleave(ctx, cases, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups, worker: handler }, async (session, run, worker) => {
+    const name = session.variant.label;
+    const label = `(g) ${name}, ${runLabel(run, ctx.sizes.runs)}`;
     // Each configuration gets as many jobs as it runs in failureTargetS at its (c) rate.
     const byRate = Math.round((ctx.maxRates.get(session.variant.id) ?? Infinity) * ctx.sizes.failureTargetS);
     const full = Math.max(200, Math.min(ctx.sizes.failureJobs, byRate));
@@ -31,9 +39,9 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     const lost = Math.max(0, r.done - effects.applied);
     const allDoneS = (r.endAt - r.summary.firstStartAt) / 1000;
     const rate = effects.applied / allDoneS;
-    if (r.capped) rows.note(session.variant.label, session.variant.id, `stopped at the ${ctx.sizes.failureCapS} s cap (${fmt(r.done)}/${fmt(jobs)} done)`, run.isWarmup);
+    if (r.capped) rows.note(name, session.variant.id, `stopped at the ${ctx.sizes.failureCapS} s cap (${fmt(r.done)}/${fmt(jobs)} done)`, run.isWarmup);
     rows.add(
-      session.variant.label,
+      name,
       session.variant.id,
       {
         jobs,
@@ -47,7 +55,7 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
       },
       run.isWarmup,
     );
-    details.push({ variant: session.variant.id, run: run.index, jobs, done: r.done, capped: r.capped, effects, summary: r.summary, info: r.info });
+    details.push({ variant: name, run: run.index, jobs, done: r.done, capped: r.capped, effects, summary: r.summary, info: r.info });
     ctx.progress.done(
       `${label}: ${fmt(rate)} effective jobs/s, lost ${lost}, duplicated ${effects.duplicated}, ${fmt(r.summary.executed / jobs, 3)} attempts/job${r.capped ? ` (capped, ${fmt(r.done)}/${fmt(jobs)} done)` : ""}`,
     );
@@ -58,7 +66,8 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     notes: [
       `10% of the jobs (the same ones everywhere) fail their first attempt with a transient error before doing anything, then succeed. Jobs per run: ~${ctx.sizes.failureTargetS} s of the system's (c) rate, at most ${fmt(ctx.sizes.failureJobs)}; cap ${ctx.sizes.failureCapS} s. Max attempts 25 everywhere.`,
       "effective jobs/s = jobs whose effect applied ÷ all done s (last job done as the system's tables show − first start), so it includes one retry delay, each system's own: Porter full-jitter backoff from 1 s (queue default), graphile-worker exp(1) ≈ 2.7 s (fixed), pg-boss retryDelay 1 s.",
-      "lost = jobs without their effect when the system says all are done; duplicated = effects applied twice; re-run after success = jobs whose handler succeeded twice (Porter's ledger would absorb the effect; the peers would duplicate it).",
+      "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
+      "lost = jobs without their effect when the system says all are done; duplicated = effects applied twice; re-run after success = jobs whose handler succeeded twice (the ledger absorbs the effect; a plain write would duplicate it).",
     ],
     columns: [
       { key: "jobs", label: "jobs", better: "none" },

@@ -54,7 +54,7 @@ process.on("message", (message: ToWorker) => {
         send({ type: "latency", id: message.id, latency: log.latency(message.from, message.to) });
         return;
       case "claims":
-        send({ type: "claims", id: message.id, claims: claims.stats(message.reset) });
+        send({ type: "claims", id: message.id, claims: claims.stats(message.skip) });
         return;
       case "stop": {
         clearInterval(ticker);
@@ -63,7 +63,7 @@ process.on("message", (message: ToWorker) => {
           type: "stopped",
           summary: {
             ...log.progress(),
-            claims: claims.stats(false),
+            claims: claims.stats(0),
             repeatedSuccesses: log.repeatedSuccesses(),
             distinctSucceeded: log.distinctSucceeded(),
             info: worker?.info ?? {},

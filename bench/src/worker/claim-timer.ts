@@ -13,23 +13,21 @@ type AnyQuery = (this: pg.Client, ...args: unknown[]) => unknown;
  * end of COMMIT. Pool checkout is outside both.
  */
 export class ClaimTimer {
-  private latencies: number[] = [];
-  private rows = 0;
+  private readonly latencies: number[] = [];
+  private readonly rowsPerClaim: number[] = [];
 
   constructor(private readonly isClaim: (text: string) => boolean) {}
 
-  stats(reset: boolean): ClaimStats {
-    const stats = { claims: this.latencies.length, rows: this.rows, latency: distribution(this.latencies) };
-    if (reset) {
-      this.latencies = [];
-      this.rows = 0;
-    }
-    return stats;
+  /** Claims so far, without the first `skip` (cold: first plans, first connections). */
+  stats(skip: number): ClaimStats {
+    const latencies = this.latencies.slice(skip);
+    const rows = this.rowsPerClaim.slice(skip).reduce((a, b) => a + b, 0);
+    return { claims: latencies.length, rows, latency: distribution(latencies) };
   }
 
   private record(ms: number, rows: number): void {
     this.latencies.push(ms);
-    this.rows += rows;
+    this.rowsPerClaim.push(rows);
   }
 
   install(): void {

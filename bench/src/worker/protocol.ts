@@ -10,7 +10,7 @@ export type BenchPayload = { k: number; t?: number };
 export type HandlerMode =
   | { kind: "noop" }
   /** `failPercent`% of jobs (the same ones for every system) fail their first attempt before any effect; a success applies one effect. */
-  | { kind: "faulty"; failPercent: number };
+  | { kind: "faulty"; failPercent: number; effect: "ledger" | "plain" };
 
 export type WorkerConfig = {
   variant: VariantId;
@@ -40,7 +40,7 @@ export type WorkerSummary = Progress & {
 export type ToWorker =
   | { type: "start"; url: string }
   | { type: "latency"; id: number; from: number; to: number }
-  | { type: "claims"; id: number; reset: boolean }
+  | { type: "claims"; id: number; skip: number }
   | { type: "stop" };
 
 /** Worker process → parent. */

@@ -17,16 +17,19 @@ export const isPorterClaim = (text: string): boolean =>
 
 /**
  * Porter's worker runtime (`PorterWorker`, what `npm run worker` runs) with one handler for the
- * bench job type. Faulty mode applies its effect through `ctx.effect`, Porter's effect ledger.
+ * bench job type. Faulty mode applies its effect through `ctx.effect` (Porter's effect ledger:
+ * at most once per key, in one transaction with the ledger row) or, like the peers, as a plain write
+ * on the worker's pool.
  */
 export const startPorter = async (config: WorkerConfig, url: string, log: JobLog): Promise<RunningWorker> => {
   const pool = createPool(url, { max: config.budget.connections, applicationName: "bench-porter-worker" });
+  const isLedger = config.handler.kind === "faulty" && config.handler.effect === "ledger";
   const handler = defineHandler({
     type: `${QUEUE}.job`,
     run: async (job, ctx) => {
       try {
         await log.run(job.payload as BenchPayload, job.attempt, (k) =>
-          ctx.effect(`effect-${k}`, (tx) => tx.query(EFFECT_SQL, [k])),
+          isLedger ? ctx.effect(`effect-${k}`, (tx) => tx.query(EFFECT_SQL, [k])) : pool.query(EFFECT_SQL, [k]),
         );
       } catch (error) {
         if (error instanceof InjectedFailure) throw new RetryableError(error.message, { code: "BENCH_TRANSIENT" });

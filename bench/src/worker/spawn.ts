@@ -12,7 +12,8 @@ export type WorkerHandle = {
   waitFor: (done: (p: Progress) => boolean, timeoutMs: number) => Promise<boolean>;
   /** enqueue→start of the jobs enqueued in [from, to). */
   latency: (from: number, to: number) => Promise<Distribution>;
-  claims: (reset: boolean) => Promise<ClaimStats>;
+  /** Claim timings so far, without the first `skip` claims. */
+  claims: (skip: number) => Promise<ClaimStats>;
   /** Stops the worker as its library recommends (drain/graceful stop) and ends the process. */
   stop: () => Promise<WorkerSummary>;
   kill: () => void;
@@ -97,9 +98,9 @@ export const spawnWorker = (config: WorkerConfig): Promise<WorkerHandle> =>
         if (m.type !== "latency") throw new Error("unexpected reply");
         return m.latency;
       },
-      claims: async (reset) => {
+      claims: async (skip) => {
         const id = nextId++;
-        const m = await expect(`claims:${id}`, { type: "claims", id, reset });
+        const m = await expect(`claims:${id}`, { type: "claims", id, skip });
         if (m.type !== "claims") throw new Error("unexpected reply");
         return m.claims;
       },
