@@ -32,7 +32,7 @@ export const QUEUES_TABLE: ConfigTable = {
   columns: [
     "pool_id", "description", "default_priority", "max_priority", "concurrency_cap", "lease_seconds",
     "default_max_attempts", "max_attempts", "backoff_base_ms", "backoff_cap_ms", "default_timeout_s",
-    "max_timeout_s", "default_deadline_s", "max_runtime_s", "retention_s", "aging_s", "resource_key_id",
+    "max_timeout_s", "default_deadline_s", "max_runtime_s", "retention_s", "aging_s", "resource_key_id", "admission",
   ],
   readOnly: ["paused"],
 };
@@ -46,7 +46,10 @@ export const JOB_TYPES_TABLE: ConfigTable = {
 export const TENANTS_TABLE: ConfigTable = {
   table: "tenants",
   objectType: "tenant",
-  columns: ["name", "weight", "max_running", "rate_per_second", "backlog_cap", "max_priority", "max_attempts", "status_origins"],
+  columns: [
+    "name", "weight", "max_running", "start_rate_per_second", "rate_per_second", "backlog_cap", "max_priority", "max_attempts",
+    "status_origins",
+  ],
 };
 
 /** The tables {@link createConfig}/{@link updateConfig} accept, by object type. */

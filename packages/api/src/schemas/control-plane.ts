@@ -64,6 +64,7 @@ const queueShape = {
   retention_s: int(0, 365 * DAY_S).default(7 * DAY_S),
   aging_s: int(1, 30 * DAY_S).nullable().default(null),
   resource_key_id: ZConfigId.nullable().default(null),
+  admission: z.enum(["reject", "defer"], { error: "reject or defer" }).default("reject"),
 };
 
 /** Cross-field rules of a queue (checked on create, and on the merged row of an update). */
@@ -96,6 +97,7 @@ export const ZTenantFields = z.strictObject({
   name: z.string().trim().max(200, "at most 200 characters").default(""),
   weight: int(1, 1000).default(1),
   max_running: int(1, 100_000).nullable().default(null),
+  start_rate_per_second: positiveRate.nullable().default(null),
   rate_per_second: positiveRate.nullable().default(null),
   backlog_cap: int(0, 100_000_000).nullable().default(null),
   max_priority: int(0, 100).nullable().default(null),

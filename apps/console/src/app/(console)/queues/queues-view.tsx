@@ -32,6 +32,15 @@ const fields = (pools: string[], resourceKeys: string[]): FieldSpec[] => [
   { name: "retention_s", label: "Retention of finished jobs", kind: "int", unit: "s" },
   { name: "aging_s", label: "Priority aging", kind: "int", unit: "s", isNullable: true, help: "a waiting job reaches top priority after this; empty = off" },
   { name: "resource_key_id", label: "Resource key", kind: "select", isNullable: true, options: resourceKeys.map((k) => ({ value: k, label: k })) },
+  {
+    name: "admission",
+    label: "Over a tenant's admission limits",
+    kind: "select",
+    options: [
+      { value: "reject", label: "reject (429 + Retry-After)" },
+      { value: "defer", label: "defer (accept at priority 0)" },
+    ],
+  },
 ];
 
 export function QueuesView() {

@@ -26,6 +26,7 @@ export function TenantsView() {
         { name: "name", label: "Name", kind: "text" },
         { name: "weight", label: "Fair-share weight", kind: "int" },
         { name: "max_running", label: "Running quota", kind: "int", isNullable: true, help: "running jobs of this tenant; empty = none" },
+        { name: "start_rate_per_second", label: "Start rate", kind: "number", unit: "jobs/s", isNullable: true, help: "jobs started per second, all workers; empty = unlimited" },
         { name: "rate_per_second", label: "Enqueue rate", kind: "number", unit: "jobs/s", isNullable: true, help: "empty = unlimited" },
         { name: "backlog_cap", label: "Backlog cap", kind: "int", isNullable: true, help: "queued jobs; empty = unlimited" },
         { name: "max_priority", label: "Priority ceiling", kind: "int", isNullable: true },
