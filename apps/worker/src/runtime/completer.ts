@@ -18,6 +18,8 @@ export type CompleterOptions = {
   maxBatch?: number;
   /** Tries before a result that a statement keeps refusing is given up (its lease then expires). Default 3. */
   maxTries?: number;
+  /** Called after each write of results (their RUNNING rows are gone: capacity under caps is free again). */
+  onWritten?: () => void;
 };
 
 /**
@@ -113,6 +115,7 @@ export class Completer {
           await sleep(Math.min(100 * 2 ** outage, 2000));
         } else {
           outage = 0;
+          this.options.onWritten?.();
         }
       }
     } finally {

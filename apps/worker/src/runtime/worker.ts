@@ -106,6 +106,8 @@ export class PorterWorker {
   private isDrainingFlag = false;
   private isForced = false;
   private isMoreLikely = true;
+  /** The last claim got some jobs but fewer than asked: work may be waiting behind a cap. */
+  private isClaimShort = false;
   private loopDone: Promise<void> = Promise.resolve();
   private drainPromise: Promise<DrainReport> | undefined;
   private idleWaiters: Array<() => void> = [];
@@ -131,6 +133,11 @@ export class PorterWorker {
       logger: this.logger,
       flushIntervalMs: options.flushIntervalMs,
       maxBatch: options.flushBatch,
+      // A claim cut short by a cap (tenant, queue, pool, resource key) leaves work behind that no
+      // notification announces; results just written freed capacity: claim again now, not at the poll.
+      onWritten: () => {
+        if (this.isClaimShort) this.nudge();
+      },
     });
     this.leaseKeeper = new LeaseKeeper(options.db, this.logger, () => this.attempts.values());
     this.listener = new NotificationListener({
@@ -241,6 +248,7 @@ export class PorterWorker {
         for (const job of jobs) this.buffer.push({ job, at });
         this.pump();
         this.isMoreLikely = jobs.length === free;
+        this.isClaimShort = jobs.length > 0 && jobs.length < free;
         if (this.isMoreLikely && this.room() > 0) continue;
       }
       const pollMs = this.listener.isConnected
