@@ -76,6 +76,8 @@ describe("priority aging", () => {
     expect(run.low!.priority).toBeGreaterThanOrEqual(90);
     expect(run.low!.waitS).toBeGreaterThanOrEqual(0.9 * AGING_S);
     expect(run.low!.waitS).toBeLessThanOrEqual(AGING_S + MARGIN_S);
+    // Every claim got a full batch: the aging pass never hid the ready work from a claim (claims
+    // wait for it instead of skipping the rows it rewrites).
     expect(run.batches.slice(0, -1).every((size) => size === 5)).toBe(true);
     // The producer's priority is kept for the record.
     const { rows } = await db.pool.query(`SELECT priority FROM finished_jobs WHERE priority < 90`);
