@@ -125,7 +125,7 @@ const save = (final: boolean) => {
   return `${report}\n\n${elapsed}`;
 };
 
-if (!ctx.sizes.warmups) {
+{
   const t0 = Date.now();
   await warmUp({ ...ctx, variants: variantsFor("warm-up") });
   timings["warm-up"] = (Date.now() - t0) / 1000;

@@ -50,7 +50,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
   const latency = new RowSet();
   const flow = new RowSet();
   const variants = ctx.variants.filter((v) => v.system === "porter" || v.tuned);
-  await interleave(ctx, variants, { runs: 1, warmup: false }, async (session) => {
+  await interleave(ctx, variants, { runs: 1 }, async (session) => {
     const name = session.variant.label;
     const gen = async (kind: "ready" | "finished", from: number, count: number, what: string) => {
       ctx.progress.update(`(f) ${name}: generating ${fmt(count)} ${what}…`);
@@ -69,7 +69,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
       if (phase.key === "small") await gen("ready", 1, small + window, "ready jobs");
       if (phase.key === "large") await gen("ready", small + window + 1, large + window - small, "ready jobs");
       if (phase.key === "retained" && !(await gen("finished", 10_000_001, large, "finished rows"))) {
-        latency.note(name, session.variant.id, "deletes jobs when they succeed: nothing is retained, the last column repeats the backlog without it", false);
+        latency.note(name, session.variant.id, "deletes jobs when they succeed: nothing is retained, the last column repeats the backlog without it");
       }
       const m = await measurePhase(session, ctx, booting, window, `(f) ${name}, ${phase.label}`, phase.key === "large");
       values[`p50${phase.key}`] = m.claims.latency.p50;
@@ -82,8 +82,8 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
       );
     }
     values.growth = values.p99large! / values.p99small!;
-    latency.add(name, session.variant.id, values, false);
-    flow.add(name, session.variant.id, flowValues, false);
+    latency.add(name, session.variant.id, values);
+    flow.add(name, session.variant.id, flowValues);
   });
   const [a, b, c] = phases.map((p) => p.label) as [string, string, string];
   const notes = [

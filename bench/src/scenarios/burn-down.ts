@@ -55,29 +55,35 @@ export const drainWith = async (
 };
 
 /**
- * (c) Burn-down: N no-op jobs preloaded in calls of 1000, then one worker process with the shared
- * concurrency drains them. Rate = jobs ÷ (last job acknowledged − first job started). Slow
- * configurations stop at a time cap and report the rate they reached.
+ * (c) Burn-down: N no-op jobs generated straight into the system's tables (as in (f): the enqueue
+ * path is (a)'s subject), then one worker process with the shared concurrency drains them. Rate =
+ * jobs ÷ (last job done in the system's tables − first job started). The peers' default
+ * configurations get fewer jobs and a short cap, and report the rate they reached.
  */
 export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
   const details: unknown[] = [];
   const rates = new Map<VariantId, number[]>();
-  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups, worker: { kind: "noop" } }, async (session, run, worker) => {
+  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, worker) => {
     const label = `(c) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
-    const jobs = run.isWarmup ? Math.min(ctx.sizes.burnDownJobs, 20_000) : ctx.sizes.burnDownJobs;
-    const fullCap = session.variant.id === "porter" || session.variant.tuned ? ctx.sizes.burnDownCapS : ctx.sizes.defaultCapS;
-    const capS = run.isWarmup ? Math.min(10, fullCap) : fullCap;
-    await preload(session, 1, jobs, 1000, (d) => ctx.progress.update(`${label}: preloading ${fmt(d)}/${fmt(jobs)}`));
+    const isDefault = session.variant.system !== "porter" && !session.variant.tuned;
+    const jobs = isDefault ? Math.min(ctx.sizes.burnDownJobs, 30_000) : ctx.sizes.burnDownJobs;
+    const capS = isDefault ? ctx.sizes.defaultCapS : ctx.sizes.burnDownCapS;
+    ctx.progress.update(`${label}: generating ${fmt(jobs)} jobs…`);
+    await session.generate("ready", 1, jobs);
     const before = await settledStats(session.observer);
     const r = await drainWith(session, worker, ctx, { jobs, capS, label });
     const after = await settledStats(session.observer);
     const elapsedS = (r.endAt - r.summary.firstStartAt) / 1000;
     const rate = r.done / elapsedS;
     const inDb = await session.succeededInDb();
-    const verified = r.capped || (r.summary.succeeded === jobs && (inDb === null || inDb === jobs));
-    if (!verified) throw new Error(`${label}: expected ${jobs} completions, handlers ran ${r.summary.succeeded}, database holds ${inDb}`);
-    if (r.capped) rows.note(session.variant.label, session.variant.id, `stopped at the ${capS} s cap (${fmt(r.done)}/${fmt(jobs)} done)`, run.isWarmup);
+    // Every job ran once (no job twice, even when capped), and uncapped: all ran and the system recorded them.
+    const isOnce = r.summary.repeatedSuccesses === 0 && r.summary.distinctSucceeded === r.summary.succeeded;
+    const isAll = r.capped || (r.summary.succeeded === jobs && (inDb === null || inDb === jobs));
+    if (!isOnce || !isAll) {
+      throw new Error(`${label}: expected ${jobs} jobs run once each; handlers ran ${r.summary.succeeded} (${r.summary.distinctSucceeded} distinct), the database holds ${inDb} succeeded`);
+    }
+    if (r.capped) rows.note(session.variant.label, session.variant.id, `stopped at the ${capS} s cap (${fmt(r.done)}/${fmt(jobs)} done)`);
     const claims = r.summary.claims;
     rows.add(
       session.variant.label,
@@ -88,9 +94,8 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
         claimP50: claims.latency.p50,
         ...perJobValues(perJob(before, after, r.done)),
       },
-      run.isWarmup,
     );
-    if (!run.isWarmup) (rates.get(session.variant.id) ?? rates.set(session.variant.id, []).get(session.variant.id)!).push(rate);
+    (rates.get(session.variant.id) ?? rates.set(session.variant.id, []).get(session.variant.id)!).push(rate);
     details.push({ variant: session.variant.id, run: run.index, jobs, done: r.done, capped: r.capped, rate, handlerRuns: r.summary.executed, succeededInDb: inDb, claims, info: r.info });
     ctx.progress.done(`${label}: ${fmt(rate)} jobs/s${r.capped ? ` (capped at ${capS} s, ${fmt(r.done)} done)` : ""}, ${fmt(claims.claims)} claims of ${fmt(claims.rows / Math.max(1, claims.claims), 1)} jobs`);
   });
@@ -99,8 +104,8 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     id: "c",
     title: "(c) burn-down",
     notes: [
-      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs preloaded (batches of 1000), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s (the peers' default configurations: ${ctx.sizes.defaultCapS} s, rate over what they did).`,
-      "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks the handler ran each job once and the system recorded it done.",
+      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 30_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
+      "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks each job ran exactly once and the system recorded all of them done.",
       "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
     ],
     columns: [
@@ -117,10 +122,10 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
 /** Each variant's maximum when (c) did not run: one short burn-down (20k jobs, 10 s cap) per variant. */
 export const estimateMaxRates = async (ctx: BenchContext): Promise<void> => {
   const missing = ctx.variants.filter((v) => !ctx.maxRates.has(v.id));
-  await interleave(ctx, missing, { runs: 1, warmup: false, worker: { kind: "noop" } }, async (session, _run, worker) => {
+  await interleave(ctx, missing, { runs: 1, worker: { kind: "noop" } }, async (session, _run, worker) => {
     const label = `max of ${session.variant.label}`;
     const jobs = 20_000;
-    await preload(session, 1, jobs, 1000, (d) => ctx.progress.update(`${label}: preloading ${fmt(d)}/${fmt(jobs)}`));
+    await session.generate("ready", 1, jobs);
     const r = await drainWith(session, worker, ctx, { jobs, capS: 10, label });
     const rate = r.done / ((r.endAt - r.summary.firstStartAt) / 1000);
     ctx.maxRates.set(session.variant.id, rate);
@@ -128,12 +133,13 @@ export const estimateMaxRates = async (ctx: BenchContext): Promise<void> => {
   });
 };
 
-/** Quick mode's one warm-up pass (discarded): each variant enqueues and drains 3k jobs. */
+/** The bench's one warm-up pass (discarded): each variant enqueues 3k jobs in batches and 50 one by one, and drains them. */
 export const warmUp = async (ctx: BenchContext): Promise<void> => {
-  await interleave(ctx, ctx.variants, { runs: 1, warmup: false, worker: { kind: "noop" } }, async (session, _run, worker) => {
+  await interleave(ctx, ctx.variants, { runs: 1, worker: { kind: "noop" } }, async (session, _run, worker) => {
     const label = `warm-up ${session.variant.label}`;
     await preload(session, 1, 3000, 1000, (d) => ctx.progress.update(`${label}: preloading ${fmt(d)}`));
-    await drainWith(session, worker, ctx, { jobs: 3000, capS: 4, label });
+    for (let k = 3001; k <= 3050; k++) await session.enqueueOne({ k });
+    await drainWith(session, worker, ctx, { jobs: 3050, capS: 4, label });
   });
   ctx.progress.done("warm-up pass done (discarded)");
 };

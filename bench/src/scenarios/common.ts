@@ -9,8 +9,6 @@ import { spawnWorker, type WorkerHandle } from "../worker/spawn";
 /** Sizes of one mode (quick or full). */
 export type Sizes = {
   runs: number;
-  /** A discarded warm-up run per scenario (full); otherwise one warm-up pass for the whole bench (quick). */
-  warmups: boolean;
   enqueueJobs: number;
   singleSeconds: number;
   burnDownJobs: number;
@@ -68,16 +66,14 @@ export class RowSet {
     return r;
   }
 
-  /** Records one run's values (skipped for the warm-up). */
-  add(label: string, variant: VariantId, values: Record<string, number>, isWarmup: boolean): void {
+  /** Records one run's values. */
+  add(label: string, variant: VariantId, values: Record<string, number>): void {
     const r = this.row(label, variant);
-    if (isWarmup) return;
     for (const [k, v] of Object.entries(values)) (r.values[k] ??= []).push(v);
   }
 
-  note(label: string, variant: VariantId, note: string, isWarmup: boolean): void {
+  note(label: string, variant: VariantId, note: string): void {
     const r = this.row(label, variant);
-    if (isWarmup) return;
     if (!r.notes.includes(note)) r.notes.push(note);
   }
 
@@ -104,19 +100,22 @@ export const COST_COLUMNS: Column[] = [
 export const bootWorker = (ctx: BenchContext, variant: Variant, handler: HandlerMode): Promise<WorkerHandle> =>
   spawnWorker({ variant: variant.id, budget: ctx.budget, handler, timeClaims: true });
 
+/** Which measured run this is (from 1). */
+export type Run = { index: number };
+
 /**
- * Runs `measure` for every variant, run after run (a discarded warm-up first when `warmup`), in an
- * order rotated each run so no system always goes first. Each call gets its own fresh database and,
- * with `worker`, a worker process booted meanwhile (started by `measure`, ended afterwards).
+ * Runs `measure` for every variant, run after run, in an order rotated each run so no system
+ * always goes first. Each call gets its own fresh database and, with `worker`, a worker process
+ * booted meanwhile (started by `measure`, ended afterwards). The warm-up is one pass for the whole
+ * bench (burn-down.ts `warmUp`), before the first scenario.
  */
 export const interleave = async (
   ctx: BenchContext,
   variants: readonly Variant[],
-  options: { runs: number; warmup: boolean; worker?: HandlerMode | ((variant: Variant) => HandlerMode) },
-  measure: (session: Session, run: { index: number; isWarmup: boolean }, worker: WorkerHandle) => Promise<void>,
+  options: { runs: number; worker?: HandlerMode | ((variant: Variant) => HandlerMode) },
+  measure: (session: Session, run: Run, worker: WorkerHandle) => Promise<void>,
 ): Promise<void> => {
-  const first = options.warmup ? 0 : 1;
-  for (let index = first; index <= options.runs; index++) {
+  for (let index = 1; index <= options.runs; index++) {
     const shift = index % variants.length;
     const order = [...variants.slice(shift), ...variants.slice(0, shift)];
     for (const variant of order) {
@@ -129,7 +128,7 @@ export const interleave = async (
       try {
         if (session.status === "rejected") throw session.reason;
         if (worker.status === "rejected") throw worker.reason;
-        await measure(session.value, { index, isWarmup: index === 0 }, worker.value as WorkerHandle);
+        await measure(session.value, { index }, worker.value as WorkerHandle);
       } finally {
         if (worker.status === "fulfilled") worker.value?.kill();
         if (session.status === "fulfilled") await session.value.close();
@@ -138,7 +137,6 @@ export const interleave = async (
   }
 };
 
-export const runLabel = (run: { index: number; isWarmup: boolean }, runs: number): string =>
-  run.isWarmup ? "warm-up" : `run ${run.index}/${runs}`;
+export const runLabel = (run: Run, runs: number): string => `run ${run.index}/${runs}`;
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -41,8 +41,8 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
   const rows = new RowSet();
   const variants = enqueueVariants(ctx.variants);
   const n = ctx.sizes.enqueueJobs;
-  await interleave(ctx, variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups }, async (session, run) => {
-    const jobs = run.isWarmup ? Math.max(2000, Math.floor(n / 5)) : n;
+  await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
+    const jobs = n;
     let k = 1;
     for (const producer of await producersOf(session)) {
       const label = producer.label === "HTTP" ? "porter (HTTP API)" : rowLabel(session.variant, ctx.variants);
@@ -62,7 +62,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
         values[`b${size}`] = rate;
         if (cost) Object.assign(values, perJobValues(cost));
       }
-      rows.add(label, session.variant.id, values, run.isWarmup);
+      rows.add(label, session.variant.id, values);
       ctx.progress.done(`(a) ${label}, ${runLabel(run, ctx.sizes.runs)}: ${fmt(values.b100!)} jobs/s at 100/call, ${fmt(values.b1000!)} at 1000/call`);
     }
   });
@@ -91,8 +91,8 @@ export const singleEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> 
   const rows = new RowSet();
   const variants = enqueueVariants(ctx.variants);
   const levels = [1, 8, 32];
-  await interleave(ctx, variants, { runs: ctx.sizes.runs, warmup: ctx.sizes.warmups }, async (session, run) => {
-    const seconds = run.isWarmup ? Math.max(0.5, ctx.sizes.singleSeconds / 3) : ctx.sizes.singleSeconds;
+  await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
+    const seconds = ctx.sizes.singleSeconds;
     let k = 1;
     for (const producer of await producersOf(session)) {
       const label = producer.label === "HTTP" ? "porter (HTTP API)" : rowLabel(session.variant, ctx.variants);
@@ -124,7 +124,7 @@ export const singleEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> 
         values[`p99c${c}`] = d.p99;
         if (cost) Object.assign(values, perJobValues(cost));
       }
-      rows.add(label, session.variant.id, values, run.isWarmup);
+      rows.add(label, session.variant.id, values);
       ctx.progress.done(`(b) ${label}, ${runLabel(run, ctx.sizes.runs)}: ${levels.map((c) => `${fmt(values[`c${c}`]!)}/s at ${c}`).join(", ")}`);
     }
   });

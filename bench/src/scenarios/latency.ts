@@ -34,7 +34,7 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
   const fractions = [0.5, 0.9];
   const rowSets = fractions.map(() => new RowSet());
   const windowS = ctx.sizes.steadySeconds;
-  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: false, worker: { kind: "noop" } }, async (session, run, booted) => {
+  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, booted) => {
     const max = ctx.maxRates.get(session.variant.id) ?? 100;
     const started = await idleWorker(session, booted);
     const worker = started.worker;
@@ -68,7 +68,7 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
           ctx.progress.update(`${label}: ${fmt(sent)} enqueued, ${fmt(worker.progress().succeeded - (first - 1))} done`);
         }
         // A system that fell behind gets a while to catch up; what is still unstarted then is reported.
-        const catchUpMs = Math.min(15_000, Math.max(3_000, windowS * 1000));
+        const catchUpMs = Math.min(15_000, Math.max(2_000, windowS * 1000));
         const caughtUp = await worker.waitFor((p) => p.succeeded >= k - 1, catchUpMs);
         probe.stop();
         await probe.settle(5, 2_000);
@@ -76,12 +76,11 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
         const start = await worker.latency(warm, end);
         const done = distribution(probe.latencies(warm, end));
         const behind = k - 1 - worker.progress().succeeded;
-        if (!caughtUp) rowSets[i]!.note(session.variant.label, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`, false);
+        if (!caughtUp) rowSets[i]!.note(session.variant.label, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`);
         rowSets[i]!.add(
           session.variant.label,
           session.variant.id,
           { arrivals: sent / ((end - t0) / 1000), startP50: start.p50, startP99: start.p99, doneP50: done.p50, doneP99: done.p99, ...costs(before, after, sent, probe.queries + 3) },
-          false,
         );
         ctx.progress.done(`${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms (${done.count} tracked)`);
         before = after;
@@ -109,7 +108,7 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
  */
 export const idleLatency = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
-  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, warmup: false, worker: { kind: "noop" } }, async (session, run, booted) => {
+  await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, booted) => {
     const label = `(e) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
     const { worker, before } = await idleWorker(session, booted);
     try {
@@ -134,7 +133,6 @@ export const idleLatency = async (ctx: BenchContext): Promise<ScenarioResult> =>
         session.variant.label,
         session.variant.id,
         { samples, startP50: start.p50, startP99: start.p99, doneP50: done.p50, doneP99: done.p99, ...costs(before, after, samples + 1, probe.queries + 3) },
-        false,
       );
       ctx.progress.done(`${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms, ${samples} samples`);
     } finally {

@@ -31,7 +31,10 @@ export class JobLog {
   private lastEndAt = 0;
   private enqueuedAt: number[] = [];
   private startLatency: number[] = [];
-  private readonly successes = new Map<number, number>();
+  /** Successes per job number (saturating at 255): catches a job run to success twice. */
+  private successes = new Uint8Array(1 << 16);
+  private distinct = 0;
+  private repeated = 0;
 
   constructor(readonly mode: HandlerMode) {}
 
@@ -54,8 +57,8 @@ export class JobLog {
         throw new InjectedFailure(payload.k, attempt);
       }
       await applyEffect(payload.k);
-      this.successes.set(payload.k, (this.successes.get(payload.k) ?? 0) + 1);
     }
+    this.countSuccess(payload.k);
     this.succeeded++;
     this.lastEndAt = nowMs();
   }
@@ -74,13 +77,23 @@ export class JobLog {
     return distribution(picked);
   }
 
+  private countSuccess(k: number): void {
+    if (k >= this.successes.length) {
+      const grown = new Uint8Array(Math.max(k + 1, this.successes.length * 2));
+      grown.set(this.successes);
+      this.successes = grown;
+    }
+    const before = this.successes[k]!;
+    if (before === 0) this.distinct++;
+    if (before === 1) this.repeated++;
+    if (before < 255) this.successes[k] = before + 1;
+  }
+
   repeatedSuccesses(): number {
-    let n = 0;
-    for (const c of this.successes.values()) if (c > 1) n++;
-    return n;
+    return this.repeated;
   }
 
   distinctSucceeded(): number {
-    return this.mode.kind === "faulty" ? this.successes.size : this.succeeded;
+    return this.distinct;
   }
 }
