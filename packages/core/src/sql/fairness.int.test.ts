@@ -5,6 +5,8 @@ import { controlPlane } from "../testing/fixtures";
 import { claimJobs, type ClaimedJob } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
 import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { redriveJobs } from "./redrive-jobs";
+import { rescueExpiredLeases } from "./rescue-expired-leases";
 
 // Weighted fair share between tenants (issue 4): claims follow the tenants' weights whatever their
 // backlogs, and a tenant's burst cannot make another tenant's work wait behind it.
@@ -83,6 +85,29 @@ describe("weighted fair share", () => {
       if (batch.some((c) => c.jobId === single!.job_id) || batch.length === 0) break;
     }
     console.info(`[fairness] a single job behind a 10k burst was claimed in batch ${batches} of 10`);
+    expect(batches).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("redrive", () => {
+  it("a redrive of 2k DEAD jobs of one tenant queues them by fair share, not ahead of everyone", async () => {
+    await burst("A", 2_000);
+    // DEAD: single-attempt jobs whose (ghost) worker lost its lease.
+    await db.pool.query(
+      `UPDATE jobs SET state = 'RUNNING', attempt = max_attempts, claimed_at = now(), lease_owner = 'ghost',
+                       lease_token = nextval('lease_token_seq'), lease_until = now() - interval '1 second'`,
+    );
+    while ((await rescueExpiredLeases(db.pool)).dead > 0);
+    expect((await redriveJobs(db.pool, { filter: { tenantId: "A" }, actor: "test:fairness" })).redriven).toHaveLength(2_000);
+    const [single] = await enqueueJobs(db.pool, jobs("B", 1));
+    let batches = 0;
+    for (;;) {
+      batches += 1;
+      const batch = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
+      await ack(batch);
+      if (batch.some((c) => c.jobId === single!.job_id) || batch.length === 0) break;
+    }
+    console.info(`[fairness] a single job behind a 2k redrive was claimed in batch ${batches} of 10`);
     expect(batches).toBeLessThanOrEqual(2);
   });
 });

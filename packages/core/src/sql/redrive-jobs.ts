@@ -24,7 +24,8 @@ export type RedriveOutcome = { redriven: string[]; skipped: Array<{ job_id: stri
  * DEAD → READY, audited: each redriven job moves back to the hot table with a fresh attempt budget
  * (attempt 0, redrive_count + 1), a `redriven` timeline event and an audit row, all in one
  * transaction. Jobs that recorded effects (partial) or whose deadline passed are skipped unless
- * `force`; a forced redrive of an expired deadline clears it.
+ * `force`; a forced redrive of an expired deadline clears it. Redriven jobs take their tenants'
+ * next virtual finish times, as enqueued jobs do (weighted fair share, docs/scheduling.md).
  */
 export const redriveJobs = async (db: Db, params: RedriveParams): Promise<RedriveOutcome> => {
   if (!params.jobIds?.length && !params.filter) {
@@ -65,16 +66,36 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
     await client.query(
       `WITH at AS (SELECT coalesce($2::timestamptz, clock_timestamp()) AS t),
        done AS (DELETE FROM finished_jobs WHERE job_id = ANY($1::uuid[]) AND state = 'DEAD' RETURNING *),
-       back AS (
+       fresh AS (
+         SELECT d.*, row_number() OVER w AS k, count(*) OVER (PARTITION BY d.queue_id, d.tenant_id) AS n
+           FROM done d
+         WINDOW w AS (PARTITION BY d.queue_id, d.tenant_id ORDER BY d.id)
+       ), clocks AS (
+         -- Weighted fair queuing, as at enqueue: a (queue, tenant)'s n redriven jobs take its next n
+         -- virtual finish times, so a mass redrive shares the queue by weight instead of jumping
+         -- ahead of every other tenant's work. Rows locked in one order, as producers do.
+         INSERT INTO fair_clocks (queue_id, tenant_id, last_vft)
+         SELECT g.queue_id, g.tenant_id, q.vclock + g.n::float8 / t.weight
+           FROM (SELECT queue_id, tenant_id, max(n) AS n FROM fresh GROUP BY 1, 2) g
+           JOIN queues q ON q.id = g.queue_id
+           JOIN tenants t ON t.id = g.tenant_id
+          ORDER BY g.queue_id, g.tenant_id
+         ON CONFLICT (queue_id, tenant_id) DO UPDATE
+           SET last_vft = greatest(fair_clocks.last_vft, (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
+                          + (EXCLUDED.last_vft - (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
+         RETURNING queue_id, tenant_id, last_vft
+       ), back AS (
          INSERT INTO jobs (id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
                            state, attempt, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id,
                            contract_version, created_at, last_error, redrive_count, vft)
-         SELECT id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
-                'READY', 0, max_attempts, timeout_s, not_before,
-                CASE WHEN deadline_at <= (SELECT t FROM at) THEN NULL ELSE deadline_at END,
-                (SELECT t FROM at), trace_id, contract_version, created_at, error, redrive_count + 1,
-                (SELECT q.vclock FROM queues q WHERE q.id = done.queue_id)
-           FROM done
+         SELECT f.id, f.job_id, f.job_type, f.queue_id, f.tenant_id, f.payload, f.payload_hash, f.priority, f.idempotency_key,
+                'READY', 0, f.max_attempts, f.timeout_s, f.not_before,
+                CASE WHEN f.deadline_at <= (SELECT t FROM at) THEN NULL ELSE f.deadline_at END,
+                (SELECT t FROM at), f.trace_id, f.contract_version, f.created_at, f.error, f.redrive_count + 1,
+                c.last_vft - (f.n - f.k)::float8 / t.weight
+           FROM fresh f
+           JOIN clocks c ON c.queue_id = f.queue_id AND c.tenant_id = f.tenant_id
+           JOIN tenants t ON t.id = f.tenant_id
          RETURNING job_id, queue_id
        ), ev AS (
          INSERT INTO job_events (job_id, at, kind, actor, data)
