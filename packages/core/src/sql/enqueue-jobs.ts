@@ -5,6 +5,7 @@ import {
   type TEnqueueResult,
   type TJobState,
 } from "@porter/contracts";
+import pg from "pg";
 import { inTransaction, type Db } from "../db";
 import { payloadHash } from "../hash";
 import { admit } from "../admission";
@@ -99,6 +100,14 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     });
   });
 
+  // Virtual time is reserved in its own short statement when we own the transaction, so the
+  // (queue, tenant) clock row is locked for microseconds, not until the enqueue commits: concurrent
+  // producers of one tenant are not serialized on it (they were: one commit at a time). Tenants
+  // with admission limits are serialized by admission anyway; their reservation waits until
+  // admission has passed, so a refused batch moves no clock.
+  const hasAdmissionLimits = prepared.some((p) => p.policy.tenantRatePerSecond !== null || p.policy.tenantBacklogCap !== null);
+  const vfts = db instanceof pg.Pool && !hasAdmissionLimits ? await reserveVirtualTime(db, prepared) : undefined;
+
   return inTransaction(db, async (client) => {
     // Admission: a tenant over its arrival rate or backlog cap is refused (429, nothing stored), or,
     // where the queue defers, its jobs are accepted into the lowest class (priority 0).
@@ -108,6 +117,7 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     // DO NOTHING also absorbs duplicates inside the batch), and only those reach `jobs`.
     // The batch travels as one JSON document (V8 serializes it natively; pg's array escaping of
     // fourteen parallel arrays cost more than the insert itself).
+    const vftsNow = vfts ?? (await reserveVirtualTime(client, prepared));
     const batch = JSON.stringify(
       prepared.map((p) => ({
         ord: p.ord,
@@ -125,6 +135,7 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
         deadline_at: p.deadlineAt,
         run_at: p.runAt,
         trace_id: p.traceId,
+        vft: vftsNow[p.ord],
       })),
     );
     const { rows: inserted } = await client.query<{ job_id: string }>({
@@ -133,39 +144,20 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
          SELECT * FROM jsonb_to_recordset($1::jsonb)
            AS t(ord int, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, payload_hash text,
                 priority int, idempotency_key text, max_attempts int, timeout_s int, not_before timestamptz,
-                deadline_at timestamptz, run_at timestamptz, trace_id text)
+                deadline_at timestamptz, run_at timestamptz, trace_id text, vft float8)
        ), keys AS (
          INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, payload_hash, created_at)
          SELECT tenant_id, idempotency_key, job_id, payload_hash, $2 FROM input
          ORDER BY tenant_id, idempotency_key, ord -- one lock order for all producers (no deadlock); first occurrence wins
          ON CONFLICT DO NOTHING
          RETURNING job_id
-       ), fresh AS (
-         SELECT i.*, row_number() OVER w AS k, count(*) OVER (PARTITION BY i.queue_id, i.tenant_id) AS n
-           FROM input i JOIN keys USING (job_id)
-         WINDOW w AS (PARTITION BY i.queue_id, i.tenant_id ORDER BY i.ord)
-       ), clocks AS (
-         -- Weighted fair queuing: the (queue, tenant)'s n new jobs take virtual finish times
-         -- max(last_vft, queue clock) + 1/w, + 2/w, …, + n/w. The row lock orders concurrent producers.
-         INSERT INTO fair_clocks (queue_id, tenant_id, last_vft)
-         SELECT g.queue_id, g.tenant_id, q.vclock + g.n::float8 / t.weight
-           FROM (SELECT queue_id, tenant_id, max(n) AS n FROM fresh GROUP BY 1, 2) g
-           JOIN queues q ON q.id = g.queue_id
-           JOIN tenants t ON t.id = g.tenant_id
-          ORDER BY g.queue_id, g.tenant_id
-         ON CONFLICT (queue_id, tenant_id) DO UPDATE
-           SET last_vft = greatest(fair_clocks.last_vft, (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
-                          + (EXCLUDED.last_vft - (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
-         RETURNING queue_id, tenant_id, last_vft
        )
        INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
                          state, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft)
-       SELECT f.job_id, f.job_type, f.queue_id, f.tenant_id, f.payload, f.payload_hash, f.priority,
-              f.idempotency_key, 'READY', f.max_attempts, f.timeout_s, f.not_before, f.deadline_at, f.run_at,
-              f.trace_id, $2, c.last_vft - (f.n - f.k)::float8 / t.weight
-         FROM fresh f
-         JOIN clocks c ON c.queue_id = f.queue_id AND c.tenant_id = f.tenant_id
-         JOIN tenants t ON t.id = f.tenant_id
+       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.payload_hash, i.priority,
+              i.idempotency_key, 'READY', i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, i.run_at,
+              i.trace_id, $2, i.vft
+         FROM input i JOIN keys k ON k.job_id = i.job_id
        RETURNING job_id`,
       values: [batch, now],
     });
@@ -216,4 +208,41 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     }
     return results;
   });
+};
+
+/**
+ * Weighted fair queuing (docs/scheduling.md): each (queue, tenant) group of n jobs reserves the
+ * virtual finish times max(last_vft, queue clock) + 1/w … + n/w, in input order. One statement,
+ * rows locked in (queue, tenant) order (no deadlock between producers), committed asynchronously
+ * when it runs on its own: a reservation lost in a crash or left unused by a refused batch only
+ * moves the tenant's clock forward a little. Returns each job's vft by its input position.
+ */
+const reserveVirtualTime = async (db: Db, prepared: Prepared[]): Promise<number[]> => {
+  const groups = new Map<string, { queue_id: string; tenant_id: string; members: Prepared[] }>();
+  for (const p of prepared) {
+    const key = `${p.queueId}\u0000${p.input.tenant_id}`;
+    const group = groups.get(key) ?? { queue_id: p.queueId, tenant_id: p.input.tenant_id, members: [] };
+    group.members.push(p);
+    groups.set(key, group);
+  }
+  const { rows } = await db.query<{ queue_id: string; tenant_id: string; last_vft: number; weight: number }>({
+    name: "porter.reserve_vft",
+    text: `WITH g AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(queue_id text, tenant_id text, n int)),
+           async AS (SELECT set_config('synchronous_commit', 'off', true))
+           INSERT INTO fair_clocks (queue_id, tenant_id, last_vft)
+           SELECT g.queue_id, g.tenant_id, q.vclock + g.n::float8 / t.weight
+             FROM g JOIN queues q ON q.id = g.queue_id JOIN tenants t ON t.id = g.tenant_id, async
+            ORDER BY g.queue_id, g.tenant_id
+           ON CONFLICT (queue_id, tenant_id) DO UPDATE
+             SET last_vft = greatest(fair_clocks.last_vft, (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
+                            + (EXCLUDED.last_vft - (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
+           RETURNING queue_id, tenant_id, last_vft, (SELECT t.weight FROM tenants t WHERE t.id = fair_clocks.tenant_id) AS weight`,
+    values: [JSON.stringify([...groups.values()].map((g) => ({ queue_id: g.queue_id, tenant_id: g.tenant_id, n: g.members.length })))],
+  });
+  const vfts: number[] = new Array(prepared.length);
+  for (const row of rows) {
+    const members = groups.get(`${row.queue_id}\u0000${row.tenant_id}`)!.members;
+    members.forEach((p, i) => (vfts[p.ord] = row.last_vft - (members.length - 1 - i) / row.weight));
+  }
+  return vfts;
 };
