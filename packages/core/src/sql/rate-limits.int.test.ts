@@ -158,9 +158,13 @@ describe("adaptive concurrency (a provider's 429)", () => {
     const t = new Date(Date.now() + 1_000);
     expect(await claim(t, 6)).toHaveLength(6);
     expect((await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 100, now: t }))?.currentLimit).toBe(3);
-    expect((await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 100, now: t }))?.currentLimit).toBe(1);
-    expect((await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 100, now: t }))?.currentLimit).toBe(1);
+    // The other 429s of the same burst (within a second) only extend the pause: one decrease per event.
+    expect((await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 100, now: t }))?.currentLimit).toBe(3);
+    const later = new Date(t.getTime() + 1_500);
+    expect((await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 100, now: later }))?.currentLimit).toBe(1);
+    const muchLater = new Date(t.getTime() + 3_000);
+    expect((await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 100, now: muchLater }))?.currentLimit).toBe(1);
     // 6 running over a limit of 1: nothing more starts after the pause.
-    expect(await claim(new Date(t.getTime() + 200))).toEqual([]);
+    expect(await claim(new Date(muchLater.getTime() + 200))).toEqual([]);
   });
 });

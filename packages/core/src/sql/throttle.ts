@@ -4,7 +4,8 @@ import type { Db } from "../db";
  * A provider said "slow down" (HTTP 429, `Retry-After`) for a resource key: the key is paused for
  * everyone until `retryAfterMs` has passed (claims give its queues no room), and its concurrency is
  * halved (multiplicative decrease of the adaptive `current_limit`, never below 1; from the
- * configured limit, or from what was running when none is configured).
+ * configured limit, or from what was running when none is configured) — once per congestion
+ * event: reports within a second of the last decrease only extend the pause.
  */
 export const reportThrottle = async (
   db: Db,
@@ -14,10 +15,14 @@ export const reportThrottle = async (
     `WITH at AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS t)
      UPDATE resource_keys rk
         SET throttled_until = greatest(coalesce(rk.throttled_until, '-infinity'), (SELECT t FROM at) + $2 * interval '1 millisecond'),
-            current_limit = greatest(1, floor(coalesce(rk.current_limit, rk.concurrency_limit,
-                              (SELECT count(*) FROM jobs r JOIN queues q ON q.id = r.queue_id
-                                WHERE r.state = 'RUNNING' AND q.resource_key_id = rk.id)::int, 2) / 2.0))::int,
-            adapted_at = (SELECT t FROM at)
+            -- One decrease per congestion event: the many 429s of one burst halve the limit once.
+            current_limit = CASE WHEN rk.current_limit IS NOT NULL AND rk.adapted_at > (SELECT t FROM at) - interval '1 second'
+                                 THEN rk.current_limit
+                                 ELSE greatest(1, floor(coalesce(rk.current_limit, rk.concurrency_limit,
+                                        (SELECT count(*) FROM jobs r JOIN queues q ON q.id = r.queue_id
+                                          WHERE r.state = 'RUNNING' AND q.resource_key_id = rk.id)::int, 2) / 2.0))::int END,
+            adapted_at = CASE WHEN rk.current_limit IS NOT NULL AND rk.adapted_at > (SELECT t FROM at) - interval '1 second'
+                              THEN rk.adapted_at ELSE (SELECT t FROM at) END
       WHERE rk.id = $1
      RETURNING rk.current_limit, rk.throttled_until`,
     [params.resourceKeyId, params.retryAfterMs ?? 1000, params.now ?? null],
@@ -28,8 +33,8 @@ export const reportThrottle = async (
 
 /**
  * Additive increase: a resource key calm for `calmMs` since its limit last moved gets one more
- * slot; back at its configured limit (or, with none configured, after doubling past what it had
- * when throttled) the adaptive limit is lifted.
+ * slot; back at its configured limit (or, with none configured, at 64) the adaptive limit is
+ * lifted.
  */
 export const recoverResourceLimits = async (db: Db, params: { now?: Date; calmMs?: number } = {}): Promise<number> => {
   const { rowCount } = await db.query(
