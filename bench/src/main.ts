@@ -12,6 +12,7 @@ import { backlog } from "./scenarios/backlog";
 import { burnDown, estimateMaxRates, warmUp } from "./scenarios/burn-down";
 import type { BenchContext, ScenarioResult } from "./scenarios/common";
 import { batchEnqueue, singleEnqueue } from "./scenarios/enqueue";
+import { fairness, FAIRNESS_FULL, FAIRNESS_QUICK } from "./scenarios/fairness";
 import { failures } from "./scenarios/failures";
 import { idleLatency, steadyArrivals } from "./scenarios/latency";
 import { fmt, markdownTable } from "./table";
@@ -68,7 +69,7 @@ const ctx: BenchContext = {
   variants: options.variants,
   maxRates: new Map(),
 };
-const runners: Record<ScenarioId, (c: BenchContext) => Promise<ScenarioResult | ScenarioResult[]>> = {
+const runners: Record<Exclude<ScenarioId, "h">, (c: BenchContext) => Promise<ScenarioResult | ScenarioResult[]>> = {
   a: batchEnqueue,
   b: singleEnqueue,
   c: burnDown,
@@ -85,6 +86,8 @@ const variantsFor = (id: ScenarioId | "warm-up") =>
     : ctx.variants;
 
 const results: ScenarioResult[] = [];
+/** Scenarios with a table of their own shape (h: fairness), in markdown. */
+const extras: Array<{ markdown: string; details: unknown }> = [];
 const timings: Record<string, number> = {};
 
 const header = (): string => {
@@ -112,14 +115,14 @@ const header = (): string => {
 };
 
 const save = (final: boolean) => {
-  const report = [header(), ...results.map(scenarioMarkdown)].join("\n\n");
+  const report = [header(), ...results.map(scenarioMarkdown), ...extras.map((e) => e.markdown)].join("\n\n");
   const elapsed = `total ${fmt((Date.now() - startedAt) / 1000)} s (${Object.entries(timings)
     .map(([k, v]) => `${k} ${fmt(v)} s`)
     .join(", ")})`;
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, `${stamp}.json`),
-    JSON.stringify({ at: new Date(startedAt).toISOString(), final, environment, options, ceiling, timings, maxRates: Object.fromEntries(ctx.maxRates), results }, null, 2),
+    JSON.stringify({ at: new Date(startedAt).toISOString(), final, environment, options, ceiling, timings, maxRates: Object.fromEntries(ctx.maxRates), results, extras: extras.map((e) => e.details) }, null, 2),
   );
   writeFileSync(join(dir, `${stamp}.md`), `${report}\n\n${elapsed}\n`);
   return `${report}\n\n${elapsed}`;
@@ -132,6 +135,14 @@ const save = (final: boolean) => {
 }
 for (const id of options.scenarios) {
   const t0 = Date.now();
+  if (id === "h") {
+    if (options.variants.some((v) => v.system === "porter")) {
+      extras.push(await fairness(adminUrl, options.quick ? FAIRNESS_QUICK : FAIRNESS_FULL, progress));
+      timings[`${id} ${SCENARIO_NAMES[id]}`] = (Date.now() - t0) / 1000;
+      save(false);
+    }
+    continue;
+  }
   const variants = variantsFor(id);
   if ((id === "d" || id === "g") && variants.some((v) => !ctx.maxRates.has(v.id))) {
     progress.done(`(${id}) needs each system's maximum: measuring a short burn-down first`);

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import type { Sizes } from "./scenarios/common";
 import { VARIANTS, type SystemName, type Variant } from "./variants";
 
-export const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g"] as const;
+export const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g", "h"] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 
 export const SCENARIO_NAMES: Record<ScenarioId, string> = {
@@ -13,6 +13,7 @@ export const SCENARIO_NAMES: Record<ScenarioId, string> = {
   e: "idle",
   f: "backlog",
   g: "failures",
+  h: "fairness",
 };
 
 export const HELP = `npm run bench -- [--quick] [--scenario a,c|burn-down,...] [--systems porter,graphile,pgboss]
@@ -20,7 +21,8 @@ export const HELP = `npm run bench -- [--quick] [--scenario a,c|burn-down,...] [
 
 Porter side by side with graphile-worker and pg-boss on the same PostgreSQL (DATABASE_URL, an admin
 connection; default postgres://postgres@127.0.0.1:5432/postgres), a fresh database per system per run.
-Scenarios: a batch-enqueue, b single-enqueue, c burn-down, d steady, e idle, f backlog, g failures.
+Scenarios: a batch-enqueue, b single-enqueue, c burn-down, d steady, e idle, f backlog, g failures,
+h fairness (Porter only: tenant shares, Jain's index, quiet tenants' waits, policy on vs off).
   --quick          fewer jobs, 1 measured run, (f) at 10k vs 50k, the peers' default configurations
                    only in (c), one warm-up pass for all: under 5 minutes
   --scenario S     run only these (letters or names, comma-separated; default all)

@@ -22,6 +22,8 @@ import { markdownTable } from "../table";
  *    all set above the worker's slots so they are checked on every claim but never bind.
  */
 export type FairnessSizes = { quietJobs: number; noisyFactor: number; arrivalsPerS: number; arrivalSeconds: number; burnJobs: number };
+export const FAIRNESS_QUICK: FairnessSizes = { quietJobs: 1000, noisyFactor: 10, arrivalsPerS: 50, arrivalSeconds: 5, burnJobs: 10_000 };
+export const FAIRNESS_FULL: FairnessSizes = { quietJobs: 2000, noisyFactor: 10, arrivalsPerS: 100, arrivalSeconds: 10, burnJobs: 40_000 };
 
 const TENANTS = [
   { id: "A", weight: 1 },
