@@ -14,7 +14,7 @@ export type CompleterOptions = {
   logger: Logger;
   /** Longest a result waits in the buffer. Default 5 ms. */
   flushIntervalMs?: number;
-  /** A buffer of this many results is written at once. Default 100. */
+  /** A buffer of this many results is written at once. Default 500. */
   maxBatch?: number;
   /** Tries before a result that a statement keeps refusing is given up (its lease then expires). Default 3. */
   maxTries?: number;
@@ -45,7 +45,7 @@ export class Completer {
     private readonly options: CompleterOptions,
   ) {
     this.flushIntervalMs = options.flushIntervalMs ?? 5;
-    this.maxBatch = options.maxBatch ?? 100;
+    this.maxBatch = options.maxBatch ?? 500;
     this.maxTries = options.maxTries ?? 3;
   }
 

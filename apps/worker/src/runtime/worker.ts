@@ -40,14 +40,15 @@ export type WorkerOptions = {
   claimGatherMs?: number;
   /**
    * Jobs claimed ahead of free slots, held in a local buffer and started as slots free up, so a
-   * claim round trip is paid per batch rather than per few jobs. Default: `concurrency`.
+   * claim round trip is paid per batch rather than per few jobs. Default: max(2 × concurrency, 200);
+   * backs off by itself (halving) when slots stay busy longer than `maxBufferMs`.
    */
   prefetch?: number;
   /** A buffered job not started within this long is handed back. Default 2 000 ms. */
   maxBufferMs?: number;
   /** Completer: longest a result waits before its batch is written. Default 5 ms. */
   flushIntervalMs?: number;
-  /** Completer: a batch this large is written at once. Default 100. */
+  /** Completer: a batch this large is written at once. Default 500. */
   flushBatch?: number;
   /** Worker liveness row update. Default 5 000 ms. */
   workerHeartbeatMs?: number;
@@ -124,7 +125,7 @@ export class PorterWorker {
     this.id = options.workerId ?? randomUUID();
     this.concurrency = concurrency;
     this.lowWater = Math.max(1, Math.floor(concurrency / 4));
-    this.prefetch = Math.max(0, options.prefetch ?? concurrency);
+    this.prefetch = Math.max(0, options.prefetch ?? Math.max(2 * concurrency, 200));
     this.prefetchNow = this.prefetch;
     this.version = options.version ?? "dev";
     this.handlers = options.handlers ?? defaultHandlerRegistry();
