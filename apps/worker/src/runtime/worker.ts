@@ -40,8 +40,10 @@ export type WorkerOptions = {
   claimGatherMs?: number;
   /**
    * Jobs claimed ahead of free slots, held in a local buffer and started as slots free up, so a
-   * claim round trip is paid per batch rather than per few jobs. Default: max(2 × concurrency, 200);
-   * backs off by itself (halving) when slots stay busy longer than `maxBufferMs`.
+   * claim round trip is paid per batch rather than per few jobs. Default: `concurrency`. Larger
+   * values raise throughput of short jobs (docs/performance.md) at the cost of fairness latency:
+   * a buffered job was claimed, so later work of other tenants waits behind the buffer. Backs off
+   * by itself (halving) when slots stay busy longer than `maxBufferMs`.
    */
   prefetch?: number;
   /** A buffered job not started within this long is handed back. Default 2 000 ms. */
@@ -125,7 +127,7 @@ export class PorterWorker {
     this.id = options.workerId ?? randomUUID();
     this.concurrency = concurrency;
     this.lowWater = Math.max(1, Math.floor(concurrency / 4));
-    this.prefetch = Math.max(0, options.prefetch ?? Math.max(2 * concurrency, 200));
+    this.prefetch = Math.max(0, options.prefetch ?? concurrency);
     this.prefetchNow = this.prefetch;
     this.version = options.version ?? "dev";
     this.handlers = options.handlers ?? defaultHandlerRegistry();
