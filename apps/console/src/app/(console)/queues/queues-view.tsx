@@ -85,7 +85,7 @@ export function QueuesView() {
         fields={fields((pools.data ?? []).map((p) => p.id), (resourceKeys.data ?? []).map((k) => k.id))}
         createSchema={ZQueueCreate}
         editSchema={ZQueueFields}
-        defaults={{ pool_id: pools.data?.[0]?.id ?? "", default_priority: 50, max_priority: 100, lease_seconds: 30, default_max_attempts: 5, max_attempts: 25, backoff_base_ms: 1000, backoff_cap_ms: 300000, default_timeout_s: 300, max_timeout_s: 3600, max_runtime_s: 3600, retention_s: 604800 }}
+        defaults={{ pool_id: pools.data?.[0]?.id ?? "", default_priority: 50, max_priority: 100, lease_seconds: 30, default_max_attempts: 5, max_attempts: 25, backoff_base_ms: 1000, backoff_cap_ms: 300000, default_timeout_s: 300, max_timeout_s: 3600, max_runtime_s: 3600, retention_s: 604800, admission: "reject" }}
         onCreate={(values) => create.mutateAsync(values as never)}
         onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
         emptyHint={<>Create a pool first, then its queues.</>}
