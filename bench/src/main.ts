@@ -10,7 +10,7 @@ import { createProgress } from "./progress";
 import { scenarioMarkdown } from "./report";
 import { backlog } from "./scenarios/backlog";
 import { burnDown, estimateMaxRates, warmUp } from "./scenarios/burn-down";
-import type { BenchContext, ScenarioResult } from "./scenarios/common";
+import { isPeerDefault, type BenchContext, type ScenarioResult } from "./scenarios/common";
 import { batchEnqueue, singleEnqueue } from "./scenarios/enqueue";
 import { fairness, FAIRNESS_FULL, FAIRNESS_QUICK } from "./scenarios/fairness";
 import { failures } from "./scenarios/failures";
@@ -82,7 +82,7 @@ const runners: Record<Exclude<ScenarioId, "h">, (c: BenchContext) => Promise<Sce
 /** Quick mode shows the peers' default configurations in the burn-down only (where they differ most). */
 const variantsFor = (id: ScenarioId | "warm-up") =>
   options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c")
-    ? ctx.variants.filter((v) => v.system === "porter" || v.tuned)
+    ? ctx.variants.filter((v) => !isPeerDefault(v))
     : ctx.variants;
 
 const results: ScenarioResult[] = [];
@@ -96,7 +96,7 @@ const header = (): string => {
     "",
     `PostgreSQL ${environment.postgres}, ${environment.cpus} × ${environment.cpu}, Node ${environment.node}. ` +
       `Every worker: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections, one process; ` +
-      `producers: ${ctx.budget.connections} connections. ${ctx.sizes.runs} measured run(s) after a discarded warm-up, interleaved; median (min–max).`,
+      `producers: ${ctx.budget.connections} connections. ${ctx.sizes.runs} measured run(s) (the peers' default configurations: ${ctx.sizes.defaultRuns}) after a discarded warm-up, interleaved; median (min–max).`,
   ];
   if (ceiling) {
     lines.push(

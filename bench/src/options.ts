@@ -27,7 +27,8 @@ h fairness (Porter only: tenant shares, Jain's index, quiet tenants' waits, poli
                    only in (c), one warm-up pass for all: under 5 minutes
   --scenario S     run only these (letters or names, comma-separated; default all)
   --systems S      porter,graphile,pgboss (default all; a peer runs both default and tuned)
-  --runs N         measured runs after the warm-up (default 3; quick 1)
+  --runs N         measured runs after the warm-up (default 3; quick 1; the peers' default
+                   configurations run once)
   --concurrency N  jobs run at once by every worker (default 24)
   --connections N  pool size of every worker and producer (default concurrency + 2)
   --no-pgbench     skip the commit-ceiling measurement
@@ -35,24 +36,26 @@ Progress goes to stderr; the tables to stdout and bench/results/<timestamp>.{jso
 
 const FULL: Sizes = {
   runs: 3,
-  enqueueJobs: 30_000,
-  singleSeconds: 2,
+  defaultRuns: 1,
+  enqueueJobs: 20_000,
+  singleSeconds: 1.5,
   burnDownJobs: 200_000,
   burnDownCapS: 90,
-  defaultCapS: 10,
-  steadySeconds: 4,
-  idleSamples: 100,
-  idleCapS: 8,
+  defaultCapS: 8,
+  steadySeconds: 3,
+  idleSamples: 60,
+  idleCapS: 6,
   backlogSmall: 10_000,
   backlogLarge: 1_000_000,
   backlogWindow: 20_000,
-  failureJobs: 8_000,
+  failureJobs: 5_000,
   failureTargetS: 10,
   failureCapS: 45,
 };
 
 const QUICK: Sizes = {
   runs: 1,
+  defaultRuns: 1,
   enqueueJobs: 5_000,
   singleSeconds: 0.75,
   burnDownJobs: 15_000,

@@ -1,7 +1,9 @@
 import type { ScenarioResult } from "./scenarios/common";
 import { fmt, markdownTable, median, medianRange } from "./table";
 
-const ratio = (a: number, b: number): string => (Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? `${fmt(a / b, 2)}×` : "–");
+/** Porter ÷ peer; "–" when either is missing or the peer's figure rounds to 0 at the column's precision. */
+const ratio = (a: number, b: number, digits: number): string =>
+  Number.isFinite(a) && Number.isFinite(b) && Math.abs(b) >= 0.5 * 10 ** -digits ? `${fmt(a / b, 2)}×` : "–";
 
 /**
  * A scenario as markdown: one row per system with median (min–max) over the measured runs, then
@@ -30,7 +32,7 @@ export const scenarioMarkdown = (s: ScenarioResult): string => {
     const ratioRows = refs.flatMap((ref) =>
       peers.map((peer) => [
         `${ref.label} ÷ ${peer.label}`,
-        ...comparable.map((c) => ratio(median(ref.values[c.key] ?? []), median(peer.values[c.key] ?? []))),
+        ...comparable.map((c) => ratio(median(ref.values[c.key] ?? []), median(peer.values[c.key] ?? []), c.digits ?? 0)),
       ]),
     );
     const legend = comparable.map((c) => `${c.label}: ${c.better === "higher" ? "above" : "below"} 1× favours Porter`).join("; ");

@@ -64,7 +64,7 @@ export const VARIANTS: readonly Variant[] = [
     label: "pg-boss tuned",
     tuned: true,
     settings:
-      "useListenNotify + queue notify, batchSize 500, localConcurrency 4 (each batch run with concurrency/4 at once), pollingIntervalSeconds 0.5, burstWhenBatchFull, perJobResults",
+      "useListenNotify + queue notify, batchSize 500, localConcurrency 4 (each batch run with concurrency/4 at once), polling 0.5 s (pollingIntervalSeconds and, as NOTIFY is on, notifyPollingIntervalSeconds: retries are found by polling), burstWhenBatchFull, perJobResults",
     enqueueKey: "pgboss-tuned",
   },
 ];
@@ -78,7 +78,7 @@ export const variantById = (id: VariantId): Variant => {
 /** The tuned knobs, shared by the worker process and the report. */
 export const TUNED = {
   graphile: { localQueueSize: 500, completeJobBatchDelay: 0, failJobBatchDelay: 0 },
-  pgboss: { batchSize: 500, localConcurrency: 4, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true },
+  pgboss: { batchSize: 500, localConcurrency: 4, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, burstWhenBatchFull: true },
 } as const;
 
 /** Every system's queue/task name in its own database. */

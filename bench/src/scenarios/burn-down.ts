@@ -4,7 +4,7 @@ import { fmt, median } from "../table";
 import type { VariantId } from "../variants";
 import { nowMs, type WorkerSummary } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
-import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, sleep, type BenchContext, type ScenarioResult } from "./common";
+import { COST_COLUMNS, interleave, isPeerDefault, perJobValues, RowSet, runLabel, sleep, type BenchContext, type ScenarioResult } from "./common";
 
 /** Enqueues jobs k = from … from+count-1 in calls of `batch` through the system's batch API. */
 export const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
@@ -66,8 +66,8 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rates = new Map<VariantId, number[]>();
   await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, worker) => {
     const label = `(c) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
-    const isDefault = session.variant.system !== "porter" && !session.variant.tuned;
-    const jobs = isDefault ? Math.min(ctx.sizes.burnDownJobs, 30_000) : ctx.sizes.burnDownJobs;
+    const isDefault = isPeerDefault(session.variant);
+    const jobs = isDefault ? Math.min(ctx.sizes.burnDownJobs, 20_000) : ctx.sizes.burnDownJobs;
     const capS = isDefault ? ctx.sizes.defaultCapS : ctx.sizes.burnDownCapS;
     ctx.progress.update(`${label}: generating ${fmt(jobs)} jobs…`);
     await session.generate("ready", 1, jobs);
@@ -104,7 +104,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     id: "c",
     title: "(c) burn-down",
     notes: [
-      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 30_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
+      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 20_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
       "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks each job ran exactly once and the system recorded all of them done.",
       "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
     ],

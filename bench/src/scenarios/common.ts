@@ -9,6 +9,8 @@ import { spawnWorker, type WorkerHandle } from "../worker/spawn";
 /** Sizes of one mode (quick or full). */
 export type Sizes = {
   runs: number;
+  /** Runs of the peers' default configurations (slow by design; shown for reference). */
+  defaultRuns: number;
   enqueueJobs: number;
   singleSeconds: number;
   burnDownJobs: number;
@@ -100,6 +102,9 @@ export const COST_COLUMNS: Column[] = [
 export const bootWorker = (ctx: BenchContext, variant: Variant, handler: HandlerMode): Promise<WorkerHandle> =>
   spawnWorker({ variant: variant.id, budget: ctx.budget, handler, timeClaims: true });
 
+/** A peer in its library-default configuration. */
+export const isPeerDefault = (v: Variant): boolean => v.system !== "porter" && !v.tuned;
+
 /** Which measured run this is (from 1). */
 export type Run = { index: number };
 
@@ -119,6 +124,7 @@ export const interleave = async (
     const shift = index % variants.length;
     const order = [...variants.slice(shift), ...variants.slice(0, shift)];
     for (const variant of order) {
+      if (isPeerDefault(variant) && index > ctx.sizes.defaultRuns) continue;
       const [session, worker] = await Promise.allSettled([
         openSession(ctx.adminUrl, variant, ctx.budget),
         options.worker
