@@ -24,5 +24,3 @@ export const inTransaction = async <T>(db: Db, fn: (client: pg.PoolClient | pg.C
   }
 };
 
-/** Interval literal helper for parameters: `$n::double precision * interval '1 second'`. */
-export const toIso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
