@@ -4,7 +4,7 @@ import { claimJobs, handBackJobs, heartbeatWorker, registerWorker, stopWorker, t
 import type pg from "pg";
 import { defaultHandlerRegistry, type HandlerRegistry } from "../handlers";
 import type { Logger } from "../logger";
-import { Attempt } from "./attempt";
+import { Attempt, type AttemptDeps } from "./attempt";
 import { Completer } from "./completer";
 import { HandedBackError } from "./errors";
 import { LeaseKeeper } from "./lease-keeper";
@@ -40,12 +40,18 @@ export type WorkerOptions = {
   claimGatherMs?: number;
   /**
    * Jobs claimed ahead of free slots, held in a local buffer and started as slots free up, so a
-   * claim round trip is paid per batch rather than per few jobs. Default: `concurrency`. Larger
-   * values raise throughput of short jobs (docs/performance.md) at the cost of fairness latency:
-   * a buffered job was claimed, so later work of other tenants waits behind the buffer. Backs off
-   * by itself (halving) when slots stay busy longer than `maxBufferMs`.
+   * claim round trip is paid per batch rather than per few jobs. Default: adaptive — as many jobs
+   * as this worker starts in `prefetchWindowMs` at its measured start rate (at least
+   * `concurrency`, at most `prefetchMax`), so short jobs are claimed hundreds at a time while a
+   * worker of slow jobs holds few ahead. A fixed number disables the adaptation. A buffered job
+   * was claimed, so later work of other tenants waits behind the buffer: the window bounds that
+   * wait. Backs off by itself (halving) when slots stay busy longer than `maxBufferMs`.
    */
   prefetch?: number;
+  /** Adaptive prefetch: buffer about this much work ahead, at the measured start rate. Default 50 ms. */
+  prefetchWindowMs?: number;
+  /** Adaptive prefetch: the most jobs held ahead of free slots. Default 1 000. */
+  prefetchMax?: number;
   /** A buffered job not started within this long is handed back. Default 2 000 ms. */
   maxBufferMs?: number;
   /** Completer: longest a result waits before its batch is written. Default 5 ms. */
@@ -78,6 +84,8 @@ const DEFAULTS = {
   notifyDebounceMs: 10,
   claimGatherMs: 2,
   maxBufferMs: 2_000,
+  prefetchWindowMs: 50,
+  prefetchMax: 1_000,
   workerHeartbeatMs: 5_000,
 };
 
@@ -92,9 +100,15 @@ export class PorterWorker {
   readonly concurrency: number;
   readonly version: string;
   private readonly lowWater: number;
-  private readonly prefetch: number;
+  /** A fixed prefetch (the option), or undefined: adaptive. */
+  private readonly fixedPrefetch: number | undefined;
   /** The prefetch in force: halved each time buffered jobs had to be handed back, regrown step by step as the buffer drains in time. */
   private prefetchNow: number;
+  /** Adaptive prefetch: starts counted since `rateSince`, and the smoothed start rate (jobs/ms). */
+  private started = 0;
+  private rateSince = performance.now();
+  private startRate = 0;
+  private readonly attemptDeps: AttemptDeps;
   /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. */
   private readonly buffer: Array<{ job: ClaimedJob; at: number }> = [];
   private bufferTimer: NodeJS.Timeout | undefined;
@@ -127,8 +141,8 @@ export class PorterWorker {
     this.id = options.workerId ?? randomUUID();
     this.concurrency = concurrency;
     this.lowWater = Math.max(1, Math.floor(concurrency / 4));
-    this.prefetch = Math.max(0, options.prefetch ?? concurrency);
-    this.prefetchNow = this.prefetch;
+    this.fixedPrefetch = options.prefetch === undefined ? undefined : Math.max(0, options.prefetch);
+    this.prefetchNow = this.fixedPrefetch ?? concurrency;
     this.version = options.version ?? "dev";
     this.handlers = options.handlers ?? defaultHandlerRegistry();
     this.logger = options.logger.child({ workerId: this.id, pool: options.poolId });
@@ -142,6 +156,17 @@ export class PorterWorker {
         if (this.isClaimShort) this.nudge();
       },
     });
+    this.attemptDeps = {
+      pool: options.db,
+      workerId: this.id,
+      version: this.version,
+      logger: this.logger,
+      handlers: this.handlers,
+      completer: this.completer,
+      hangGraceMs: options.hangGraceMs ?? DEFAULTS.hangGraceMs,
+      heartbeat: (a) => this.leaseKeeper.extend([a]),
+      onRetryScheduled: (runAt) => this.wakeAt(runAt.getTime()),
+    };
     this.leaseKeeper = new LeaseKeeper(options.db, this.logger, () => this.attempts.values());
     this.listener = new NotificationListener({
       connectionString: options.connectionString,
@@ -267,13 +292,32 @@ export class PorterWorker {
     return this.concurrency + this.prefetchNow - this.attempts.size - this.buffer.length;
   }
 
+  /** The prefetch ceiling: the fixed option, or the jobs started in the prefetch window at the current rate. */
+  private prefetchCeiling(): number {
+    if (this.fixedPrefetch !== undefined) return this.fixedPrefetch;
+    const now = performance.now();
+    const elapsed = now - this.rateSince;
+    if (elapsed >= 100) {
+      // Smoothed over ~0.2 s: a burst raises it within a few claims, an idle spell lowers it.
+      this.startRate = 0.5 * this.startRate + 0.5 * (this.started / elapsed);
+      this.started = 0;
+      this.rateSince = now;
+    }
+    const window = this.options.prefetchWindowMs ?? DEFAULTS.prefetchWindowMs;
+    const max = this.options.prefetchMax ?? DEFAULTS.prefetchMax;
+    return Math.min(max, Math.max(this.concurrency, Math.round(this.startRate * window)));
+  }
+
   /** Starts buffered jobs while slots are free. */
   private pump(): void {
     const hadBuffer = this.buffer.length > 0;
     while (this.attempts.size < this.concurrency && this.buffer.length > 0) this.launch(this.buffer.shift()!.job);
-    if (hadBuffer && this.buffer.length === 0 && this.prefetchNow < this.prefetch) {
+    const ceiling = this.prefetchCeiling();
+    if (this.prefetchNow > ceiling) {
+      this.prefetchNow = ceiling;
+    } else if (hadBuffer && this.buffer.length === 0 && this.prefetchNow < ceiling) {
       // Additive increase, multiplicative decrease (on hand-back, below).
-      this.prefetchNow = Math.min(this.prefetch, this.prefetchNow + Math.max(1, Math.floor(this.prefetch / 8)));
+      this.prefetchNow = Math.min(ceiling, this.prefetchNow + Math.max(1, Math.floor(ceiling / 4)));
     }
     if (this.buffer.length > 0) this.bufferTimer ??= setTimeout(() => void this.expireBuffer(), this.maxBufferMs());
   }
@@ -309,17 +353,8 @@ export class PorterWorker {
   }
 
   private launch(job: ClaimedJob): void {
-    const attempt = new Attempt(job, {
-      pool: this.options.db,
-      workerId: this.id,
-      version: this.version,
-      logger: this.logger,
-      handlers: this.handlers,
-      completer: this.completer,
-      hangGraceMs: this.options.hangGraceMs ?? DEFAULTS.hangGraceMs,
-      heartbeat: (a) => this.leaseKeeper.extend([a]),
-      onRetryScheduled: (runAt) => this.wakeAt(runAt.getTime()),
-    });
+    const attempt = new Attempt(job, this.attemptDeps);
+    this.started += 1;
     this.attempts.set(job.id, attempt);
     void attempt
       .run()
