@@ -28,12 +28,22 @@ const make = (): EnqueueInput[] =>
   Array.from({ length: batch }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++i }, idempotency_key: `k-${i}` }));
 for (let w = 0; w < 3; w++) await enqueueJobs(pool, make(), { registry });
 if (stats) await pool.query(`SELECT pg_stat_statements_reset()`);
+const profiler = process.env.PROFILE ? new (await import("node:inspector/promises")).Session() : undefined;
+if (profiler) {
+  profiler.connect();
+  await profiler.post("Profiler.enable");
+  await profiler.post("Profiler.start");
+}
 const ticks0 = pgTicks();
 const c0 = process.cpuUsage();
 const t0 = performance.now();
 for (let k = 0; k < calls; k++) await enqueueJobs(pool, make(), { registry });
 const s = (performance.now() - t0) / 1000;
 const c = process.cpuUsage(c0);
+if (profiler) {
+  const { profile } = await profiler.post("Profiler.stop");
+  (await import("node:fs")).writeFileSync(process.env.PROFILE!, JSON.stringify(profile));
+}
 const pgS = (pgTicks() - ticks0) / 100;
 console.log(
   `${calls} calls of ${batch}: ${((calls * batch) / s).toFixed(0)} jobs/s; per call: wall ${((s * 1000) / calls).toFixed(1)} ms, ` +

@@ -65,7 +65,6 @@ export const openPorter = async (adminUrl: string, variant: Variant, budget: Bud
       const common = {
         job_id: uuidOf("g", prefix),
         payload: `jsonb_build_object('k', g)`,
-        payload_hash: `md5(g::text)`,
         idempotency_key: `'gen-' || g`,
         run_at: at,
         created_at: at,
@@ -73,7 +72,7 @@ export const openPorter = async (adminUrl: string, variant: Variant, budget: Bud
       await cloneRows(observer, {
         table: "idempotency_keys",
         template: `SELECT * FROM bench_template_keys`,
-        overrides: { idempotency_key: common.idempotency_key, job_id: common.job_id, payload_hash: common.payload_hash, created_at: at },
+        overrides: { idempotency_key: common.idempotency_key, job_id: common.job_id, created_at: at },
         from,
         count,
       });

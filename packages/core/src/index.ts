@@ -1,6 +1,5 @@
 export * from "./state";
 export * from "./db";
-export * from "./hash";
 export * from "./audit";
 export * from "./registry";
 export * from "./timeline";

@@ -27,15 +27,14 @@ describe("schema.prisma vs the migrated database", () => {
       .replace("leaseOwner        String?", "leaseOwner        String")
       .replace("\n\n  @@map(\"jobs\")", "\n  shard Int @map(\"shard\")\n\n  @@map(\"jobs\")")
       .replace("  operator\n  admin\n", "  operator\n  owner\n  admin\n")
-      .replace("payloadHash    String   @map(\"payload_hash\")\n  createdAt      DateTime @default(now()) @map(\"created_at\") @db.Timestamptz(6)\n\n  @@id",
-        "payloadHash    String   @map(\"payload_hash\") @db.Uuid\n  createdAt      DateTime @default(now()) @map(\"created_at\") @db.Timestamptz(6)\n\n  @@id")
+      .replace("idempotencyKey String   @map(\"idempotency_key\")\n  jobId ", "idempotencyKey String   @map(\"idempotency_key\") @db.Uuid\n  jobId ")
       .replace("@@index([at])", "@@index([at, actor])");
     const problems = diffSchema(parsePrismaSchema(text), await readDatabaseSchema(db.pool));
 
     expect(problems).toEqual([
       "column jobs.lease_owner (Job.leaseOwner) is nullable in the database, the schema says required (NOT NULL)",
       "column jobs.shard (Job.shard) is missing in the database",
-      "column idempotency_keys.payload_hash (IdempotencyKey.payloadHash) has type text in the database, the schema says uuid",
+      "column idempotency_keys.idempotency_key (IdempotencyKey.idempotencyKey) has type text in the database, the schema says uuid",
       "index on audit_log (at, actor) is missing in the database",
       "enum type role has labels [viewer, operator, admin] in the database, the schema says [viewer, operator, owner, admin]",
     ]);

@@ -1,7 +1,6 @@
 import { PermanentError, RetryableError } from "@porter/contracts";
 import { describe, expect, it } from "vitest";
 import { allTransitions, canTransition, isClaimable, isTerminal, TERMINAL_STATES } from "../state";
-import { canonicalJson, payloadHash } from "../hash";
 import { nextRunAt } from "./backoff";
 import { CancelledError, classifyFailure, TimeoutError } from "./classify";
 import { clampEnvelope, type EnqueuePolicy } from "./clamp";
@@ -86,14 +85,5 @@ describe("state machine", () => {
     expect(isClaimable("READY") && isClaimable("RETRY_WAIT")).toBe(true);
     expect(isClaimable("RUNNING")).toBe(false);
     expect(canTransition("READY", "SUCCEEDED")).toBe(false);
-  });
-});
-
-describe("payload hash", () => {
-  it("ignores key order and distinguishes job types and values", () => {
-    expect(canonicalJson({ b: 1, a: [1, { d: 2, c: 3 }] })).toBe('{"a":[1,{"c":3,"d":2}],"b":1}');
-    expect(payloadHash("t", { a: 1, b: 2 })).toBe(payloadHash("t", { b: 2, a: 1 }));
-    expect(payloadHash("t", { a: 1 })).not.toBe(payloadHash("u", { a: 1 }));
-    expect(payloadHash("t", { a: 1 })).not.toBe(payloadHash("t", { a: 2 }));
   });
 });

@@ -13,12 +13,9 @@ export type ClaimedJob = {
   attempt: number;
   maxAttempts: number;
   timeoutS: number;
-  notBefore: Date | null;
   deadlineAt: Date | null;
-  runAt: Date;
   traceId: string;
   createdAt: Date;
-  contractVersion: string;
   claimedAt: Date;
   leaseToken: string;
   leaseUntil: Date;
@@ -42,19 +39,16 @@ type ClaimRow = {
   attempt: number;
   max_attempts: number;
   timeout_s: number;
-  not_before: Date | null;
   deadline_at: Date | null;
-  run_at: Date;
   trace_id: string;
   created_at: Date;
-  contract_version: string;
   claimed_at: Date;
   lease_token: string;
   lease_until: Date;
   lease_seconds: number;
   backoff_base_ms: number;
   backoff_cap_ms: number;
-  cancel_requested_at: Date | null;
+  cancel_requested: boolean;
   resource_key_id: string | null;
 };
 
@@ -70,25 +64,23 @@ export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   attempt: r.attempt,
   maxAttempts: r.max_attempts,
   timeoutS: r.timeout_s,
-  notBefore: r.not_before,
   deadlineAt: r.deadline_at,
-  runAt: r.run_at,
   traceId: r.trace_id,
   createdAt: r.created_at,
-  contractVersion: r.contract_version,
   claimedAt: r.claimed_at,
   leaseToken: r.lease_token,
   leaseUntil: r.lease_until,
   leaseSeconds: r.lease_seconds,
   backoffBaseMs: r.backoff_base_ms,
   backoffCapMs: r.backoff_cap_ms,
-  cancelRequested: r.cancel_requested_at !== null,
+  cancelRequested: r.cancel_requested,
   resourceKeyId: r.resource_key_id,
 });
 
 /**
  * Claims up to `limit` jobs of a pool for one worker, atomically, in one round trip: the
- * `porter_claim` function (prisma/migrations/20261130020000_scheduling; docs/scheduling.md).
+ * `porter_claim` function (prisma/migrations/20261130020000_scheduling, with the fast path of
+ * 20261201000000_claim_fast_path when no limit applies to the pool; docs/scheduling.md).
  *
  * Order: per (queue, tenant with claimable work) an index scan of `jobs_claim_idx` in
  * (priority DESC, vft) order with FOR UPDATE SKIP LOCKED — vft being the job's virtual finish
@@ -109,9 +101,8 @@ export const claimJobs = async (
   const { rows } = await db.query<ClaimRow>({
     name: "porter.claim",
     text: `SELECT id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
-                  max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id, created_at, contract_version,
-                  claimed_at, lease_token::text, lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms,
-                  cancel_requested_at, resource_key_id
+                  max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
+                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id
              FROM porter_claim($1, $2, $3, $4)`,
     values: [params.poolId, params.workerId, params.limit, params.now ?? null],
   });

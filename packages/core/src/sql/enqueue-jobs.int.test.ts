@@ -59,9 +59,9 @@ describe("enqueueJobs", () => {
     const [a] = await enqueueJobs(db.pool, [first]);
     await db.pool.query(
       `WITH done AS (DELETE FROM jobs WHERE job_id = $1 RETURNING *)
-       INSERT INTO finished_jobs (id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
+       INSERT INTO finished_jobs (id, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key,
          state, attempt, max_attempts, timeout_s, run_at, trace_id, created_at, finished_at)
-       SELECT id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key, 'SUCCEEDED',
+       SELECT id, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, 'SUCCEEDED',
          1, max_attempts, timeout_s, run_at, trace_id, created_at, now() FROM done`,
       [a!.job_id],
     );
@@ -75,6 +75,15 @@ describe("enqueueJobs", () => {
     const before = await jobTableCounts(db.pool);
     await expectAppError(enqueueJobs(db.pool, [job(), { ...first, payload: { other: true } }]), "CONFLICT");
     expect(await jobTableCounts(db.pool)).toEqual(before);
+  });
+
+  it("compares payloads by content, not key order, and counts the job type as content", async () => {
+    const first = job({ payload: { a: 1, b: { c: [1, 2], d: "x" } } });
+    const [a] = await enqueueJobs(db.pool, [first]);
+    const [b] = await enqueueJobs(db.pool, [{ ...first, payload: { b: { d: "x", c: [1, 2] }, a: 1 } }]);
+    expect(b).toEqual({ job_id: a!.job_id, status: "READY", deduplicated: true });
+    await expectAppError(enqueueJobs(db.pool, [{ ...first, payload: { a: 1, b: { c: [2, 1], d: "x" } } }]), "CONFLICT");
+    await expectAppError(enqueueJobs(db.pool, [{ ...first, job_type: "q2.job" }]), "CONFLICT");
   });
 
   it("refuses a conflicting duplicate inside one batch", async () => {

@@ -7,7 +7,6 @@ import {
 } from "@porter/contracts";
 import pg from "pg";
 import { inTransaction, type Db } from "../db";
-import { payloadHash } from "../hash";
 import { admit } from "../admission";
 import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
 import { policyKey, Registry } from "../registry";
@@ -34,24 +33,26 @@ type Prepared = {
   queueId: string;
   poolId: string;
   payloadJson: string;
-  hash: string;
   priority: number;
   maxAttempts: number;
   timeoutS: number;
   notBefore: Date | null;
   deadlineAt: Date | null;
   runAt: Date;
-  traceId: string;
   policy: EnqueuePolicy;
 };
+
+/** Rows per insert statement: a large batch goes as several, so Node builds the next while PostgreSQL inserts this one. */
+const CHUNK = 250;
 
 /**
  * Enqueues jobs durably: all of them or none (one transaction; the caller's, when `db` is a
  * client inside one). The queue comes from the job-type registry, priority/attempts/timeout are
  * clamped to the queue's and tenant's ceilings. The same (tenant, idempotency_key) returns the
- * existing job with `deduplicated: true`; the same key with another payload is a 409 and nothing
- * is stored. Admission control applies (see `admission.ts`). Each new job gets its virtual finish
- * time for weighted fair share between tenants (docs/scheduling.md). Results are in input order.
+ * existing job with `deduplicated: true`; the same key with another job type or payload is a 409
+ * and nothing is stored. Admission control applies (see `admission.ts`). Each new job gets its
+ * virtual finish time for weighted fair share between tenants (docs/scheduling.md). Results are
+ * in input order.
  */
 export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: EnqueueOptions = {}): Promise<TEnqueueResult[]> => {
   if (inputs.length === 0) return [];
@@ -61,9 +62,11 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
 
   const prepared: Prepared[] = [];
   const policies = await registry.resolve(db, inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })));
+  const nowMs = now.getTime();
   inputs.forEach((input, ord) => {
     const payloadJson = JSON.stringify(input.payload);
-    const size = Buffer.byteLength(payloadJson);
+    // UTF-8 length without encoding: the JSON text is at most 3 bytes per UTF-16 unit.
+    const size = payloadJson.length * 3 <= maxBytes ? payloadJson.length : Buffer.byteLength(payloadJson);
     if (size > maxBytes) {
       throw new AppError("PAYLOAD_TOO_LARGE", {
         message: `payload of ${size} bytes exceeds the limit of ${maxBytes} bytes; store the data elsewhere and pass a reference (source_ref, artifact_ref)`,
@@ -76,27 +79,23 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     const deadlineAt = input.deadline_at
       ? new Date(input.deadline_at)
       : policy.defaultDeadlineS
-        ? new Date(now.getTime() + policy.defaultDeadlineS * 1000)
+        ? new Date(nowMs + policy.defaultDeadlineS * 1000)
         : null;
     if (deadlineAt && deadlineAt <= now) {
       throw new AppError("BAD_REQUEST", { message: "deadline_at is in the past", details: { index: ord } });
     }
-    const jobId = uuidv7(now.getTime());
     prepared.push({
       ord,
-      jobId,
+      jobId: uuidv7(nowMs),
       input,
       queueId: policy.queueId,
       poolId: policy.poolId,
       payloadJson,
-      hash: payloadHash(input.job_type, input.payload),
       ...clamped,
       policy,
       notBefore,
       deadlineAt,
       runAt: notBefore && notBefore > now ? notBefore : now,
-      // W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
-      traceId: input.trace_id ?? jobId.replace(/-/g, ""),
     });
   });
 
@@ -106,108 +105,152 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
   // with admission limits are serialized by admission anyway; their reservation waits until
   // admission has passed, so a refused batch moves no clock.
   const hasAdmissionLimits = prepared.some((p) => p.policy.tenantRatePerSecond !== null || p.policy.tenantBacklogCap !== null);
-  const vfts = db instanceof pg.Pool && !hasAdmissionLimits ? await reserveVirtualTime(db, prepared) : undefined;
+  const isOwnTransaction = db instanceof pg.Pool;
+  const vfts = isOwnTransaction && !hasAdmissionLimits ? await reserveVirtualTime(db, prepared) : undefined;
+  const notifyPools =
+    options.notify === false ? [] : [...new Set(prepared.filter((p) => p.runAt <= now).map((p) => p.poolId))];
+
+  // One job on our own connection: the insert statement is atomic by itself (autocommit), so no
+  // BEGIN/COMMIT round trips. A duplicate inserted nothing, and the check that follows only reads.
+  if (isOwnTransaction && vfts && prepared.length === 1) {
+    const inserted = await insertChunk(db, chunkJson(prepared, vfts, now), now, notifyPools);
+    return resolveDuplicates(db, prepared, inserted);
+  }
 
   return inTransaction(db, async (client) => {
     // Admission: a tenant over its arrival rate or backlog cap is refused (429, nothing stored), or,
     // where the queue defers, its jobs are accepted into the lowest class (priority 0).
     const deferred = await admit(client, prepared.map((p) => ({ tenantId: p.input.tenant_id, queueId: p.queueId, policy: p.policy })), now);
     for (const i of deferred) prepared[i]!.priority = 0;
-    // One statement for the batch: the idempotency ledger decides which rows are new (ON CONFLICT
-    // DO NOTHING also absorbs duplicates inside the batch), and only those reach `jobs`.
-    // The batch travels as one JSON document (V8 serializes it natively; pg's array escaping of
-    // fourteen parallel arrays cost more than the insert itself).
     const vftsNow = vfts ?? (await reserveVirtualTime(client, prepared));
-    const batch = JSON.stringify(
-      prepared.map((p) => ({
-        ord: p.ord,
-        job_id: p.jobId,
-        job_type: p.input.job_type,
-        queue_id: p.queueId,
-        tenant_id: p.input.tenant_id,
-        payload: p.input.payload,
-        payload_hash: p.hash,
-        priority: p.priority,
-        idempotency_key: p.input.idempotency_key,
-        max_attempts: p.maxAttempts,
-        timeout_s: p.timeoutS,
-        not_before: p.notBefore,
-        deadline_at: p.deadlineAt,
-        run_at: p.runAt,
-        trace_id: p.traceId,
-        vft: vftsNow[p.ord],
-      })),
-    );
-    const { rows: inserted } = await client.query<{ job_id: string }>({
-      name: "porter.enqueue",
-      text: `WITH input AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb)
-           AS t(ord int, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, payload_hash text,
-                priority int, idempotency_key text, max_attempts int, timeout_s int, not_before timestamptz,
-                deadline_at timestamptz, run_at timestamptz, trace_id text, vft float8)
-       ), keys AS (
-         INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, payload_hash, created_at)
-         SELECT tenant_id, idempotency_key, job_id, payload_hash, $2 FROM input
-         ORDER BY tenant_id, idempotency_key, ord -- one lock order for all producers (no deadlock); first occurrence wins
-         ON CONFLICT DO NOTHING
-         RETURNING job_id
-       )
-       INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
-                         state, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft)
-       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.payload_hash, i.priority,
-              i.idempotency_key, 'READY', i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, i.run_at,
-              i.trace_id, $2, i.vft
-         FROM input i JOIN keys k ON k.job_id = i.job_id
-       RETURNING job_id`,
-      values: [batch, now],
-    });
-    const insertedIds = new Set(inserted.map((r) => r.job_id));
-    const results: TEnqueueResult[] = new Array(prepared.length);
-    const duplicates = prepared.filter((p) => !insertedIds.has(p.jobId));
-    for (const p of prepared) {
-      if (insertedIds.has(p.jobId)) results[p.ord] = { job_id: p.jobId, status: "READY", deduplicated: false };
-    }
-
-    if (duplicates.length > 0) {
-      // A new statement sees keys committed by concurrent producers and earlier rows of this batch.
-      const { rows: existing } = await client.query<{
-        tenant_id: string;
-        idempotency_key: string;
-        job_id: string;
-        payload_hash: string;
-        state: TJobState | null;
-      }>(
-        `SELECT k.tenant_id, k.idempotency_key, k.job_id, k.payload_hash,
-                coalesce(j.state, f.state) AS state
-           FROM idempotency_keys k
-           JOIN unnest($1::text[], $2::text[]) AS d(tenant_id, idempotency_key)
-             ON (k.tenant_id, k.idempotency_key) = (d.tenant_id, d.idempotency_key)
-           LEFT JOIN jobs j ON j.job_id = k.job_id
-           LEFT JOIN finished_jobs f ON f.job_id = k.job_id`,
-        [duplicates.map((d) => d.input.tenant_id), duplicates.map((d) => d.input.idempotency_key)],
-      );
-      const byKey = new Map(existing.map((e) => [`${e.tenant_id}\u0000${e.idempotency_key}`, e]));
-      for (const d of duplicates) {
-        const found = byKey.get(`${d.input.tenant_id}\u0000${d.input.idempotency_key}`);
-        if (!found) throw new Error(`idempotency key vanished during enqueue: ${d.input.idempotency_key}`);
-        if (found.payload_hash !== d.hash) {
-          throw new AppError("CONFLICT", {
-            message: `idempotency_key "${d.input.idempotency_key}" was already used with a different payload (job ${found.job_id})`,
-            details: { index: d.ord, job_id: found.job_id, idempotency_key: d.input.idempotency_key },
-          });
-        }
-        results[d.ord] = { job_id: found.job_id, status: found.state ?? "READY", deduplicated: true };
+    // Chunk by chunk: while PostgreSQL inserts one, Node serializes the next (two cores at work).
+    const inserted = new Set<string>();
+    let next = chunkJson(prepared.slice(0, CHUNK), vftsNow, now);
+    for (let i = 0; i < prepared.length; i += CHUNK) {
+      const isLast = i + CHUNK >= prepared.length;
+      const insert = insertChunk(client, next, now, isLast ? notifyPools : []);
+      if (!isLast) {
+        insert.catch(() => undefined); // awaited just below
+        next = chunkJson(prepared.slice(i + CHUNK, i + 2 * CHUNK), vftsNow, now);
       }
+      for (const id of await insert) inserted.add(id);
     }
-
-    if (options.notify !== false) {
-      const pools = [...new Set(prepared.filter((p) => insertedIds.has(p.jobId) && p.runAt <= now).map((p) => p.poolId))];
-      if (pools.length > 0) {
-        await client.query(`SELECT pg_notify($1, pool) FROM unnest($2::text[]) AS pool`, [READY_CHANNEL, pools]);
-      }
-    }
-    return results;
+    return resolveDuplicates(client, prepared, inserted);
   });
+};
+
+/** JSON string literal (ids and names from the registry need no escaping beyond this). */
+const str = (value: string): string => JSON.stringify(value);
+
+/**
+ * One chunk as the JSON document the insert reads, assembled from each payload's JSON text already
+ * made for the size check (pg's array escaping of parallel arrays cost more than the insert).
+ */
+const chunkJson = (chunk: Prepared[], vfts: number[], now: Date): string => {
+  const nowMs = now.getTime();
+  const rows: string[] = new Array(chunk.length);
+  for (let i = 0; i < chunk.length; i++) {
+    const p = chunk[i]!;
+    const input = p.input;
+    rows[i] =
+      `{"ord":${p.ord},"job_id":"${p.jobId}","job_type":${str(input.job_type)},"queue_id":${str(p.queueId)},` +
+      `"tenant_id":${str(input.tenant_id)},"payload":${p.payloadJson},"priority":${p.priority},` +
+      `"idempotency_key":${str(input.idempotency_key)},"max_attempts":${p.maxAttempts},"timeout_s":${p.timeoutS},` +
+      `"not_before":${p.notBefore ? `"${p.notBefore.toISOString()}"` : "null"},` +
+      `"deadline_at":${p.deadlineAt ? `"${p.deadlineAt.toISOString()}"` : "null"},` +
+      `"run_at":${p.runAt.getTime() === nowMs ? "null" : `"${p.runAt.toISOString()}"`},` +
+      `"trace_id":${input.trace_id === undefined ? "null" : str(input.trace_id)},"vft":${vfts[p.ord]}}`;
+  }
+  return `[${rows.join(",")}]`;
+};
+
+/**
+ * Inserts one chunk (see `chunkJson`) in one statement: the idempotency ledger decides which rows
+ * are new (ON CONFLICT DO NOTHING also absorbs duplicates inside the batch), and only those reach
+ * `jobs`. NOTIFY for `notifyPools` goes in the same statement when it inserted anything (delivered
+ * at commit). Returns the job ids inserted.
+ */
+const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[]): Promise<Set<string>> => {
+  const { rows: inserted } = await db.query<{ job_id: string }>({
+    name: "porter.enqueue",
+    text: `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb)
+         AS t(ord int, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority int,
+              idempotency_key text, max_attempts int, timeout_s int, not_before timestamptz, deadline_at timestamptz,
+              run_at timestamptz, trace_id text, vft float8)
+     ), keys AS (
+       INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
+       SELECT tenant_id, idempotency_key, job_id, $2 FROM input
+       ORDER BY tenant_id, idempotency_key, ord -- one lock order for all producers (no deadlock); first occurrence wins
+       ON CONFLICT DO NOTHING
+       RETURNING job_id
+     ), ins AS (
+       INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
+                         timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft)
+       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
+              i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $2),
+              -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
+              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), $2, i.vft
+         FROM input i JOIN keys k ON k.job_id = i.job_id
+       RETURNING job_id
+     ), notified AS (
+       SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($3::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
+     )
+     SELECT ins.job_id FROM ins LEFT JOIN (SELECT count(*) FROM notified) n ON true`,
+    values: [json, now, notifyPools],
+  });
+  return new Set(inserted.map((r) => r.job_id));
+};
+
+/**
+ * Results in input order: new jobs as READY; every other row hit an existing idempotency key —
+ * the same job type and payload (jsonb equality: key order does not matter) is that job,
+ * deduplicated; anything else is a 409 (which aborts the enqueue's transaction: nothing stored).
+ */
+const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<string>): Promise<TEnqueueResult[]> => {
+  const results: TEnqueueResult[] = new Array(prepared.length);
+  const duplicates: Prepared[] = [];
+  for (const p of prepared) {
+    if (inserted.has(p.jobId)) results[p.ord] = { job_id: p.jobId, status: "READY", deduplicated: false };
+    else duplicates.push(p);
+  }
+  if (duplicates.length === 0) return results;
+  // A new statement sees keys committed by concurrent producers and earlier rows of this batch.
+  const { rows: existing } = await db.query<{
+    ord: number;
+    job_id: string;
+    state: TJobState | null;
+    is_same: boolean;
+  }>(
+    `SELECT d.ord, k.job_id, coalesce(j.state, f.state) AS state,
+            coalesce(j.job_type, f.job_type) = d.job_type AND coalesce(j.payload, f.payload) = d.payload AS is_same
+       FROM jsonb_to_recordset($1::jsonb) AS d(ord int, tenant_id text, idempotency_key text, job_type text, payload jsonb)
+       JOIN idempotency_keys k ON (k.tenant_id, k.idempotency_key) = (d.tenant_id, d.idempotency_key)
+       LEFT JOIN jobs j ON j.job_id = k.job_id
+       LEFT JOIN finished_jobs f ON f.job_id = k.job_id`,
+    [
+      `[${duplicates
+        .map(
+          (d) =>
+            `{"ord":${d.ord},"tenant_id":${str(d.input.tenant_id)},"idempotency_key":${str(d.input.idempotency_key)},` +
+            `"job_type":${str(d.input.job_type)},"payload":${d.payloadJson}}`,
+        )
+        .join(",")}]`,
+    ],
+  );
+  const byOrd = new Map(existing.map((e) => [e.ord, e]));
+  for (const d of duplicates) {
+    const found = byOrd.get(d.ord);
+    if (!found) throw new Error(`idempotency key vanished during enqueue: ${d.input.idempotency_key}`);
+    if (!found.is_same) {
+      throw new AppError("CONFLICT", {
+        message: `idempotency_key "${d.input.idempotency_key}" was already used with a different payload (job ${found.job_id})`,
+        details: { index: d.ord, job_id: found.job_id, idempotency_key: d.input.idempotency_key },
+      });
+    }
+    results[d.ord] = { job_id: found.job_id, status: found.state ?? "READY", deduplicated: true };
+  }
+  return results;
 };
 
 /**

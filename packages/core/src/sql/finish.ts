@@ -10,11 +10,11 @@ export const insertFinished = (exprs: {
   error?: string;
   partial?: string;
 }): string => `
-  INSERT INTO finished_jobs (id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority,
+  INSERT INTO finished_jobs (id, job_id, job_type, queue_id, tenant_id, payload, priority,
                              idempotency_key, state, attempt, max_attempts, timeout_s, not_before, deadline_at,
                              run_at, trace_id, contract_version, created_at, claimed_at, last_worker,
                              cancel_requested_at, cancel_reason, redrive_count, finished_at, result, error, partial)
-  SELECT done.id, done.job_id, done.job_type, done.queue_id, done.tenant_id, done.payload, done.payload_hash,
+  SELECT done.id, done.job_id, done.job_type, done.queue_id, done.tenant_id, done.payload,
          coalesce(done.base_priority, done.priority), done.idempotency_key, (${exprs.state})::job_state, done.attempt, done.max_attempts,
          done.timeout_s, done.not_before, done.deadline_at, done.run_at, done.trace_id, done.contract_version,
          done.created_at, done.claimed_at, done.lease_owner, done.cancel_requested_at, done.cancel_reason,

@@ -69,7 +69,7 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
        fresh AS (
          SELECT d.*, row_number() OVER w AS k, count(*) OVER (PARTITION BY d.queue_id, d.tenant_id) AS n
            FROM done d
-         WINDOW w AS (PARTITION BY d.queue_id, d.tenant_id ORDER BY d.id)
+         WINDOW w AS (PARTITION BY d.queue_id, d.tenant_id ORDER BY d.job_id) -- creation order (UUIDv7), a key of finished_jobs
        ), clocks AS (
          -- Weighted fair queuing, as at enqueue: a (queue, tenant)'s n redriven jobs take its next n
          -- virtual finish times, so a mass redrive shares the queue by weight instead of jumping
@@ -85,10 +85,10 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
                           + (EXCLUDED.last_vft - (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
          RETURNING queue_id, tenant_id, last_vft
        ), back AS (
-         INSERT INTO jobs (id, job_id, job_type, queue_id, tenant_id, payload, payload_hash, priority, idempotency_key,
+         INSERT INTO jobs (id, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key,
                            state, attempt, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id,
                            contract_version, created_at, last_error, redrive_count, vft)
-         SELECT f.id, f.job_id, f.job_type, f.queue_id, f.tenant_id, f.payload, f.payload_hash, f.priority, f.idempotency_key,
+         SELECT f.id, f.job_id, f.job_type, f.queue_id, f.tenant_id, f.payload, f.priority, f.idempotency_key,
                 'READY', 0, f.max_attempts, f.timeout_s, f.not_before,
                 CASE WHEN f.deadline_at <= (SELECT t FROM at) THEN NULL ELSE f.deadline_at END,
                 (SELECT t FROM at), f.trace_id, f.contract_version, f.created_at, f.error, f.redrive_count + 1,
