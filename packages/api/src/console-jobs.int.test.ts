@@ -23,7 +23,7 @@ beforeAll(async () => {
     queues: [{ id: "jb-a", concurrency_cap: 4 }, { id: "jb-b" }],
     tenants: [{ id: "jb_t1" }, { id: "jb_t2" }],
   });
-  // One enqueue batch shares one created_at: the browser must break ties by id.
+  // One enqueue batch shares one created_at: the browser's order (job_id, UUIDv7) has no such ties.
   const batch = await enqueueMany(db.pool, 8, { jobType: "jb-a.job", tenantId: "jb_t1", key: "batch" });
   otherTenant = await enqueueMany(db.pool, 2, { jobType: "jb-b.job", tenantId: "jb_t2", key: "other" });
   ready = batch.slice(0, 2);
@@ -51,9 +51,11 @@ const pageThrough = async (filter: Record<string, unknown>, limit: number) => {
 };
 
 describe("jobs.list", () => {
-  it("pages through live and finished jobs together, newest first, each exactly once", async () => {
+  it("pages through live and finished jobs together, newest first (job_id descending), each exactly once", async () => {
     const seen = await pageThrough({}, 3);
-    expect(seen.map((j) => j.job_id).sort()).toEqual([...all].sort());
+    const ids = seen.map((j) => j.job_id);
+    expect([...ids].sort()).toEqual([...all].sort());
+    expect(ids).toEqual([...ids].sort().reverse());
     const times = seen.map((j) => j.created_at);
     expect([...times].sort().reverse()).toEqual(times);
     expect(new Set(seen.map((j) => j.state))).toEqual(new Set(["READY", "RETRY_WAIT", "RUNNING", "DEAD", "SUCCEEDED"]));

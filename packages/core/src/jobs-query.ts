@@ -43,8 +43,9 @@ export type JobPage = { jobs: JobListRow[]; next_cursor: string | null };
 /**
  * WHERE clause of a filter on `jobs` or `finished_jobs` (same column names), appending its
  * parameters to `params`. Every column is compared by equality or range, so each filter can use
- * an index where one exists (job_id unique, finished_jobs (queue_id, state, …), (tenant_id, …),
- * (created_at, id)); the idempotency key goes through idempotency_keys' primary key.
+ * an index where one exists (job_id unique in both tables, finished_jobs (queue_id, state, …),
+ * (tenant_id, …)); the idempotency key goes through idempotency_keys' primary key. The time range
+ * (created_at) has no index of its own: it filters the job_id-ordered scan.
  */
 const whereOf = (filter: JobFilter, params: unknown[], states: readonly TJobState[]): string => {
   const add = (value: unknown) => {
@@ -81,33 +82,38 @@ const tablesFor = (filter: JobFilter) => {
   };
 };
 
-const encodeCursor = (createdUs: string, id: string) => Buffer.from(`${createdUs}:${id}`).toString("base64url");
-const decodeCursor = (cursor: string): { createdUs: string; id: string } => {
-  const match = /^(\d{1,20}):(\d{1,20})$/.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match) throw new AppError("BAD_REQUEST", { message: "invalid cursor" });
-  return { createdUs: match[1]!, id: match[2]! };
+/** A cursor is the last row's job id, its 16 bytes in base64url: opaque, and never changed by what happens to the job. */
+const encodeCursor = (jobId: string) => Buffer.from(jobId.replace(/-/g, ""), "hex").toString("base64url");
+const decodeCursor = (cursor: string): string => {
+  const bytes = Buffer.from(cursor, "base64url");
+  // Canonical form only: 16 bytes that encode back to the same text (base64url ignores stray characters).
+  if (bytes.length !== 16 || bytes.toString("base64url") !== cursor) throw new AppError("BAD_REQUEST", { message: "invalid cursor" });
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 };
 
-const LIVE_COLUMNS = `id, job_id::text, job_type, queue_id, tenant_id, state::text, priority, attempt, max_attempts, idempotency_key,
+// job_id stays a uuid (pg returns it as text): ORDER BY job_id then sorts uuids, along the index.
+const LIVE_COLUMNS = `job_id, job_type, queue_id, tenant_id, state::text, priority, attempt, max_attempts, idempotency_key,
   trace_id, created_at, run_at, NULL::timestamptz AS finished_at, cancel_requested_at IS NOT NULL AS cancel_requested,
   last_error ->> 'code' AS error_code, last_error ->> 'message' AS error_message`;
-const FINISHED_COLUMNS = `id, job_id::text, job_type, queue_id, tenant_id, state::text, priority, attempt, max_attempts, idempotency_key,
+const FINISHED_COLUMNS = `job_id, job_type, queue_id, tenant_id, state::text, priority, attempt, max_attempts, idempotency_key,
   trace_id, created_at, NULL::timestamptz AS run_at, finished_at, cancel_requested_at IS NOT NULL AS cancel_requested,
   error ->> 'code' AS error_code, error ->> 'message' AS error_message`;
 
 type ListDbRow = Omit<JobListRow, "created_at" | "run_at" | "finished_at"> & {
-  id: string;
   created_at: Date;
   run_at: Date | null;
   finished_at: Date | null;
-  created_us: string;
 };
 
 /**
- * A page of jobs matching `filter`, newest first, from both tables (live and finished): each
- * table is read in (created_at, id) order under the cursor with its own LIMIT, then the two
- * short lists are merged — so a page costs two bounded index-ordered reads, whatever the depth.
- * The cursor is opaque: (created_at in microseconds, row id) of the last row.
+ * A page of jobs matching `filter`, newest first, from both tables (live and finished). Newest
+ * first is job_id descending: job ids are UUIDv7, whose leading 48 bits are the enqueue's clock
+ * in milliseconds (the created_at of the row), so their order is creation order and, unlike
+ * created_at, has no ties. Each table is read backwards along its job_id index (jobs_job_id_key,
+ * finished_jobs' primary key) under the cursor with its own LIMIT, then the two short lists are
+ * merged — so a page costs two bounded index-ordered reads, whatever the depth. A job lives in
+ * one table at a time, so the merge sees each id once.
  */
 export const listJobs = async (db: Db, params: { filter: JobFilter; cursor?: string | null; limit?: number }): Promise<JobPage> => {
   const limit = Math.min(Math.max(params.limit ?? 50, 1), 500);
@@ -116,31 +122,30 @@ export const listJobs = async (db: Db, params: { filter: JobFilter; cursor?: str
   const after = params.cursor ? decodeCursor(params.cursor) : null;
   let cursorCond = "true";
   if (after) {
-    args.push(after.createdUs, after.id);
-    cursorCond = `(created_at, id) < (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2::bigint)`;
+    args.push(after);
+    cursorCond = `job_id < $1::uuid`;
   }
   const parts: string[] = [];
-  const created = `(extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
   if (isLive) {
     const where = whereOf(params.filter, args, LIVE_STATES);
-    parts.push(`(SELECT ${LIVE_COLUMNS}, ${created} FROM jobs WHERE ${where} AND ${cursorCond} ORDER BY created_at DESC, id DESC LIMIT ${limit + 1})`);
+    parts.push(`(SELECT ${LIVE_COLUMNS} FROM jobs WHERE ${where} AND ${cursorCond} ORDER BY job_id DESC LIMIT ${limit + 1})`);
   }
   if (isFinished) {
     const where = whereOf(params.filter, args, TERMINAL_STATES);
-    parts.push(`(SELECT ${FINISHED_COLUMNS}, ${created} FROM finished_jobs WHERE ${where} AND ${cursorCond} ORDER BY created_at DESC, id DESC LIMIT ${limit + 1})`);
+    parts.push(`(SELECT ${FINISHED_COLUMNS} FROM finished_jobs WHERE ${where} AND ${cursorCond} ORDER BY job_id DESC LIMIT ${limit + 1})`);
   }
   if (parts.length === 0) return { jobs: [], next_cursor: null };
-  const { rows } = await db.query<ListDbRow>(`SELECT * FROM (${parts.join(" UNION ALL ")}) u ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`, args);
+  const { rows } = await db.query<ListDbRow>(`SELECT * FROM (${parts.join(" UNION ALL ")}) u ORDER BY job_id DESC LIMIT ${limit + 1}`, args);
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return {
-    jobs: page.map(({ id: _id, created_us: _us, ...r }) => ({
+    jobs: page.map((r) => ({
       ...r,
       created_at: r.created_at.toISOString(),
       run_at: r.run_at?.toISOString() ?? null,
       finished_at: r.finished_at?.toISOString() ?? null,
     })),
-    next_cursor: rows.length > limit && last ? encodeCursor(last.created_us, last.id) : null,
+    next_cursor: rows.length > limit && last ? encodeCursor(last.job_id) : null,
   };
 };
 
@@ -166,8 +171,8 @@ export const countJobsByState = async (db: Db, filter: JobFilter): Promise<Recor
 
 /**
  * Ids of jobs matching `filter` that are in one of `states` (the states a bulk action applies
- * to), oldest first, at most `limit`; `total` counts every match so a caller can say
- * "first 10,000 of 12,345".
+ * to), oldest first (job_id order: the browser's, reversed), at most `limit`; `total` counts
+ * every match so a caller can say "first 10,000 of 12,345".
  */
 export const selectJobIds = async (
   db: Db,
@@ -179,11 +184,12 @@ export const selectJobIds = async (
   const { isLive, isFinished } = tablesFor(filter);
   const args: unknown[] = [];
   const parts: string[] = [];
-  if (isLive) parts.push(`SELECT job_id::text, created_at, id FROM jobs WHERE ${whereOf(filter, args, LIVE_STATES)}`);
-  if (isFinished) parts.push(`SELECT job_id::text, created_at, id FROM finished_jobs WHERE ${whereOf(filter, args, TERMINAL_STATES)}`);
+  if (isLive) parts.push(`SELECT job_id FROM jobs WHERE ${whereOf(filter, args, LIVE_STATES)}`);
+  if (isFinished) parts.push(`SELECT job_id FROM finished_jobs WHERE ${whereOf(filter, args, TERMINAL_STATES)}`);
   args.push(params.limit);
   const { rows } = await db.query<{ job_id: string; total: string }>(
-    `SELECT job_id, count(*) OVER ()::text AS total FROM (${parts.join(" UNION ALL ")}) m ORDER BY created_at, id LIMIT $${args.length}`,
+    // m.job_id: the uuid (a bare job_id would name the text output column, whose collation is not uuid order).
+    `SELECT job_id::text, count(*) OVER ()::text AS total FROM (${parts.join(" UNION ALL ")}) m ORDER BY m.job_id LIMIT $${args.length}`,
     args,
   );
   return { jobIds: rows.map((r) => r.job_id), total: Number(rows[0]?.total ?? 0) };

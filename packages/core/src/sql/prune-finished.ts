@@ -12,11 +12,11 @@ export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number
      victims AS (
        -- Per queue and terminal state (DEAD is kept), a range scan of
        -- finished_jobs_queue_id_state_finished_at_idx up to the queue's retention cutoff.
-       SELECT v.id, v.job_id, v.tenant_id, v.idempotency_key
+       SELECT v.job_id, v.tenant_id, v.idempotency_key
          FROM queues q
          CROSS JOIN unnest(ARRAY['SUCCEEDED', 'CANCELLED', 'EXPIRED']::job_state[]) AS s(state)
          CROSS JOIN LATERAL (
-           SELECT f.id, f.job_id, f.tenant_id, f.idempotency_key FROM finished_jobs f
+           SELECT f.job_id, f.tenant_id, f.idempotency_key FROM finished_jobs f
             WHERE f.queue_id = q.id AND f.state = s.state
               AND f.finished_at < (SELECT t FROM at) - q.retention_s * interval '1 second'
             ORDER BY f.finished_at
@@ -24,7 +24,7 @@ export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number
             FOR UPDATE SKIP LOCKED
          ) v
         LIMIT $2
-     ), jobs_gone AS (DELETE FROM finished_jobs f USING victims v WHERE f.id = v.id RETURNING f.job_id),
+     ), jobs_gone AS (DELETE FROM finished_jobs f USING victims v WHERE f.job_id = v.job_id RETURNING f.job_id), -- primary key
      a AS (DELETE FROM job_attempts x USING victims v WHERE x.job_id = v.job_id),
      e AS (DELETE FROM job_events x USING victims v WHERE x.job_id = v.job_id),
      k AS (DELETE FROM idempotency_keys x USING victims v
