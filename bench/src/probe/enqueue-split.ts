@@ -5,7 +5,7 @@ import pg from "pg";
 import { enqueueJobs, Registry, type EnqueueInput } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
-import { pgTicks } from "./pg-ticks";
+import { pgTicks } from "../pg-ticks";
 
 const [calls, batch] = [Number(process.argv[2] ?? 30), Number(process.argv[3] ?? 1000)];
 const url = "postgres://postgres@127.0.0.1:5432/porter_perf";

@@ -8,7 +8,7 @@ import { defineHandler } from "@porter/sdk";
 import { createHandlerRegistry } from "@porter/worker/handlers/registry";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
-import { pgTicks } from "./pg-ticks";
+import { pgTicks } from "../pg-ticks";
 
 const [jobs, concurrency] = [Number(process.argv[2] ?? 50_000), Number(process.argv[4] ?? 24)];
 const prefetch = process.argv[3] === undefined || process.argv[3] === "auto" ? undefined : Number(process.argv[3]);

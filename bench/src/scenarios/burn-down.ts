@@ -5,6 +5,7 @@ import type { VariantId } from "../variants";
 import { nowMs, type WorkerSummary } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
 import { COST_COLUMNS, interleave, isPeerDefault, perJobValues, RowSet, runLabel, sleep, type BenchContext, type ScenarioResult } from "./common";
+import { pgTicks } from "../pg-ticks";
 
 /** Enqueues jobs k = from … from+count-1 in calls of `batch` through the system's batch API. */
 export const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
@@ -72,7 +73,9 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     ctx.progress.update(`${label}: generating ${fmt(jobs)} jobs…`);
     await session.generate("ready", 1, jobs);
     const before = await settledStats(session.observer);
+    const pgTicksBefore = pgTicks();
     const r = await drainWith(session, worker, ctx, { jobs, capS, label });
+    const pgCpuMs = (pgTicks() - pgTicksBefore) * 10;
     const after = await settledStats(session.observer);
     const elapsedS = (r.endAt - r.summary.firstStartAt) / 1000;
     const rate = r.done / elapsedS;
@@ -92,6 +95,8 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
         rate,
         perClaim: claims.claims ? claims.rows / claims.claims : NaN,
         claimP50: claims.latency.p50,
+        workerCpu: (r.summary.cpuMs * 1000) / r.done,
+        pgCpu: pgCpuMs > 0 ? (pgCpuMs * 1000) / r.done : NaN,
         ...perJobValues(perJob(before, after, r.done)),
       },
     );
@@ -107,11 +112,14 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
       `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 20_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
       "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks each job ran exactly once and the system recorded all of them done.",
       "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
+      "CPU per job: the worker process's own (user + system, start to stop), and PostgreSQL's — every postgres process on this machine over the drain, so other databases' work on the server counts too.",
     ],
     columns: [
       { key: "rate", label: "jobs/s", better: "higher" },
       { key: "perClaim", label: "jobs/claim", digits: 1, better: "none" },
       { key: "claimP50", label: "claim p50 ms", digits: 2, better: "none" },
+      { key: "workerCpu", label: "worker CPU µs/job", digits: 1, better: "lower" },
+      { key: "pgCpu", label: "PostgreSQL CPU µs/job", digits: 1, better: "lower" },
       ...COST_COLUMNS,
     ],
     rows: rows.all(),

@@ -34,6 +34,7 @@ const claims = new ClaimTimer(isClaim);
 claims.install();
 let worker: RunningWorker | undefined;
 let ticker: NodeJS.Timeout | undefined;
+let cpuAtStart: NodeJS.CpuUsage | undefined;
 
 const fail = (error: unknown) => {
   send({ type: "error", message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
@@ -45,6 +46,7 @@ process.on("message", (message: ToWorker) => {
     switch (message.type) {
       case "start": {
         const at = nowMs();
+        cpuAtStart = process.cpuUsage();
         worker = await start(config, message.url, log);
         ticker = setInterval(() => send({ type: "progress", progress: log.progress() }), 200);
         send({ type: "started", at, info: worker.info });
@@ -59,6 +61,7 @@ process.on("message", (message: ToWorker) => {
       case "stop": {
         clearInterval(ticker);
         await worker?.stop();
+        const cpu = process.cpuUsage(cpuAtStart);
         send({
           type: "stopped",
           summary: {
@@ -66,6 +69,7 @@ process.on("message", (message: ToWorker) => {
             claims: claims.stats(0),
             repeatedSuccesses: log.repeatedSuccesses(),
             distinctSucceeded: log.distinctSucceeded(),
+            cpuMs: (cpu.user + cpu.system) / 1000,
             info: worker?.info ?? {},
           },
         });

@@ -32,6 +32,8 @@ export type WorkerSummary = Progress & {
   repeatedSuccesses: number;
   /** Distinct jobs that succeeded at least once. */
   distinctSucceeded: number;
+  /** CPU time of the worker process (user + system) from start to stop, ms. */
+  cpuMs: number;
   /** The settings the worker reported in effect. */
   info: Record<string, unknown>;
 };

@@ -1,6 +1,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 
-/** utime+stime (clock ticks, 1/100 s) of every postgres process on this machine. */
+/**
+ * utime+stime (clock ticks, 1/100 s) of every postgres process on this machine: PostgreSQL's CPU,
+ * server-wide (every database), when the server runs here; 0 when it does not.
+ */
 export const pgTicks = (): number => {
   let sum = 0;
   for (const pid of readdirSync("/proc")) {
