@@ -7,8 +7,13 @@ export type ListenerOptions = {
   connectionString: string;
   poolId: string;
   logger: Logger;
-  /** Work became ready in this worker's pool (or the connection came back: catch up). */
+  /** A notification: work became ready in this worker's pool. */
   onReady: () => void;
+  /**
+   * The connection is (re)established and listening: notifications sent while it was not were
+   * missed, so catch up with a claim. Once per connection, never part of a burst.
+   */
+  onConnected: () => void;
   /** A cancel request for the running job with this row id. */
   onCancel: (rowId: string) => void;
 };
@@ -71,7 +76,7 @@ export class NotificationListener {
     this.client = client;
     this.isConnected = true;
     this.failures = 0;
-    this.options.onReady();
+    this.options.onConnected();
   }
 
   private onLost(client: pg.Client, error?: unknown): void {

@@ -1,4 +1,4 @@
-import { cancelJob, MAINTENANCE_LOCK_KEY } from "@porter/core";
+import { cancelJob, MAINTENANCE_LOCK_KEY, READY_CHANNEL } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
@@ -42,6 +42,12 @@ afterEach(async () => {
 afterAll(async () => {
   await db.end();
 });
+
+/** The backend of the worker's LISTEN connection, once it is connected. */
+const listenerPid = () =>
+  db
+    .query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'porter-worker-listen'`)
+    .then((r) => r.rows[0]?.pid);
 
 describe("worker runtime (in process)", () => {
   it("runs enqueued jobs to SUCCEEDED with their results, in batches", async () => {
@@ -186,10 +192,6 @@ describe("worker runtime (in process)", () => {
   it("reconnects its listener after the connection drops and still hears new work at once", async () => {
     // Polls are 60 s apart: only a notification can start the job quickly.
     await startWorker({ concurrency: 2, pollIntervalMs: 60_000, disconnectedPollIntervalMs: 60_000 });
-    const listenerPid = () =>
-      db
-        .query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'porter-worker-listen'`)
-        .then((r) => r.rows[0]?.pid);
     const before = await waitFor("the listener to connect", listenerPid);
     await db.query(`SELECT pg_terminate_backend($1)`, [before]);
     await waitFor("the listener to reconnect", async () => {
@@ -198,6 +200,60 @@ describe("worker runtime (in process)", () => {
     });
     const [id] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
     await waitForStates(db, [id!], ["SUCCEEDED"], 3_000);
+  });
+
+  it("claims a notified job on an idle worker at once, not after the debounce window", async () => {
+    // Polls are a minute apart and the debounce window 5 s: only an immediate claim is fast.
+    await startWorker({ concurrency: 2, notifyDebounceMs: 5_000, pollIntervalMs: 60_000, disconnectedPollIntervalMs: 60_000 });
+    await waitFor("the listener to connect", () => listenerPid());
+    for (let i = 0; i < 3; i++) {
+      // Idle: the start-up claims and the claim after the previous job's result are long done.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const [id] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+      await waitForStates(db, [id!], ["SUCCEEDED"], 10_000);
+      // Database clock: enqueue transaction start → claim, whatever the test's polling adds.
+      const { rows } = await db.query<{ ms: number }>(
+        `SELECT (extract(epoch FROM claimed_at - created_at) * 1000)::float8 AS ms FROM finished_jobs WHERE job_id = $1`,
+        [id],
+      );
+      expect(rows[0]!.ms).toBeLessThan(1_000);
+    }
+  });
+
+  it("coalesces a burst of 1000 notifications into a claim or two per debounce window", async () => {
+    const debounceMs = 50;
+    const counted = createPool(testDb.connectionString, { max: 4 });
+    let claims = 0;
+    const query = counted.query.bind(counted) as (...args: unknown[]) => unknown;
+    counted.query = ((...args: unknown[]) => {
+      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+      if (text?.includes("porter_claim(")) claims += 1;
+      return query(...args);
+    }) as typeof counted.query;
+    try {
+      await startWorker({ db: counted, concurrency: 4, notifyDebounceMs: debounceMs, pollIntervalMs: 60_000 });
+      await waitFor("the listener to connect", () => listenerPid());
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      claims = 0;
+      const startedAt = Date.now();
+      // Each in its own transaction (PostgreSQL folds equal notifications within one), from 4
+      // connections at once: they arrive faster than a claim takes, as from many producers.
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          for (let i = 0; i < 250; i++) await db.query(`SELECT pg_notify($1, $2)`, [READY_CHANNEL, pool]);
+        }),
+      );
+      // The last window's claim.
+      await new Promise((resolve) => setTimeout(resolve, 3 * debounceMs));
+      const elapsedMs = Date.now() - startedAt;
+      expect(claims).toBeGreaterThanOrEqual(1);
+      // Without the window a claim would follow the previous one back to back for the whole burst.
+      expect(claims).toBeLessThanOrEqual(2 * Math.ceil(elapsedMs / debounceMs) + 2);
+    } finally {
+      await worker?.drain({ graceMs: 0 });
+      worker = undefined;
+      await counted.end();
+    }
   });
 
   it("keeps one maintenance leader; another worker takes over when the leader's connection drops", async () => {

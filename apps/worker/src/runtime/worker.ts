@@ -34,7 +34,12 @@ export type WorkerOptions = {
   pollIntervalMs?: number;
   /** Poll interval while the listener is disconnected. Default 250 ms. */
   disconnectedPollIntervalMs?: number;
-  /** Notifications arriving within this window cause one claim. Default 10 ms. */
+  /**
+   * Coalescing of notifications on a busy worker: one arriving while a claim is under way or every
+   * slot is taken opens this window, and everything arriving within it causes one claim when it
+   * ends (a burst of notifications costs one claim per window, not one each). An idle worker (a
+   * free slot, no claim under way, no window open) claims at once, without waiting. Default 10 ms.
+   */
   notifyDebounceMs?: number;
   /** When fewer than a quarter of the slots are free, wait this long for more before claiming. Default 2 ms. */
   claimGatherMs?: number;
@@ -125,6 +130,11 @@ export class PorterWorker {
   private isMoreLikely = true;
   /** The last claim got some jobs but fewer than asked: work may be waiting behind a cap. */
   private isClaimShort = false;
+  /**
+   * A claim is running, or the loop has just been woken to run one: a notification now is
+   * coalesced (debounced) rather than answered with a claim of its own.
+   */
+  private isClaiming = false;
   private loopDone: Promise<void> = Promise.resolve();
   private drainPromise: Promise<DrainReport> | undefined;
   private idleWaiters: Array<() => void> = [];
@@ -173,6 +183,9 @@ export class PorterWorker {
       poolId: options.poolId,
       logger: this.logger,
       onReady: () => this.onReady(),
+      // A catch-up claim, not debounced: a window opened now (say, during the first claim) would
+      // hold back the next notification on an otherwise idle worker.
+      onConnected: () => this.nudge(),
       onCancel: (rowId) => void this.onCancel(rowId),
     });
     const maintenance = options.maintenance ?? true;
@@ -243,19 +256,24 @@ export class PorterWorker {
 
   /**
    * Claims while there are free slots and reason to expect work: at start, after a full batch
-   * (claim again at once), on a (debounced) notification for this pool, when a scheduled retry
-   * comes due, and on the jittered poll fallback (faster while the listener is disconnected).
+   * (claim again at once), on a notification for this pool (at once when idle, debounced when
+   * busy: see `onReady`), when a scheduled retry comes due, and on the jittered poll fallback
+   * (faster while the listener is disconnected).
    */
   private async claimLoop(): Promise<void> {
     let errors = 0;
     while (!this.isDrainingFlag) {
       let free = this.room();
       if (free > 0 && this.isMoreLikely) {
+        this.isClaiming = true;
         if (free < this.lowWater && this.attempts.size > 0) {
           // A claim costs about the same for 1 job as for 100: when only a few slots are free and
           // others are about to be, gather them for a moment instead of claiming one by one.
           await sleep(this.options.claimGatherMs ?? DEFAULTS.claimGatherMs);
-          if (this.isDrainingFlag) break;
+          if (this.isDrainingFlag) {
+            this.isClaiming = false;
+            break;
+          }
           free = this.room();
         }
         let jobs: ClaimedJob[];
@@ -268,9 +286,11 @@ export class PorterWorker {
           errors += 1;
           const retryInMs = jitter(Math.min(250 * 2 ** errors, 5000));
           this.logger.warn("claim failed; retrying", { err: error, retryInMs });
+          this.isClaiming = false;
           await this.waker.wait(retryInMs);
           continue;
         }
+        this.isClaiming = false;
         if (this.isDrainingFlag && jobs.length > 0) this.logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         const at = Date.now();
         for (const job of jobs) this.buffer.push({ job, at });
@@ -373,7 +393,19 @@ export class PorterWorker {
     this.waker.wake();
   }
 
+  /**
+   * Work became ready in this pool. An idle worker claims at once: the job is committed (the
+   * notification is sent at commit), so a claim started now finds it. A busy one — a claim under
+   * way, every slot taken, or a window already open — coalesces notifications for
+   * `notifyDebounceMs` into one claim.
+   */
   private onReady(): void {
+    if (this.debounceTimer === undefined && !this.isClaiming && this.attempts.size < this.concurrency) {
+      // Marked before the loop runs, so the rest of a burst delivered in the same read is coalesced.
+      this.isClaiming = true;
+      this.nudge();
+      return;
+    }
     this.debounceTimer ??= setTimeout(() => {
       this.debounceTimer = undefined;
       this.nudge();
