@@ -1,3 +1,4 @@
+import pg from "pg";
 import type { Db } from "../db";
 
 /** A job as its worker receives it, with the lease and the queue policy its attempt runs under. */
@@ -27,54 +28,64 @@ export type ClaimedJob = {
   resourceKeyId: string | null;
 };
 
-type ClaimRow = {
-  id: string;
-  job_id: string;
-  job_type: string;
-  queue_id: string;
-  tenant_id: string;
-  payload: Record<string, unknown>;
-  priority: number;
-  idempotency_key: string;
-  attempt: number;
-  max_attempts: number;
-  timeout_s: number;
-  deadline_at: Date | null;
-  trace_id: string;
-  created_at: Date;
-  claimed_at: Date;
-  lease_token: string;
-  lease_until: Date;
-  lease_seconds: number;
-  backoff_base_ms: number;
-  backoff_cap_ms: number;
-  cancel_requested: boolean;
-  resource_key_id: string | null;
+/**
+ * A timestamptz as PostgreSQL prints it (ISO style: `2026-11-30 10:50:22.123456+00`, offset in
+ * hours or hours:minutes) in a fraction of the time of pg's general date parser, which was a
+ * visible share of the worker's CPU per job. Anything else (infinity, BC dates) goes to pg's parser.
+ */
+const pgParseTimestamptz = pg.types.getTypeParser(1184, "text") as (text: string) => Date;
+const ISO_STAMP = /^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::?(\d\d))?$/;
+export const parseTimestamptz = (text: string): Date => {
+  const m = ISO_STAMP.exec(text);
+  if (!m) return pgParseTimestamptz(text);
+  const ms = m[7] ? Number(m[7].padEnd(3, "0").slice(0, 3)) : 0;
+  const offsetMin = (Number(m[9]) * 60 + Number(m[10] ?? 0)) * (m[8] === "-" ? -1 : 1);
+  return new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!, ms) - offsetMin * 60_000);
 };
 
-export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
-  id: r.id,
-  jobId: r.job_id,
-  jobType: r.job_type,
-  queueId: r.queue_id,
-  tenantId: r.tenant_id,
-  payload: r.payload,
-  priority: r.priority,
-  idempotencyKey: r.idempotency_key,
-  attempt: r.attempt,
-  maxAttempts: r.max_attempts,
-  timeoutS: r.timeout_s,
-  deadlineAt: r.deadline_at,
-  traceId: r.trace_id,
-  createdAt: r.created_at,
-  claimedAt: r.claimed_at,
-  leaseToken: r.lease_token,
-  leaseUntil: r.lease_until,
-  leaseSeconds: r.lease_seconds,
-  backoffBaseMs: r.backoff_base_ms,
-  backoffCapMs: r.backoff_cap_ms,
-  cancelRequested: r.cancel_requested,
-  resourceKeyId: r.resource_key_id,
+const TIMESTAMPTZ_OID = 1184;
+/** The claim's result types: timestamps through `parseTimestamptz`, everything else as pg parses it. */
+const claimTypes = {
+  getTypeParser: (oid: number, format?: "text" | "binary") =>
+    oid === TIMESTAMPTZ_OID ? parseTimestamptz : pg.types.getTypeParser(oid, format ?? "text"),
+} as pg.CustomTypesConfig;
+
+/** The claim's columns, in order (rows come back as arrays: no per-row keyed object to build and collect). */
+const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
+                  max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
+                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id`;
+
+// prettier-ignore
+type ClaimRow = [
+  id: string, jobId: string, jobType: string, queueId: string, tenantId: string, payload: Record<string, unknown>,
+  priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
+  deadlineAt: Date | null, traceId: string, createdAt: Date, claimedAt: Date, leaseToken: string, leaseUntil: Date,
+  leaseSeconds: number, backoffBaseMs: number, backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null,
+];
+
+const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
+  id: r[0],
+  jobId: r[1],
+  jobType: r[2],
+  queueId: r[3],
+  tenantId: r[4],
+  payload: r[5],
+  priority: r[6],
+  idempotencyKey: r[7],
+  attempt: r[8],
+  maxAttempts: r[9],
+  timeoutS: r[10],
+  deadlineAt: r[11],
+  traceId: r[12],
+  createdAt: r[13],
+  claimedAt: r[14],
+  leaseToken: r[15],
+  leaseUntil: r[16],
+  leaseSeconds: r[17],
+  backoffBaseMs: r[18],
+  backoffCapMs: r[19],
+  cancelRequested: r[20],
+  resourceKeyId: r[21],
 });
 
 /**
@@ -100,11 +111,10 @@ export const claimJobs = async (
   if (params.limit <= 0) return [];
   const { rows } = await db.query<ClaimRow>({
     name: "porter.claim",
-    text: `SELECT id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
-                  max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
-                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id
-             FROM porter_claim($1, $2, $3, $4)`,
+    text: `SELECT ${CLAIM_COLUMNS} FROM porter_claim($1, $2, $3, $4)`,
     values: [params.poolId, params.workerId, params.limit, params.now ?? null],
+    rowMode: "array",
+    types: claimTypes,
   });
   return rows.map(toClaimedJob);
 };

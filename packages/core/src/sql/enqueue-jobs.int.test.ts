@@ -2,7 +2,8 @@ import { AppError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import { controlPlane, jobTableCounts, stateOf } from "../testing/fixtures";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import pg from "pg";
+import { enqueueJobs, READY_CHANNEL, type EnqueueInput } from "./enqueue-jobs";
 
 const db = useTestDatabase();
 const job = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
@@ -84,6 +85,31 @@ describe("enqueueJobs", () => {
     expect(b).toEqual({ job_id: a!.job_id, status: "READY", deduplicated: true });
     await expectAppError(enqueueJobs(db.pool, [{ ...first, payload: { a: 1, b: { c: [2, 1], d: "x" } } }]), "CONFLICT");
     await expectAppError(enqueueJobs(db.pool, [{ ...first, job_type: "q2.job" }]), "CONFLICT");
+  });
+
+  it("notifies each pool with runnable new work once per call, at commit; not for duplicates or future jobs", async () => {
+    const listener = new pg.Client(db.connectionString);
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on("notification", (n) => heard.push(n.payload ?? ""));
+    await listener.query(`LISTEN ${READY_CHANNEL}`);
+    const settle = () => listener.query("SELECT 1").then(() => new Promise((r) => setTimeout(r, 50)));
+    try {
+      const one = job();
+      await enqueueJobs(db.pool, [one]);
+      await settle();
+      expect(heard).toEqual(["p1"]);
+      // Three jobs of two queues of the same pool: one notification.
+      await enqueueJobs(db.pool, [job(), job(), job({ job_type: "q2.job" })]);
+      await settle();
+      expect(heard).toEqual(["p1", "p1"]);
+      await enqueueJobs(db.pool, [one]);
+      await enqueueJobs(db.pool, [job({ not_before: new Date(Date.now() + 60_000).toISOString() })]);
+      await settle();
+      expect(heard).toEqual(["p1", "p1"]);
+    } finally {
+      await listener.end();
+    }
   });
 
   it("refuses a conflicting duplicate inside one batch", async () => {

@@ -196,7 +196,9 @@ const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[
      ), notified AS (
        SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($3::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
      )
-     SELECT ins.job_id FROM ins LEFT JOIN (SELECT count(*) FROM notified) n ON true`,
+     -- A plain CTE runs only if read: the cross join with its one-row count reads it (a LEFT JOIN
+     -- nothing selects from would be removed by the planner, and with it every NOTIFY).
+     SELECT ins.job_id FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`,
     values: [json, now, notifyPools],
   });
   return new Set(inserted.map((r) => r.job_id));
