@@ -80,7 +80,7 @@ if (stats) {
     `SELECT calls, round(total_exec_time::numeric, 1) AS ms, round((total_exec_time / greatest(1, rows))::numeric * 1000, 1) AS us_per_row, rows,
             regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS q
        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'porter_perf')
-      ORDER BY total_exec_time DESC LIMIT 14`,
+      ORDER BY calls DESC LIMIT 10`,
   );
   console.table(rows);
 }

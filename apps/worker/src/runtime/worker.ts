@@ -317,9 +317,11 @@ export class PorterWorker {
     if (this.fixedPrefetch !== undefined) return this.fixedPrefetch;
     const now = performance.now();
     const elapsed = now - this.rateSince;
-    if (elapsed >= 100) {
-      // Smoothed over ~0.2 s: a burst raises it within a few claims, an idle spell lowers it.
-      this.startRate = 0.5 * this.startRate + 0.5 * (this.started / elapsed);
+    if (elapsed >= 25) {
+      // Fast attack, slow decay: a burst raises the rate within one claim or two; a quieter spell
+      // lowers it by 30% per 25 ms sample.
+      const rate = this.started / elapsed;
+      this.startRate = rate >= this.startRate ? rate : 0.7 * this.startRate + 0.3 * rate;
       this.started = 0;
       this.rateSince = now;
     }
@@ -336,8 +338,8 @@ export class PorterWorker {
     if (this.prefetchNow > ceiling) {
       this.prefetchNow = ceiling;
     } else if (hadBuffer && this.buffer.length === 0 && this.prefetchNow < ceiling) {
-      // Additive increase, multiplicative decrease (on hand-back, below).
-      this.prefetchNow = Math.min(ceiling, this.prefetchNow + Math.max(1, Math.floor(ceiling / 4)));
+      // The buffer ran dry in time: double towards the ceiling (halved on hand-back, below).
+      this.prefetchNow = Math.min(ceiling, Math.max(this.prefetchNow * 2, 1));
     }
     if (this.buffer.length > 0) this.bufferTimer ??= setTimeout(() => void this.expireBuffer(), this.maxBufferMs());
   }
