@@ -112,6 +112,32 @@ describe("enqueueJobs", () => {
     }
   });
 
+  it("coalesces concurrent single enqueues into shared statements, each job keeping its own answer", async () => {
+    const shared = job();
+    const calls = [
+      ...Array.from({ length: 40 }, () => job()),
+      shared,
+      { ...shared }, // same key, same payload: the same job
+      { ...shared, payload: { other: true } }, // same key, another payload: 409 for this call only
+    ];
+    const settled = await Promise.allSettled(calls.map((c) => enqueueJobs(db.pool, [c])));
+    const ok = settled.flatMap((r) => (r.status === "fulfilled" ? r.value : []));
+    const refused = settled.flatMap((r) => (r.status === "rejected" ? [r.reason as AppError] : []));
+    expect(refused.map((e) => [e.code, e.details?.index])).toEqual([["CONFLICT", 0]]);
+    expect(ok).toHaveLength(42);
+    const sharedIds = new Set([ok[40]!.job_id, ok[41]!.job_id]);
+    expect(sharedIds.size).toBe(1);
+    expect(ok.filter((r) => r.deduplicated)).toHaveLength(1);
+    const ids = [...new Set(ok.map((r) => r.job_id))];
+    const { rows } = await db.pool.query<{ n: number; tx: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT xmin::text)::int AS tx FROM jobs WHERE job_id = ANY($1::uuid[])`,
+      [ids],
+    );
+    expect(rows[0]!.n).toBe(41);
+    // Jobs written by one statement share its transaction id: far fewer transactions than calls.
+    expect(rows[0]!.tx).toBeLessThan(20);
+  });
+
   it("refuses a conflicting duplicate inside one batch", async () => {
     const before = await jobTableCounts(db.pool);
     const dup = job();

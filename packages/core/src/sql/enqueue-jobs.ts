@@ -39,6 +39,7 @@ type Prepared = {
   notBefore: Date | null;
   deadlineAt: Date | null;
   runAt: Date;
+  createdAt: Date;
   policy: EnqueuePolicy;
 };
 
@@ -96,6 +97,7 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
       notBefore,
       deadlineAt,
       runAt: notBefore && notBefore > now ? notBefore : now,
+      createdAt: now,
     });
   });
 
@@ -106,16 +108,16 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
   // admission has passed, so a refused batch moves no clock.
   const hasAdmissionLimits = prepared.some((p) => p.policy.tenantRatePerSecond !== null || p.policy.tenantBacklogCap !== null);
   const isOwnTransaction = db instanceof pg.Pool;
+
+  // One job on our own pool: coalesced with the other single enqueues in flight on this pool into
+  // shared statements (application-level group commit, see `SingleEnqueues`).
+  if (isOwnTransaction && !hasAdmissionLimits && prepared.length === 1) {
+    const coalescer = singles.get(db) ?? singles.set(db, new SingleEnqueues(db)).get(db)!;
+    return [await coalescer.add(prepared[0]!, options.notify !== false)];
+  }
   const vfts = isOwnTransaction && !hasAdmissionLimits ? await reserveVirtualTime(db, prepared) : undefined;
   const notifyPools =
     options.notify === false ? [] : [...new Set(prepared.filter((p) => p.runAt <= now).map((p) => p.poolId))];
-
-  // One job on our own connection: the insert statement is atomic by itself (autocommit), so no
-  // BEGIN/COMMIT round trips. A duplicate inserted nothing, and the check that follows only reads.
-  if (isOwnTransaction && vfts && prepared.length === 1) {
-    const inserted = await insertChunk(db, chunkJson(prepared, vfts, now), now, notifyPools);
-    return resolveDuplicates(db, prepared, inserted);
-  }
 
   return inTransaction(db, async (client) => {
     // Admission: a tenant over its arrival rate or backlog cap is refused (429, nothing stored), or,
@@ -135,9 +137,68 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
       }
       for (const id of await insert) inserted.add(id);
     }
-    return resolveDuplicates(client, prepared, inserted);
+    const outcomes = await resolveDuplicates(client, prepared, inserted);
+    const refused = outcomes.find((o): o is AppError => o instanceof AppError);
+    if (refused) throw refused; // aborts the transaction: nothing of the batch stays
+    return outcomes as TEnqueueResult[];
   });
 };
+
+/** Most single enqueues one coalesced statement carries. */
+const MAX_COALESCED = 500;
+const singles = new WeakMap<pg.Pool, SingleEnqueues>();
+
+/**
+ * Single-job enqueues on one pool, coalesced: a call arriving while none is being written is
+ * written at once (no added latency); calls arriving meanwhile wait for that write and then go
+ * together — one virtual-time reservation and one insert statement (autocommit, one commit, one
+ * NOTIFY per pool) for all of them. Under concurrency this is group commit done by the
+ * application: 32 concurrent producers no longer take 32 commits and 32 NOTIFY locks per round.
+ * Each job stays its own all-or-nothing unit: the insert cannot fail for one job's sake
+ * (conflicts are ON CONFLICT DO NOTHING, validation happened before), and a job that hit an
+ * existing key gets its own answer — the existing job, or 409 — without touching the others.
+ * Tenants with admission limits never come here (their admission is a transaction per call).
+ */
+class SingleEnqueues {
+  private waiting: Array<{ job: Prepared; notify: boolean; resolve: (r: TEnqueueResult) => void; reject: (e: unknown) => void }> = [];
+  private isWriting = false;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  add(job: Prepared, notify: boolean): Promise<TEnqueueResult> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ job, notify, resolve, reject });
+      if (!this.isWriting) void this.write();
+    });
+  }
+
+  private async write(): Promise<void> {
+    this.isWriting = true;
+    try {
+      while (this.waiting.length > 0) {
+        const group = this.waiting.splice(0, MAX_COALESCED);
+        try {
+          // Positions in this statement: reservation and results are indexed by `ord`.
+          const batch = group.map((g, ord) => ({ ...g.job, ord }));
+          const now = new Date();
+          const vfts = await reserveVirtualTime(this.pool, batch);
+          const notifyPools = [...new Set(batch.filter((p, i) => group[i]!.notify && p.runAt <= p.createdAt).map((p) => p.poolId))];
+          const inserted = await insertChunk(this.pool, chunkJson(batch, vfts, now), now, notifyPools);
+          const outcomes = await resolveDuplicates(this.pool, batch, inserted);
+          group.forEach((g, i) => {
+            const outcome = outcomes[i]!;
+            if (outcome instanceof AppError) g.reject(new AppError(outcome.code, { message: outcome.message, details: { ...outcome.details, index: 0 } }));
+            else g.resolve(outcome);
+          });
+        } catch (error) {
+          for (const g of group) g.reject(error);
+        }
+      }
+    } finally {
+      this.isWriting = false;
+    }
+  }
+}
 
 /** JSON string literal (ids and names from the registry need no escaping beyond this). */
 const str = (value: string): string => JSON.stringify(value);
@@ -159,6 +220,7 @@ const chunkJson = (chunk: Prepared[], vfts: number[], now: Date): string => {
       `"not_before":${p.notBefore ? `"${p.notBefore.toISOString()}"` : "null"},` +
       `"deadline_at":${p.deadlineAt ? `"${p.deadlineAt.toISOString()}"` : "null"},` +
       `"run_at":${p.runAt.getTime() === nowMs ? "null" : `"${p.runAt.toISOString()}"`},` +
+      `"created_at":${p.createdAt.getTime() === nowMs ? "null" : `"${p.createdAt.toISOString()}"`},` +
       `"trace_id":${input.trace_id === undefined ? "null" : str(input.trace_id)},"vft":${vfts[p.ord]}}`;
   }
   return `[${rows.join(",")}]`;
@@ -177,10 +239,10 @@ const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[
        SELECT * FROM jsonb_to_recordset($1::jsonb)
          AS t(ord int, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority int,
               idempotency_key text, max_attempts int, timeout_s int, not_before timestamptz, deadline_at timestamptz,
-              run_at timestamptz, trace_id text, vft float8)
+              run_at timestamptz, created_at timestamptz, trace_id text, vft float8)
      ), keys AS (
        INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
-       SELECT tenant_id, idempotency_key, job_id, $2 FROM input
+       SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $2) FROM input
        ORDER BY tenant_id, idempotency_key, ord -- one lock order for all producers (no deadlock); first occurrence wins
        ON CONFLICT DO NOTHING
        RETURNING job_id
@@ -190,7 +252,7 @@ const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[
        SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
               i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $2),
               -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
-              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), $2, i.vft
+              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $2), i.vft
          FROM input i JOIN keys k ON k.job_id = i.job_id
        RETURNING job_id
      ), notified AS (
@@ -205,12 +267,12 @@ const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[
 };
 
 /**
- * Results in input order: new jobs as READY; every other row hit an existing idempotency key —
+ * Outcomes in input order: new jobs as READY; every other row hit an existing idempotency key —
  * the same job type and payload (jsonb equality: key order does not matter) is that job,
- * deduplicated; anything else is a 409 (which aborts the enqueue's transaction: nothing stored).
+ * deduplicated; anything else is a 409 for that row.
  */
-const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<string>): Promise<TEnqueueResult[]> => {
-  const results: TEnqueueResult[] = new Array(prepared.length);
+const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<string>): Promise<Array<TEnqueueResult | AppError>> => {
+  const results: Array<TEnqueueResult | AppError> = new Array(prepared.length);
   const duplicates: Prepared[] = [];
   for (const p of prepared) {
     if (inserted.has(p.jobId)) results[p.ord] = { job_id: p.jobId, status: "READY", deduplicated: false };
@@ -244,13 +306,12 @@ const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<str
   for (const d of duplicates) {
     const found = byOrd.get(d.ord);
     if (!found) throw new Error(`idempotency key vanished during enqueue: ${d.input.idempotency_key}`);
-    if (!found.is_same) {
-      throw new AppError("CONFLICT", {
-        message: `idempotency_key "${d.input.idempotency_key}" was already used with a different payload (job ${found.job_id})`,
-        details: { index: d.ord, job_id: found.job_id, idempotency_key: d.input.idempotency_key },
-      });
-    }
-    results[d.ord] = { job_id: found.job_id, status: found.state ?? "READY", deduplicated: true };
+    results[d.ord] = found.is_same
+      ? { job_id: found.job_id, status: found.state ?? "READY", deduplicated: true }
+      : new AppError("CONFLICT", {
+          message: `idempotency_key "${d.input.idempotency_key}" was already used with a different payload (job ${found.job_id})`,
+          details: { index: d.ord, job_id: found.job_id, idempotency_key: d.input.idempotency_key },
+        });
   }
   return results;
 };
