@@ -31,7 +31,8 @@ export const VARIANTS: readonly Variant[] = [
     system: "porter",
     label: "porter",
     tuned: false,
-    settings: "PorterWorker defaults (batched claims sized to free slots, batched acks, LISTEN, maintenance on)",
+    settings:
+      "PorterWorker defaults: batched claims of free slots + adaptive prefetch (50 ms of work at the measured start rate, ≤ 1000), batched acks, LISTEN, maintenance on",
     enqueueKey: "porter",
   },
   {

@@ -88,7 +88,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
   const [a, b, c] = phases.map((p) => p.label) as [string, string, string];
   const notes = [
     `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more; each phase drains a window of ${fmt(window)} jobs with a fresh worker process, whose first ${COLD_CLAIMS} claims are a discarded warm-up.`,
-    "A claim is timed at the driver from dispatch to result (Porter: its claim call); batches differ by design (graphile-worker and pg-boss tuned fetch up to 500 at a time, Porter sizes claims to free slots), so compare growth with backlog as much as absolute figures.",
+    "A claim is timed at the driver from dispatch to result (Porter: its claim call); batches differ by design (graphile-worker and pg-boss tuned fetch up to 500 at a time, Porter claims its free slots plus an adaptive prefetch that grows with the start rate, up to 1000), so compare growth with backlog as much as absolute figures.",
   ];
   return [
     {

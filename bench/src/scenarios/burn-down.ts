@@ -6,6 +6,7 @@ import { nowMs, type WorkerSummary } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
 import { COST_COLUMNS, interleave, isPeerDefault, perJobValues, RowSet, runLabel, sleep, type BenchContext, type ScenarioResult } from "./common";
 import { pgTicks } from "../pg-ticks";
+import { describeStatement, statementProfile } from "../statements";
 
 /** Enqueues jobs k = from … from+count-1 in calls of `batch` through the system's batch API. */
 export const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
@@ -65,6 +66,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
   const details: unknown[] = [];
   const rates = new Map<VariantId, number[]>();
+  const statementNotes = new Map<string, string>();
   await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, worker) => {
     const label = `(c) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
     const isDefault = isPeerDefault(session.variant);
@@ -73,6 +75,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     ctx.progress.update(`${label}: generating ${fmt(jobs)} jobs…`);
     await session.generate("ready", 1, jobs);
     const before = await settledStats(session.observer);
+    const statements = isDefault ? null : await statementProfile(session.observer);
     const pgTicksBefore = pgTicks();
     const r = await drainWith(session, worker, ctx, { jobs, capS, label });
     const pgCpuMs = (pgTicks() - pgTicksBefore) * 10;
@@ -100,6 +103,11 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
         ...perJobValues(perJob(before, after, r.done)),
       },
     );
+    if (statements) {
+      const top = await statements.top(3);
+      statementNotes.set(session.variant.label, `${session.variant.label}: ${top.map((t) => describeStatement(t, r.done)).join("; ")}`);
+      details.push({ variant: session.variant.id, run: run.index, statements: top });
+    }
     (rates.get(session.variant.id) ?? rates.set(session.variant.id, []).get(session.variant.id)!).push(rate);
     details.push({ variant: session.variant.id, run: run.index, jobs, done: r.done, capped: r.capped, rate, handlerRuns: r.summary.executed, succeededInDb: inDb, claims, info: r.info });
     ctx.progress.done(`${label}: ${fmt(rate)} jobs/s${r.capped ? ` (capped at ${capS} s, ${fmt(r.done)} done)` : ""}, ${fmt(claims.claims)} claims of ${fmt(claims.rows / Math.max(1, claims.claims), 1)} jobs`);
@@ -113,6 +121,9 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
       "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks each job ran exactly once and the system recorded all of them done.",
       "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
       "CPU per job: the worker process's own (user + system, start to stop), and PostgreSQL's — every postgres process on this machine over the drain, so other databases' work on the server counts too.",
+      ...(statementNotes.size > 0
+        ? [`Where PostgreSQL's time went (pg_stat_statements, top-level statements, last run): ${[...statementNotes.values()].join(" — ")}`]
+        : ["Statement profile: not available (the server does not load pg_stat_statements; set shared_preload_libraries = 'pg_stat_statements' to get it)."]),
     ],
     columns: [
       { key: "rate", label: "jobs/s", better: "higher" },
