@@ -16,7 +16,7 @@ Options:
   --concurrency <n>      jobs run at once (default: the pool's worker_concurrency)
   --grace-ms <ms>        drain grace period (default: PORTER_DRAIN_GRACE_MS or 10000)
   --hang-grace-ms <ms>   how long a handler may ignore its aborted signal (default 2000)
-  --prefetch <n>         jobs claimed ahead of free slots (default: the concurrency; more = throughput for short jobs)
+  --prefetch <n>         jobs claimed ahead of free slots (default: adaptive, ~50 ms of work at the start rate, ≤ 1000)
   --no-maintenance       never take the maintenance leadership
   -h, --help             show this help
 
