@@ -1,49 +1,27 @@
 // Probe (not part of the suite): sequential enqueue calls of `batch` jobs on a fresh `porter_perf`
 // database, with the CPU split between Node and PostgreSQL and pg_stat_statements (STATS=1).
 //   npx tsx bench/src/probe/enqueue-split.ts [calls] [batch]
-import pg from "pg";
 import { enqueueJobs, Registry, type EnqueueInput } from "@porter/core";
-import { migrate } from "@porter/db/migrator";
-import { createPool } from "@porter/db/pool";
 import { pgTicks } from "../pg-ticks";
+import { freshPerfDatabase, startProfile } from "./perf-db";
 
 const [calls, batch] = [Number(process.argv[2] ?? 30), Number(process.argv[3] ?? 1000)];
-const url = "postgres://postgres@127.0.0.1:5432/porter_perf";
-const a = new pg.Client("postgres://postgres@127.0.0.1:5432/postgres");
-await a.connect();
-await a.query(`DROP DATABASE IF EXISTS porter_perf WITH (FORCE)`);
-await a.query(`CREATE DATABASE porter_perf`);
-await a.end();
-await migrate(url);
-const pool = createPool(url, { max: 4 });
 const stats = process.env.STATS === "1";
-if (stats) await pool.query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`);
-await pool.query(`INSERT INTO pools (id) VALUES ('bench')`);
-await pool.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
-await pool.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
-await pool.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+const pool = await freshPerfDatabase({ connections: 4, statements: stats });
 const registry = new Registry({ ttlMs: 60_000 });
 let i = 0;
 const make = (): EnqueueInput[] =>
   Array.from({ length: batch }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++i }, idempotency_key: `k-${i}` }));
 for (let w = 0; w < 3; w++) await enqueueJobs(pool, make(), { registry });
 if (stats) await pool.query(`SELECT pg_stat_statements_reset()`);
-const profiler = process.env.PROFILE ? new (await import("node:inspector/promises")).Session() : undefined;
-if (profiler) {
-  profiler.connect();
-  await profiler.post("Profiler.enable");
-  await profiler.post("Profiler.start");
-}
+const profile = await startProfile();
 const ticks0 = pgTicks();
 const c0 = process.cpuUsage();
 const t0 = performance.now();
 for (let k = 0; k < calls; k++) await enqueueJobs(pool, make(), { registry });
 const s = (performance.now() - t0) / 1000;
 const c = process.cpuUsage(c0);
-if (profiler) {
-  const { profile } = await profiler.post("Profiler.stop");
-  (await import("node:fs")).writeFileSync(process.env.PROFILE!, JSON.stringify(profile));
-}
+await profile.stop();
 const pgS = (pgTicks() - ticks0) / 100;
 console.log(
   `${calls} calls of ${batch}: ${((calls * batch) / s).toFixed(0)} jobs/s; per call: wall ${((s * 1000) / calls).toFixed(1)} ms, ` +

@@ -2,38 +2,20 @@
 // test server, in this process) on a fresh `porter_perf` database, with a CPU profile (PROFILE=file).
 //   npx tsx bench/src/probe/http-probe.ts [calls] [concurrency]
 //   EXTERNAL=bench/src/probe/http-client.mjs …: the client in another process (CPU = the server's alone)
-import pg from "pg";
 import { startTestServer } from "@porter/api/testing/http-server";
 import { createApiKey, Registry } from "@porter/core";
-import { migrate } from "@porter/db/migrator";
-import { createPool } from "@porter/db/pool";
 import { createProducerClient } from "@porter/sdk";
+import { freshPerfDatabase, startProfile } from "./perf-db";
 
 const [calls, concurrency] = [Number(process.argv[2] ?? 2000), Number(process.argv[3] ?? 1)];
-const url = "postgres://postgres@127.0.0.1:5432/porter_perf";
-const a = new pg.Client("postgres://postgres@127.0.0.1:5432/postgres");
-await a.connect();
-await a.query(`DROP DATABASE IF EXISTS porter_perf WITH (FORCE)`);
-await a.query(`CREATE DATABASE porter_perf`);
-await a.end();
-await migrate(url);
-const pool = createPool(url, { max: 26 });
-await pool.query(`INSERT INTO pools (id) VALUES ('bench')`);
-await pool.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
-await pool.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
-await pool.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+const pool = await freshPerfDatabase({ connections: 26 });
 const server = await startTestServer({ pool, registry: new Registry({ ttlMs: 1000 }) });
 const { key } = await createApiKey(pool, { tenantIds: ["bench"], jobTypes: ["*"], name: "probe", actor: "probe" });
 const client = createProducerClient({ url: server.url, apiKey: key });
 let k = 0;
 const one = () => client.enqueue({ job_type: "bench.job", payload: { k: ++k }, idempotency_key: `k-${k}` });
 for (let i = 0; i < 50; i++) await one();
-const profiler = process.env.PROFILE ? new (await import("node:inspector/promises")).Session() : undefined;
-if (profiler) {
-  profiler.connect();
-  await profiler.post("Profiler.enable");
-  await profiler.post("Profiler.start");
-}
+const profile = await startProfile();
 const c0 = process.cpuUsage();
 const t0 = performance.now();
 if (process.env.EXTERNAL) {
@@ -50,10 +32,7 @@ if (process.env.EXTERNAL) {
 }
 const s = (performance.now() - t0) / 1000;
 const c = process.cpuUsage(c0);
-if (profiler) {
-  const { profile } = await profiler.post("Profiler.stop");
-  (await import("node:fs")).writeFileSync(process.env.PROFILE!, JSON.stringify(profile));
-}
+await profile.stop();
 console.log(`${calls} calls at c=${concurrency}: ${(calls / s).toFixed(0)}/s, ${((s * 1000) / calls).toFixed(2)} ms/call wall, ${((c.user + c.system) / 1000 / calls).toFixed(2)} ms CPU/call`);
 await server.close();
 await pool.end();

@@ -1,6 +1,6 @@
 // @porter/db: connections, the Prisma client, the migrator and the embedded PostgreSQL server.
 // Test helpers live under `@porter/db/testing/*` and are not exported here.
-export { createPool, withTransaction, type CreatePoolOptions, type Queryable } from "./pool";
+export { createPool, inTransaction, withTransaction, type CreatePoolOptions, type Queryable } from "./pool";
 export { createPrisma, type CreatePrismaOptions } from "./prisma";
 export {
   defaultMigrationsDir,

@@ -76,3 +76,13 @@ export async function withTransaction<T>(
     client.release(broken);
   }
 }
+
+/**
+ * Runs `fn` in a transaction that `db` decides: on a pool, a transaction of its own
+ * ({@link withTransaction}); on a client, the caller's — `fn` runs on it as is, the caller owns
+ * BEGIN/COMMIT, and an error `fn` throws aborts the caller's transaction (a producer enqueueing
+ * inside its own transaction).
+ */
+export async function inTransaction<T>(db: Queryable, fn: (client: pg.PoolClient | pg.Client) => Promise<T>): Promise<T> {
+  return db instanceof pg.Pool ? withTransaction(db, fn) : fn(db);
+}

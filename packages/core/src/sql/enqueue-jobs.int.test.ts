@@ -138,6 +138,15 @@ describe("enqueueJobs", () => {
     expect(rows[0]!.tx).toBeLessThan(20);
   });
 
+  it("gives coalesced single enqueues of one tenant consecutive virtual times, one weight step apart", async () => {
+    const results = await Promise.all(Array.from({ length: 30 }, () => enqueueJobs(db.pool, [job({ tenant_id: "tenant_B" })])));
+    const ids = results.map(([r]) => r!.job_id);
+    const { rows } = await db.pool.query<{ vft: number }>(`SELECT vft FROM jobs WHERE job_id = ANY($1::uuid[]) ORDER BY vft`, [ids]);
+    const steps = rows.slice(1).map((r, i) => r.vft - rows[i]!.vft);
+    expect(rows).toHaveLength(30);
+    expect(steps.every((d) => Math.abs(d - 1) < 1e-9)).toBe(true); // tenant_B's weight is 1
+  });
+
   it("refuses a conflicting duplicate inside one batch", async () => {
     const before = await jobTableCounts(db.pool);
     const dup = job();

@@ -11,6 +11,7 @@ import { admit } from "../admission";
 import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
 import { policyKey, Registry } from "../registry";
 import { uuidv7 } from "../uuid";
+import { reserveClocksSql } from "./fair-clock";
 
 /** An enqueue request whose tenant has been resolved from the caller's credential. */
 export type EnqueueInput = TEnqueueRequest & { tenant_id: string };
@@ -181,9 +182,10 @@ class SingleEnqueues {
           // Positions in this statement: reservation and results are indexed by `ord`.
           const batch = group.map((g, ord) => ({ ...g.job, ord }));
           const now = new Date();
-          const vfts = await reserveVirtualTime(this.pool, batch);
           const notifyPools = [...new Set(batch.filter((p, i) => group[i]!.notify && p.runAt <= p.createdAt).map((p) => p.poolId))];
-          const inserted = await insertChunk(this.pool, chunkJson(batch, vfts, now), now, notifyPools);
+          // One statement reserves the virtual time and inserts: it commits on its own at once, so
+          // the clock rows are held only for its commit (and one statement serves the whole group).
+          const inserted = await insertChunk(this.pool, chunkJson(batch, undefined, now), now, notifyPools, { reserve: true });
           const outcomes = await resolveDuplicates(this.pool, batch, inserted);
           group.forEach((g, i) => {
             const outcome = outcomes[i]!;
@@ -207,7 +209,7 @@ const str = (value: string): string => JSON.stringify(value);
  * One chunk as the JSON document the insert reads, assembled from each payload's JSON text already
  * made for the size check (pg's array escaping of parallel arrays cost more than the insert).
  */
-const chunkJson = (chunk: Prepared[], vfts: number[], now: Date): string => {
+const chunkJson = (chunk: Prepared[], vfts: number[] | undefined, now: Date): string => {
   const nowMs = now.getTime();
   const rows: string[] = new Array(chunk.length);
   for (let i = 0; i < chunk.length; i++) {
@@ -221,7 +223,7 @@ const chunkJson = (chunk: Prepared[], vfts: number[], now: Date): string => {
       `"deadline_at":${p.deadlineAt ? `"${p.deadlineAt.toISOString()}"` : "null"},` +
       `"run_at":${p.runAt.getTime() === nowMs ? "null" : `"${p.runAt.toISOString()}"`},` +
       `"created_at":${p.createdAt.getTime() === nowMs ? "null" : `"${p.createdAt.toISOString()}"`},` +
-      `"trace_id":${input.trace_id === undefined ? "null" : str(input.trace_id)},"vft":${vfts[p.ord]}}`;
+      `"trace_id":${input.trace_id === undefined ? "null" : str(input.trace_id)},"vft":${vfts ? vfts[p.ord] : "null"}}`;
   }
   return `[${rows.join(",")}]`;
 };
@@ -230,20 +232,38 @@ const chunkJson = (chunk: Prepared[], vfts: number[], now: Date): string => {
  * Inserts one chunk (see `chunkJson`) in one statement: the idempotency ledger decides which rows
  * are new (ON CONFLICT DO NOTHING also absorbs duplicates inside the batch), and only those reach
  * `jobs`. NOTIFY for `notifyPools` goes in the same statement when it inserted anything (delivered
- * at commit). Returns the job ids inserted.
+ * at commit). With `reserve`, the statement also reserves the jobs' virtual time (their `vft` is
+ * null in the document) — for a statement that commits on its own. Returns the job ids inserted.
  */
-const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[]): Promise<Set<string>> => {
+const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[], options: { reserve?: boolean } = {}): Promise<Set<string>> => {
   const { rows: inserted } = await db.query<{ job_id: string }>({
-    name: "porter.enqueue",
-    text: `WITH input AS (
+    name: options.reserve ? "porter.enqueue_reserving" : "porter.enqueue",
+    text: options.reserve ? INSERT_RESERVING_SQL : INSERT_SQL,
+    values: [json, now, notifyPools],
+  });
+  return new Set(inserted.map((r) => r.job_id));
+};
+
+const insertSql = (reserve: boolean): string => `WITH input AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb)
          AS t(ord int, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority int,
               idempotency_key text, max_attempts int, timeout_s int, not_before timestamptz, deadline_at timestamptz,
               run_at timestamptz, created_at timestamptz, trace_id text, vft float8)
-     ), keys AS (
+     )${reserve ? `, groups AS (
+       SELECT queue_id, tenant_id, count(*)::int AS n FROM input GROUP BY queue_id, tenant_id
+     ), clocks AS (${reserveClocksSql("groups")}
+     ), timed AS (
+       SELECT i.job_id, c.last_vft - (c_n.n - row_number() OVER (PARTITION BY i.queue_id, i.tenant_id ORDER BY i.ord))::float8 / c.weight AS vft
+         FROM input i
+         JOIN clocks c ON (c.queue_id, c.tenant_id) = (i.queue_id, i.tenant_id)
+         JOIN groups c_n ON (c_n.queue_id, c_n.tenant_id) = (i.queue_id, i.tenant_id)
+     )` : ""}, keys AS (
        INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
-       SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $2) FROM input
-       ORDER BY tenant_id, idempotency_key, ord -- one lock order for all producers (no deadlock); first occurrence wins
+       SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $2)
+         FROM input${reserve ? " CROSS JOIN (SELECT count(*) FROM clocks) AS clocks_first" : ""}
+       -- One lock order for all producers (no deadlock): clock rows first (their reservation reads
+       -- them all before a key is inserted), then keys by (tenant, key); first occurrence wins.
+       ORDER BY tenant_id, idempotency_key, ord
        ON CONFLICT DO NOTHING
        RETURNING job_id
      ), ins AS (
@@ -252,19 +272,18 @@ const insertChunk = async (db: Db, json: string, now: Date, notifyPools: string[
        SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
               i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $2),
               -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
-              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $2), i.vft
-         FROM input i JOIN keys k ON k.job_id = i.job_id
+              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $2), ${reserve ? "tm.vft" : "i.vft"}
+         FROM input i JOIN keys k ON k.job_id = i.job_id${reserve ? " JOIN timed tm ON tm.job_id = i.job_id" : ""}
        RETURNING job_id
      ), notified AS (
        SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($3::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
      )
      -- A plain CTE runs only if read: the cross join with its one-row count reads it (a LEFT JOIN
      -- nothing selects from would be removed by the planner, and with it every NOTIFY).
-     SELECT ins.job_id FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`,
-    values: [json, now, notifyPools],
-  });
-  return new Set(inserted.map((r) => r.job_id));
-};
+     SELECT ins.job_id FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
+const INSERT_SQL = insertSql(false);
+const INSERT_RESERVING_SQL = insertSql(true);
+
 
 /**
  * Outcomes in input order: new jobs as READY; every other row hit an existing idempotency key —
@@ -335,14 +354,7 @@ const reserveVirtualTime = async (db: Db, prepared: Prepared[]): Promise<number[
     name: "porter.reserve_vft",
     text: `WITH g AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(queue_id text, tenant_id text, n int)),
            async AS (SELECT set_config('synchronous_commit', 'off', true))
-           INSERT INTO fair_clocks (queue_id, tenant_id, last_vft)
-           SELECT g.queue_id, g.tenant_id, q.vclock + g.n::float8 / t.weight
-             FROM g JOIN queues q ON q.id = g.queue_id JOIN tenants t ON t.id = g.tenant_id, async
-            ORDER BY g.queue_id, g.tenant_id
-           ON CONFLICT (queue_id, tenant_id) DO UPDATE
-             SET last_vft = greatest(fair_clocks.last_vft, (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
-                            + (EXCLUDED.last_vft - (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
-           RETURNING queue_id, tenant_id, last_vft, (SELECT t.weight FROM tenants t WHERE t.id = fair_clocks.tenant_id) AS weight`,
+           ${reserveClocksSql("g", "async")}`,
     values: [JSON.stringify([...groups.values()].map((g) => ({ queue_id: g.queue_id, tenant_id: g.tenant_id, n: g.members.length })))],
   });
   const vfts: number[] = new Array(prepared.length);

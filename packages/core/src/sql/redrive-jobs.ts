@@ -1,6 +1,7 @@
 import { AppError } from "@porter/contracts";
 import { writeAudit } from "../audit";
 import { inTransaction, type Db } from "../db";
+import { reserveClocksSql } from "./fair-clock";
 
 export type RedriveFilter = { queueId?: string; jobType?: string; tenantId?: string; errorCode?: string };
 export type RedriveParams = {
@@ -74,16 +75,7 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
          -- Weighted fair queuing, as at enqueue: a (queue, tenant)'s n redriven jobs take its next n
          -- virtual finish times, so a mass redrive shares the queue by weight instead of jumping
          -- ahead of every other tenant's work. Rows locked in one order, as producers do.
-         INSERT INTO fair_clocks (queue_id, tenant_id, last_vft)
-         SELECT g.queue_id, g.tenant_id, q.vclock + g.n::float8 / t.weight
-           FROM (SELECT queue_id, tenant_id, max(n) AS n FROM fresh GROUP BY 1, 2) g
-           JOIN queues q ON q.id = g.queue_id
-           JOIN tenants t ON t.id = g.tenant_id
-          ORDER BY g.queue_id, g.tenant_id
-         ON CONFLICT (queue_id, tenant_id) DO UPDATE
-           SET last_vft = greatest(fair_clocks.last_vft, (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
-                          + (EXCLUDED.last_vft - (SELECT q.vclock FROM queues q WHERE q.id = EXCLUDED.queue_id))
-         RETURNING queue_id, tenant_id, last_vft
+         ${reserveClocksSql("(SELECT queue_id, tenant_id, max(n) AS n FROM fresh GROUP BY 1, 2)")}
        ), back AS (
          INSERT INTO jobs (id, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key,
                            state, attempt, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id,
@@ -92,10 +84,9 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
                 'READY', 0, f.max_attempts, f.timeout_s, f.not_before,
                 CASE WHEN f.deadline_at <= (SELECT t FROM at) THEN NULL ELSE f.deadline_at END,
                 (SELECT t FROM at), f.trace_id, f.contract_version, f.created_at, f.error, f.redrive_count + 1,
-                c.last_vft - (f.n - f.k)::float8 / t.weight
+                c.last_vft - (f.n - f.k)::float8 / c.weight
            FROM fresh f
            JOIN clocks c ON c.queue_id = f.queue_id AND c.tenant_id = f.tenant_id
-           JOIN tenants t ON t.id = f.tenant_id
          RETURNING job_id, queue_id
        ), ev AS (
          INSERT INTO job_events (job_id, at, kind, actor, data)

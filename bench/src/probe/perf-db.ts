@@ -1,0 +1,44 @@
+// Shared by the probes: a fresh, migrated `porter_perf` database with one pool, queue, job type
+// and tenant (all named "bench"), and an optional CPU profile of a measured stretch.
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import pg from "pg";
+import { migrate } from "@porter/db/migrator";
+import { createPool } from "@porter/db/pool";
+
+export const PERF_URL = "postgres://postgres@127.0.0.1:5432/porter_perf";
+const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** Drops and recreates `porter_perf`, migrates it and seeds the "bench" control plane. */
+export const freshPerfDatabase = async (options: { connections: number; workerConcurrency?: number; statements?: boolean }) => {
+  const admin = new pg.Client(ADMIN_URL);
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS porter_perf WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE porter_perf`);
+  if (options.statements) await admin.query(`ALTER DATABASE porter_perf SET pg_stat_statements.track = 'all'`);
+  await admin.end();
+  await migrate(PERF_URL);
+  const pool = createPool(PERF_URL, { max: options.connections });
+  if (options.statements) await pool.query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`);
+  await pool.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', $1)`, [options.workerConcurrency ?? 10]);
+  await pool.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
+  await pool.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
+  await pool.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+  return pool;
+};
+
+/** With PROFILE=<file>: starts V8's CPU profiler; `stop()` writes the profile there. */
+export const startProfile = async () => {
+  const file = process.env.PROFILE;
+  if (!file) return { stop: async () => {} };
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+  return {
+    stop: async () => {
+      const { profile } = await session.post("Profiler.stop");
+      writeFileSync(file, JSON.stringify(profile));
+    },
+  };
+};
