@@ -23,6 +23,7 @@ await pool.query(
 );
 await pool.query(`INSERT INTO fair_clocks (queue_id, tenant_id, last_vft) VALUES ('bench', 'bench', 0)`);
 await pool.query(`VACUUM ANALYZE jobs`);
+if (process.env.JOBS_RELOPTIONS) await pool.query(`ALTER TABLE jobs SET (${process.env.JOBS_RELOPTIONS})`);
 if (stats) await pool.query(`SELECT pg_stat_statements_reset()`);
 const profile = await startProfile();
 const ticks0 = pgTicks();
@@ -40,6 +41,10 @@ const cpu = process.cpuUsage(cpu0);
 await profile.stop();
 const pgS = (pgTicks() - ticks0) / 100;
 const nodeS = (cpu.user + cpu.system) / 1e6;
+if (process.env.VACUUM_STATS) {
+  const { rows } = await pool.query(`SELECT autovacuum_count, autoanalyze_count, n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs'`);
+  console.log("jobs autovacuum:", rows[0]);
+}
 const left = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs`)).rows[0]!.n;
 if (left !== 0) throw new Error(`${left} jobs left in the hot table`);
 console.log(

@@ -147,6 +147,25 @@ describe("enqueueJobs", () => {
     expect(steps.every((d) => Math.abs(d - 1) < 1e-9)).toBe(true); // tenant_B's weight is 1
   });
 
+  it("stores strings exactly, whatever they contain (quotes, backslashes, braces, commas, NULL, unicode)", async () => {
+    const tricky = ['a"b', "back\\slash\\", "{x,y}", "NULL", "", "tab\tnew\nline", "ünï 🎉", " spaced "];
+    const jobs = tricky.map((text, i) =>
+      job({ idempotency_key: `${text}-${i}-${Math.random()}`, trace_id: `t${i}${text}`.slice(0, 100) || `t${i}`, payload: { text, nested: { list: [text, null, 1.5] } } }),
+    );
+    const results = await enqueueJobs(db.pool, jobs);
+    const { rows } = await db.pool.query<{ job_id: string; idempotency_key: string; trace_id: string; payload: unknown }>(
+      `SELECT job_id::text, idempotency_key, trace_id, payload FROM jobs WHERE job_id = ANY($1::uuid[])`,
+      [results.map((r) => r.job_id)],
+    );
+    const byId = new Map(rows.map((r) => [r.job_id, r]));
+    results.forEach((r, i) => {
+      const row = byId.get(r.job_id)!;
+      expect(row.idempotency_key).toBe(jobs[i]!.idempotency_key);
+      expect(row.trace_id).toBe(jobs[i]!.trace_id);
+      expect(row.payload).toEqual(jobs[i]!.payload);
+    });
+  });
+
   it("refuses a conflicting duplicate inside one batch", async () => {
     const before = await jobTableCounts(db.pool);
     const dup = job();
