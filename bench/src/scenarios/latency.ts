@@ -36,14 +36,21 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
   const windowS = ctx.sizes.steadySeconds;
   await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, booted) => {
     const max = ctx.maxRates.get(session.variant.id) ?? 100;
+    // Porter also runs at the fastest tuned peer's rate: the same load, side by side.
+    const peerMax = Math.max(0, ...ctx.variants.filter((v) => v.tuned && v.system !== "porter").map((v) => ctx.maxRates.get(v.id) ?? 0));
+    const loads = fractions.flatMap((fraction, i) => [
+      { i, fraction, rate: fraction * max, row: session.variant.label },
+      ...(session.variant.system === "porter" && peerMax > 0
+        ? [{ i, fraction, rate: fraction * peerMax, row: `${session.variant.label} at the fastest tuned peer's rate` }]
+        : []),
+    ]);
     const started = await idleWorker(session, booted);
     const worker = started.worker;
     let before = started.before;
     let k = 1;
     try {
-      for (const [i, fraction] of fractions.entries()) {
-        const rate = fraction * max;
-        const label = `(d) ${session.variant.label} at ${fraction * 100}% (${fmt(rate)} jobs/s), ${runLabel(run, ctx.sizes.runs)}`;
+      for (const { i, fraction, rate, row } of loads) {
+        const label = `(d) ${row} at ${fraction * 100}% (${fmt(rate)} jobs/s), ${runLabel(run, ctx.sizes.runs)}`;
         const probe = new DoneProbe(session);
         const stride = Math.max(1, Math.round(rate / 100));
         probe.start(5);
@@ -76,9 +83,9 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
         const start = await worker.latency(warm, end);
         const done = distribution(probe.latencies(warm, end));
         const behind = k - 1 - worker.progress().succeeded;
-        if (!caughtUp && behind > 0) rowSets[i]!.note(session.variant.label, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`);
+        if (!caughtUp && behind > 0) rowSets[i]!.note(row, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`);
         rowSets[i]!.add(
-          session.variant.label,
+          row,
           session.variant.id,
           { arrivals: sent / ((end - t0) / 1000), startP50: start.p50, startP99: start.p99, doneP50: done.p50, doneP99: done.p99, ...costs(before, after, sent, probe.queries + 3) },
         );
@@ -93,7 +100,8 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
     id: `d${fraction * 100}`,
     title: `(d) steady arrivals at ${fraction * 100}% of each system's own maximum`,
     notes: [
-      `Rate = ${fraction * 100}% of the system's burn-down jobs/s from (c) (or a short burn-down when (c) did not run); a warm-up of max(1 s, window/4) at that rate, then a ${windowS} s measured window; batches every 5 ms through the batch API.`,
+      `Rate = ${fraction * 100}% of the system's burn-down jobs/s from (c) (or a short burn-down when (c) did not run); a warm-up of max(1 s, window/4) at that rate, then a ${windowS} s measured window; batches every 5 ms through the batch API. The producer and the worker share the machine's cores, so a system loaded near its burn-down maximum may fall behind.`,
+      "Porter runs a second time at the fastest tuned peer's rate (same fraction of that peer's maximum): the same load as that peer, for a like-for-like latency comparison.",
       "start = first handler start − enqueue call issued (all jobs); done = seen done in the system's tables (5 ms poll) − enqueue call issued (~100 tracked jobs/s). Per-job costs exclude the probe's queries.",
     ],
     columns: [{ key: "arrivals", label: "arrivals/s", better: "none" }, ...LATENCY_COLUMNS, ...COST_COLUMNS],

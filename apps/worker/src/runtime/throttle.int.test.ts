@@ -15,7 +15,8 @@ import { PorterWorker } from "./worker";
 // side (halving, the pause in the claim, recovery) is packages/core/src/sql/rate-limits.int.test.ts.
 const testDb = useTestDatabase();
 const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
-const RETRY_AFTER_MS = 1_000;
+// Long enough that the rest of the test (enqueueing during the pause) fits in it on a loaded machine.
+const RETRY_AFTER_MS = 3_000;
 let db: pg.Pool;
 
 /** `llm.call`: the provider answers 429 with Retry-After on the first attempt, then succeeds. */

@@ -38,7 +38,7 @@ export type WorkerOptions = {
    * Coalescing of notifications on a busy worker: one arriving while a claim is under way or every
    * slot is taken opens this window, and everything arriving within it causes one claim when it
    * ends (a burst of notifications costs one claim per window, not one each). An idle worker (a
-   * free slot, no claim under way, no window open) claims at once, without waiting. Default 10 ms.
+   * free slot, no claim under way, no window open) claims at once, without waiting. Default 2 ms.
    */
   notifyDebounceMs?: number;
   /** When fewer than a quarter of the slots are free, wait this long for more before claiming. Default 2 ms. */
@@ -86,7 +86,7 @@ const DEFAULTS = {
   hangGraceMs: 2_000,
   pollIntervalMs: 1_000,
   disconnectedPollIntervalMs: 250,
-  notifyDebounceMs: 10,
+  notifyDebounceMs: 2,
   claimGatherMs: 2,
   maxBufferMs: 2_000,
   prefetchWindowMs: 50,
