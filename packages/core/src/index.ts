@@ -34,3 +34,4 @@ export * from "./uuid";
 export * from "./admission";
 export * from "./sql/age-priorities";
 export * from "./sql/throttle";
+export * from "./sql/vacuum-hot-table";

@@ -1,4 +1,4 @@
-import { runMaintenance, tryAcquireLeadership } from "@porter/core";
+import { runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
 import pg from "pg";
 import type { Logger } from "../logger";
 import { jitter } from "./waker";
@@ -10,12 +10,15 @@ export type MaintenanceLeaderOptions = {
   acquireEveryMs?: number;
   /** How often the leader runs a maintenance pass. Default 1 000 ms. */
   runEveryMs?: number;
+  /** How often at most the leader checks whether the hot table needs a vacuum (`vacuumHotTable`). Default 5 000 ms; 0 = never. */
+  vacuumEveryMs?: number;
 };
 
 /**
  * Maintenance under one leader: every worker process tries `tryAcquireLeadership` (a session
  * advisory lock) on a dedicated connection every few seconds; the holder runs `runMaintenance`
- * (rescue expired leases, expire deadlines, promote retries, prune) every second. The lock goes
+ * (rescue expired leases, expire deadlines, promote retries, prune) every second, and vacuums the
+ * hot table when enough dead row versions piled up (at most every `vacuumEveryMs`). The lock goes
  * with the connection, so when the leader exits or its connection drops another worker takes over.
  */
 export class MaintenanceLeader {
@@ -27,10 +30,13 @@ export class MaintenanceLeader {
   private current: Promise<void> = Promise.resolve();
   private readonly acquireEveryMs: number;
   private readonly runEveryMs: number;
+  private readonly vacuumEveryMs: number;
+  private lastVacuumCheckAt = 0;
 
   constructor(private readonly options: MaintenanceLeaderOptions) {
     this.acquireEveryMs = options.acquireEveryMs ?? 5000;
     this.runEveryMs = options.runEveryMs ?? 1000;
+    this.vacuumEveryMs = options.vacuumEveryMs ?? 5000;
   }
 
   get leading(): boolean {
@@ -75,6 +81,11 @@ export class MaintenanceLeader {
       if (this.isLeader && !this.isClosed) {
         const report = await runMaintenance(this.client);
         if (Object.values(report).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);
+        if (this.vacuumEveryMs > 0 && Date.now() - this.lastVacuumCheckAt >= this.vacuumEveryMs && !this.isClosed) {
+          this.lastVacuumCheckAt = Date.now();
+          const vacuum = await vacuumHotTable(this.client);
+          if (vacuum.vacuumed) this.options.logger.debug("vacuumed the hot table", vacuum);
+        }
       }
     } catch (error) {
       this.options.logger.warn("maintenance failed; reconnecting", { err: error });

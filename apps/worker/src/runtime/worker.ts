@@ -66,7 +66,7 @@ export type WorkerOptions = {
   /** Worker liveness row update. Default 5 000 ms. */
   workerHeartbeatMs?: number;
   /** Take part in maintenance leadership. Default true. */
-  maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs">;
+  maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs" | "vacuumEveryMs">;
 };
 
 /** What a drain did. */
