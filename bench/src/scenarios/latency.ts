@@ -38,12 +38,15 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
     const max = ctx.maxRates.get(session.variant.id) ?? 100;
     // Porter also runs at the fastest tuned peer's rate: the same load, side by side.
     const peerMax = Math.max(0, ...ctx.variants.filter((v) => v.tuned && v.system !== "porter").map((v) => ctx.maxRates.get(v.id) ?? 0));
-    const loads = fractions.flatMap((fraction, i) => [
-      { i, fraction, rate: fraction * max, row: session.variant.label },
-      ...(session.variant.system === "porter" && peerMax > 0
-        ? [{ i, fraction, rate: fraction * peerMax, row: `${session.variant.label} at the fastest tuned peer's rate` }]
-        : []),
-    ]);
+    // Lightest load first, so that a load a system cannot sustain comes after the ones it can.
+    const loads = fractions
+      .flatMap((fraction, i) => [
+        { i, fraction, rate: fraction * max, row: session.variant.label },
+        ...(session.variant.system === "porter" && peerMax > 0
+          ? [{ i, fraction, rate: fraction * peerMax, row: `${session.variant.label} at the fastest tuned peer's rate` }]
+          : []),
+      ])
+      .sort((a, b) => a.rate - b.rate);
     const started = await idleWorker(session, booted);
     const worker = started.worker;
     let before = started.before;
@@ -83,7 +86,11 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
         const start = await worker.latency(warm, end);
         const done = distribution(probe.latencies(warm, end));
         const behind = k - 1 - worker.progress().succeeded;
-        if (!caughtUp && behind > 0) rowSets[i]!.note(row, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`);
+        if (!caughtUp && behind > 0) {
+          rowSets[i]!.note(row, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`);
+          // The next load starts from an empty queue, not from this one's backlog.
+          await worker.waitFor((p) => p.succeeded >= k - 1, 60_000);
+        }
         rowSets[i]!.add(
           row,
           session.variant.id,
