@@ -4,7 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
-import { attemptsOf, createDiagPlane, enqueue, jobRow, waitFor, waitForStates } from "../testing/fixtures";
+import { attemptsOf, createDiagPlane, enqueue, jobRow, statesOf, waitFor, waitForStates } from "../testing/fixtures";
 import { PorterWorker, type WorkerOptions } from "./worker";
 
 const testDb = useTestDatabase();
@@ -217,6 +217,41 @@ describe("worker runtime (in process)", () => {
         [id],
       );
       expect(rows[0]!.ms).toBeLessThan(1_000);
+    }
+  });
+
+  it("claims again when work was announced while a claim was running (no lost wake-up)", async () => {
+    // Every claim's result is held back 400 ms after the statement ran, so a job enqueued then is
+    // announced while the claim is still "running" and missing from its result. Polls are a minute
+    // apart: only a claim made because of that announcement starts the job in time.
+    const slow = createPool(testDb.connectionString, { max: 4 });
+    let claimsDone = 0;
+    const query = slow.query.bind(slow) as (...args: unknown[]) => Promise<unknown>;
+    slow.query = (async (...args: unknown[]) => {
+      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+      const result = await query(...args);
+      if (text?.includes("porter_claim(")) {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        claimsDone += 1;
+      }
+      return result;
+    }) as typeof slow.query;
+    try {
+      await startWorker({ db: slow, concurrency: 4, pollIntervalMs: 60_000, disconnectedPollIntervalMs: 60_000 });
+      await waitFor("the listener to connect", () => listenerPid());
+      await waitFor("the start-up claims to end", async () => (claimsDone >= 1 ? true : undefined));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // The first job runs long, so no result written meanwhile prompts a claim either.
+      const [first] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 4_000 } }]);
+      // The first job's claim ran and is being held: announce the second one now.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const [second] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+      await waitForStates(db, [second!], ["SUCCEEDED"], 2_500);
+      expect((await statesOf(db, [first!])).get(first!)).toBe("RUNNING");
+    } finally {
+      await worker?.drain({ graceMs: 0 });
+      worker = undefined;
+      await slow.end();
     }
   });
 

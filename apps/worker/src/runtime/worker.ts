@@ -135,6 +135,8 @@ export class PorterWorker {
    * coalesced (debounced) rather than answered with a claim of its own.
    */
   private isClaiming = false;
+  /** Counts nudges (work may be waiting): one that comes while a claim runs must not be lost. */
+  private nudges = 0;
   private loopDone: Promise<void> = Promise.resolve();
   private drainPromise: Promise<DrainReport> | undefined;
   private idleWaiters: Array<() => void> = [];
@@ -278,6 +280,7 @@ export class PorterWorker {
         }
         let jobs: ClaimedJob[];
         const claimStartedAt = performance.now();
+        const nudgesBefore = this.nudges;
         try {
           jobs = await claimJobs(this.options.db, { poolId: this.options.poolId, workerId: this.id, limit: free });
           errors = 0;
@@ -295,7 +298,9 @@ export class PorterWorker {
         const at = Date.now();
         for (const job of jobs) this.buffer.push({ job, at });
         this.pump();
-        this.isMoreLikely = jobs.length === free;
+        // A short claim means the queue is empty for now — unless work was announced while it ran
+        // (its NOTIFY may have come after the claim's snapshot): then claim again.
+        this.isMoreLikely = jobs.length === free || this.nudges !== nudgesBefore;
         this.isClaimShort = jobs.length > 0 && jobs.length < free;
         if (this.isMoreLikely && this.room() > 0) continue;
       }
@@ -391,6 +396,7 @@ export class PorterWorker {
 
   /** There may be work: claim as soon as a slot is free. */
   private nudge(): void {
+    this.nudges += 1;
     this.isMoreLikely = true;
     this.waker.wake();
   }
