@@ -134,7 +134,7 @@ export class Attempt {
     if (!this.isOpen) return;
     this.closedWhy = "lease lost";
     this.logger.warn("lease lost; the attempt's result will be discarded");
-    this.abortController?.abort(new LeaseLostError(this.job.jobId));
+    this.controller.abort(new LeaseLostError(this.job.jobId)); // made now if the handler has not read its signal yet
     this.settle?.({ kind: "discarded", why: "lease lost" });
   }
 
