@@ -1,37 +1,13 @@
-import type { ClaimedJob } from "@porter/core";
 import { defineHandler } from "@porter/sdk";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { createHandlerRegistry } from "../handlers/registry";
 import { createLogger } from "../logger";
+import { claimedJob } from "../testing/claimed-job";
 import { Attempt, type AttemptDeps } from "./attempt";
 import type { Completer } from "./completer";
 
-const now = new Date();
-const job: ClaimedJob = {
-  id: "1",
-  jobId: "00000000-0000-7000-8000-000000000001",
-  jobType: "test.wait",
-  queueId: "q",
-  tenantId: "t",
-  payload: {},
-  priority: 50,
-  idempotencyKey: "k",
-  attempt: 1,
-  maxAttempts: 3,
-  timeoutS: 30,
-  deadlineAt: null,
-  traceId: "trace",
-  createdAt: now,
-  claimedAt: now,
-  leaseToken: "9",
-  leaseUntil: new Date(now.getTime() + 30_000),
-  leaseSeconds: 30,
-  backoffBaseMs: 1000,
-  backoffCapMs: 60_000,
-  cancelRequested: false,
-  resourceKeyId: null,
-};
+const job = claimedJob({ jobType: "test.wait", leaseUntil: new Date(Date.now() + 30_000) }, new Date());
 
 describe("Attempt", () => {
   it("a handler that reads its signal only after the lease was lost finds it aborted", async () => {

@@ -1,34 +1,11 @@
 import { CancelledError, TimeoutError, type ClaimedJob } from "@porter/core";
 import { PermanentError, RetryableError } from "@porter/sdk";
 import { describe, expect, it } from "vitest";
+import { claimedJob } from "../testing/claimed-job";
 import { boundedCheckpoint, buildFailure, redactSecrets } from "./failure";
 
 const now = new Date("2026-11-30T10:00:00Z");
-const job = (over: Partial<ClaimedJob> = {}): ClaimedJob => ({
-  id: "7",
-  jobId: "00000000-0000-4000-8000-000000000007",
-  jobType: "diag.fail",
-  queueId: "diag",
-  tenantId: "tenant_A",
-  payload: {},
-  priority: 50,
-  idempotencyKey: "k",
-  attempt: 1,
-  maxAttempts: 3,
-  timeoutS: 30,
-  deadlineAt: null,
-  traceId: "trace-1",
-  createdAt: now,
-  claimedAt: now,
-  leaseToken: "42",
-  leaseUntil: now,
-  leaseSeconds: 30,
-  backoffBaseMs: 1000,
-  backoffCapMs: 60_000,
-  cancelRequested: false,
-  resourceKeyId: null,
-  ...over,
-});
+const job = (over: Partial<ClaimedJob> = {}): ClaimedJob => claimedJob(over, now);
 const fail = (error: unknown, over: { job?: Partial<ClaimedJob>; abortReason?: unknown; cancelRequested?: boolean; lastCheckpoint?: unknown } = {}) =>
   buildFailure({
     job: job(over.job),

@@ -1,0 +1,28 @@
+import type { ClaimedJob } from "@porter/core";
+
+/** A claimed job as a worker receives it, for unit tests of attempts and failures (no database). */
+export const claimedJob = (over: Partial<ClaimedJob> = {}, now = new Date("2026-11-30T10:00:00Z")): ClaimedJob => ({
+  id: "7",
+  jobId: "00000000-0000-4000-8000-000000000007",
+  jobType: "diag.fail",
+  queueId: "diag",
+  tenantId: "tenant_A",
+  payload: {},
+  priority: 50,
+  idempotencyKey: "k",
+  attempt: 1,
+  maxAttempts: 3,
+  timeoutS: 30,
+  deadlineAt: null,
+  traceId: "trace-1",
+  createdAt: now,
+  claimedAt: now,
+  leaseToken: "42",
+  leaseUntil: now,
+  leaseSeconds: 30,
+  backoffBaseMs: 1000,
+  backoffCapMs: 60_000,
+  cancelRequested: false,
+  resourceKeyId: null,
+  ...over,
+});
