@@ -32,6 +32,15 @@ beforeEach(async () => {
   for (const [id, weight] of Object.entries(WEIGHTS)) await db.pool.query(`UPDATE tenants SET weight = $2 WHERE id = $1`, [id, weight]);
 });
 
+/** Claims (and acks) batches of 10 until `jobId` is among them; how many batches that took. */
+const batchesUntilClaimed = async (jobId: string): Promise<number> => {
+  for (let batches = 1; ; batches++) {
+    const batch = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
+    await ack(batch);
+    if (batch.some((c) => c.jobId === jobId) || batch.length === 0) return batches;
+  }
+};
+
 describe("weighted fair share", () => {
   it.each([
     { noisy: "C", backlog: { A: 400, B: 400, C: 4000 } },
@@ -77,13 +86,7 @@ describe("weighted fair share", () => {
   it("a 10k burst of one tenant does not delay a later single job of another beyond the first batches", async () => {
     await burst("A", 10_000);
     const [single] = await enqueueJobs(db.pool, jobs("B", 1));
-    let batches = 0;
-    for (;;) {
-      batches += 1;
-      const batch = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
-      await ack(batch);
-      if (batch.some((c) => c.jobId === single!.job_id) || batch.length === 0) break;
-    }
+    const batches = await batchesUntilClaimed(single!.job_id);
     console.info(`[fairness] a single job behind a 10k burst was claimed in batch ${batches} of 10`);
     expect(batches).toBeLessThanOrEqual(2);
   });
@@ -100,13 +103,7 @@ describe("redrive", () => {
     while ((await rescueExpiredLeases(db.pool)).dead > 0);
     expect((await redriveJobs(db.pool, { filter: { tenantId: "A" }, actor: "test:fairness" })).redriven).toHaveLength(2_000);
     const [single] = await enqueueJobs(db.pool, jobs("B", 1));
-    let batches = 0;
-    for (;;) {
-      batches += 1;
-      const batch = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
-      await ack(batch);
-      if (batch.some((c) => c.jobId === single!.job_id) || batch.length === 0) break;
-    }
+    const batches = await batchesUntilClaimed(single!.job_id);
     console.info(`[fairness] a single job behind a 2k redrive was claimed in batch ${batches} of 10`);
     expect(batches).toBeLessThanOrEqual(2);
   });
