@@ -27,12 +27,13 @@ type Run = { low: { waitS: number; priority: number } | null; batches: number[];
 
 /**
  * A low-priority job (priority 0) under a constant stream of priority-90 work for up to `ms`: a
- * producer keeps at least 30 high jobs ready, a claimer claims and acks batches of 5 as fast as
+ * producer keeps at least 300 high jobs ready (60 claims' worth: a producer stalled by a loaded
+ * machine must not let the stream run dry, which would hand the low job out without aging), a claimer claims and acks batches of 5 as fast as
  * it can, and maintenance runs every 200 ms — each on its own connection. Ends when the low job
  * is claimed or the time is up.
  */
 const starve = async (ms: number): Promise<Run> => {
-  await enqueueJobs(db.pool, jobs(100, 90));
+  await enqueueJobs(db.pool, jobs(400, 90));
   const [lowJob] = await enqueueJobs(db.pool, jobs(1, 0));
   const until = Date.now() + ms;
   const run: Run = { low: null, batches: [], highClaimed: 0 };
@@ -40,7 +41,7 @@ const starve = async (ms: number): Promise<Run> => {
   const producer = async () => {
     while (isRunning()) {
       const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state = 'READY' AND priority >= 90`);
-      if (rows[0].n < 100) await enqueueJobs(db.pool, jobs(50, 90));
+      if (rows[0].n < 300) await enqueueJobs(db.pool, jobs(200, 90));
       await sleep(5);
     }
   };
