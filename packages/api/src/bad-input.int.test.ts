@@ -1,0 +1,153 @@
+import { JOB_STATES } from "@porter/contracts";
+import { enqueueJobs, Registry } from "@porter/core";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { enqueueRequest, fingerprint, jobId, nastyJson, nastyNumber, nastyString, oddDate, toJsonText } from "./testing/bad-input";
+import { seedProducerFixtures, type ProducerFixtures } from "./testing/fixtures";
+import { startTestServer, type TestServer } from "./testing/http-server";
+
+// The bad-input property: whatever a caller sends to a producer procedure or a console input —
+// arbitrary JSON, strings with NUL or lone surrogates, huge numbers, odd dates, deep nesting — the
+// answer is a 4xx with a message or a success, never a 5xx; and a 4xx changed no row (jobs,
+// finished_jobs, idempotency_keys, job_events, audit_log are fingerprinted before and after).
+// Over real HTTP, as producers and the console's pages call it. A failure prints fast-check's
+// seed and path; replay it with PORTER_FC_SEED=<seed> (and the path fast-check prints).
+const db = useTestDatabase();
+let server: TestServer;
+let fx: ProducerFixtures;
+let jobIds: string[];
+
+const SEED = process.env.PORTER_FC_SEED ? Number(process.env.PORTER_FC_SEED) : undefined;
+const PATH = process.env.PORTER_FC_PATH;
+/** Bounded: the whole file stays well under 30 s on a loaded 2-core machine. */
+const runs = (numRuns: number): fc.Parameters<unknown> => ({ numRuns, ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH ? { path: PATH } : {}) });
+
+beforeAll(async () => {
+  fx = await seedProducerFixtures(db.pool);
+  const made = await enqueueJobs(
+    db.pool,
+    [fx.tenantA, fx.tenantA, fx.tenantB].map((tenant, i) => ({ job_type: i ? "fx.parse" : "fx.email", tenant_id: tenant, payload: { i }, idempotency_key: `seed-${i}` })),
+  );
+  jobIds = made.map((r) => r.job_id);
+  // Every request is an admin's same-origin console request as well: console inputs are reached.
+  server = await startTestServer({
+    pool: db.pool,
+    registry: new Registry({ ttlMs: 1000 }),
+    getSession: async () => ({ userId: "u-admin", email: "admin@example.com", role: "admin" }),
+  });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+type Reply = { status: number; text: string };
+
+const call = async (path: string, type: "query" | "mutation", input: unknown, key?: string): Promise<Reply> => {
+  const headers: Record<string, string> = { "content-type": "application/json", origin: server.url };
+  if (key) headers.authorization = `Bearer ${key}`;
+  const body = toJsonText(input);
+  const res =
+    type === "query"
+      ? await fetch(`${server.url}/api/trpc/${path}?input=${encodeURIComponent(body)}`, { headers })
+      : await fetch(`${server.url}/api/trpc/${path}`, { method: "POST", headers, body });
+  return { status: res.status, text: await res.text() };
+};
+
+/** The property for one call: never 5xx; a 4xx has a message and left every table as it was. */
+const holds = async (path: string, type: "query" | "mutation", input: unknown, key?: string): Promise<void> => {
+  const before = await fingerprint(db.pool);
+  const reply = await call(path, type, input, key);
+  const shown = `${path} ${toJsonText(input).slice(0, 300)} → ${reply.status} ${reply.text.slice(0, 300)}`;
+  expect(reply.status, shown).toBeLessThan(500);
+  if (reply.status >= 400) {
+    const message = (JSON.parse(reply.text) as { error?: { message?: unknown } }).error?.message;
+    expect(typeof message === "string" && message.length > 0, shown).toBe(true);
+    expect(await fingerprint(db.pool), shown).toEqual(before);
+  }
+};
+
+const orNasty = <T>(valid: fc.Arbitrary<T>, nasty: fc.Arbitrary<unknown> = nastyJson) => fc.oneof({ weight: 3, arbitrary: valid }, nasty);
+const optional = <T extends Record<string, fc.Arbitrary<unknown>>>(model: T) => fc.record(model, { requiredKeys: [] });
+const keys = () => fc.constantFrom(fx.keyA, fx.keyAB, fx.keyEmailOnly, fx.keyB);
+const text = () => orNasty(fc.constantFrom("fx-queue", "fx.email", fx.tenantA, "x"), nastyString());
+const limit = orNasty(fc.integer({ min: 1, max: 200 }), nastyNumber);
+
+const jobFilter = () =>
+  optional({
+    states: orNasty(fc.subarray([...JOB_STATES])),
+    queue_id: text(),
+    job_type: text(),
+    tenant_id: text(),
+    from: orNasty(oddDate),
+    to: orNasty(oddDate),
+    idempotency_key: text(),
+    job_id: jobId(jobIds),
+    trace_id: text(),
+  });
+const auditFilter = () =>
+  optional({ actor: text(), action: text(), object_type: text(), object_id: text(), from: orNasty(oddDate), to: orNasty(oddDate) });
+const cursor = orNasty(
+  fc.constantFrom("1", "99999999999999999999", "9223372036854775807", "9223372036854775808", "0", "-1", "AZmVr3X3cAGXXXXXXXXXXX"),
+  nastyString(),
+);
+
+/** One row per procedure: its path, kind, and the inputs to throw at it. A new procedure is one more row. */
+const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: number; input: () => fc.Arbitrary<unknown>; key?: boolean }> = [
+  { path: "producer.enqueue", type: "mutation", numRuns: 200, key: true, input: () => orNasty(enqueueRequest(["fx.email", "fx.parse"], [fx.tenantA, fx.tenantB])) },
+  {
+    path: "producer.enqueueBatch",
+    type: "mutation",
+    numRuns: 80,
+    key: true,
+    input: () => orNasty(fc.record({ jobs: orNasty(fc.array(enqueueRequest(["fx.email", "fx.parse"], [fx.tenantA]), { minLength: 1, maxLength: 4 })) })),
+  },
+  { path: "producer.get", type: "query", numRuns: 60, key: true, input: () => orNasty(fc.record({ job_id: jobId(jobIds) })) },
+  {
+    path: "producer.cancel",
+    type: "mutation",
+    numRuns: 80,
+    key: true,
+    input: () => orNasty(optional({ job_id: jobId(jobIds), reason: orNasty(fc.constant("done"), nastyString()) })),
+  },
+  { path: "jobs.list", type: "query", numRuns: 80, input: () => orNasty(optional({ filter: jobFilter(), cursor, limit })) },
+  { path: "jobs.counts", type: "query", numRuns: 40, input: () => orNasty(optional({ filter: jobFilter() })) },
+  { path: "jobs.get", type: "query", numRuns: 30, input: () => orNasty(fc.record({ job_id: jobId(jobIds) })) },
+  {
+    path: "jobs.cancel",
+    type: "mutation",
+    numRuns: 40,
+    // Dry runs: the filter is what is under test, not cancelling the fixtures.
+    input: () => fc.record({ selection: fc.oneof(fc.record({ filter: jobFilter() }), fc.record({ job_ids: orNasty(fc.array(jobId(jobIds))) })), dry_run: fc.constant(true), reason: nastyString() }),
+  },
+  { path: "audit.list", type: "query", numRuns: 80, input: () => orNasty(optional({ filter: auditFilter(), cursor, limit })) },
+  { path: "overview.throughput", type: "query", numRuns: 30, input: () => orNasty(optional({ minutes: orNasty(fc.integer({ min: 1, max: 180 }), nastyNumber), queue_id: text() })) },
+  { path: "queues.get", type: "query", numRuns: 20, input: () => orNasty(fc.record({ id: text() })) },
+  { path: "queues.pause", type: "mutation", numRuns: 30, input: () => fc.record({ id: fc.constant("fx-queue"), reason: nastyString() }) },
+  {
+    path: "tenants.update",
+    type: "mutation",
+    numRuns: 40,
+    input: () => fc.record({ id: fc.constant(fx.tenantA), patch: optional({ name: nastyString(), status_origins: fc.array(nastyString().map((s) => `https://${s}`), { maxLength: 2 }) }), reason: nastyString() }),
+  },
+  {
+    path: "jobTypes.update",
+    type: "mutation",
+    numRuns: 20,
+    input: () => fc.record({ id: fc.constant("fx.other"), patch: optional({ description: nastyString(), payload_schema_version: nastyString() }) }),
+  },
+  { path: "apiKeys.create", type: "mutation", numRuns: 20, input: () => fc.record({ name: nastyString(), tenant_ids: fc.constant([fx.tenantA]), job_types: fc.constant(["*"]) }) },
+  { path: "apiKeys.revoke", type: "mutation", numRuns: 20, input: () => fc.record({ id: nastyString(), reason: nastyString() }) },
+  { path: "users.update", type: "mutation", numRuns: 20, input: () => optional({ id: nastyString(), name: nastyString(), reason: nastyString() }) },
+];
+
+describe("bad input: 4xx with a message, never 5xx, nothing changed", () => {
+  for (const procedure of PROCEDURES) {
+    it(`${procedure.path} (${procedure.numRuns} generated inputs)`, async () => {
+      const property = procedure.key
+        ? fc.asyncProperty(procedure.input(), keys(), (input, key) => holds(procedure.path, procedure.type, input, key))
+        : fc.asyncProperty(procedure.input(), (input) => holds(procedure.path, procedure.type, input));
+      await fc.assert(property as fc.IAsyncProperty<unknown>, runs(procedure.numRuns));
+    });
+  }
+});
