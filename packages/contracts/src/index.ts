@@ -1,3 +1,4 @@
 export * from "./job";
 export * from "./errors";
 export * from "./diag";
+export * from "./storable";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { payloadIssue, ZDateTime, ZStorableText } from "./storable";
 
 /** Wire name and version of the job contract. */
 export const JOB_CONTRACT = "job.v1" as const;
@@ -26,28 +27,43 @@ const ZIdentifier = z
   .max(200)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits and . _ : - only");
 
-/** A payload is a small JSON object of references (source_ref, artifact_ref, version, hash…). */
-export const ZPayload = z.record(z.string(), z.unknown());
+/**
+ * A payload is a small JSON object of references (source_ref, artifact_ref, version, hash…):
+ * nested at most MAX_PAYLOAD_DEPTH levels, every key and string storable text, numbers finite
+ * (see `payloadIssue`). Its size is checked where it is serialized (413 past the limit).
+ */
+export const ZPayload = z.record(z.string(), z.unknown()).superRefine((payload, ctx) => {
+  const issue = payloadIssue(payload);
+  if (issue) ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+});
+/** A payload as the server returns it (already checked when it was accepted). */
+const ZStoredPayload = z.record(z.string(), z.unknown());
 
 /**
  * What a producer sends: the job.v1 envelope without server fields (`job_id`, `attempt`,
  * `created_at`). `tenant_id` may be omitted when the API key is scoped to exactly one tenant.
- * Unknown fields are refused (allow-list).
+ * Unknown fields are refused (allow-list). `deadline_at` must be later than `not_before`.
  */
-export const ZEnqueueRequest = z.strictObject({
+export const ZEnqueueRequest = z
+  .strictObject({
   contract: z.literal(JOB_CONTRACT).optional(),
   contract_version: z.literal(JOB_CONTRACT_VERSION).optional(),
-  job_type: ZIdentifier,
-  tenant_id: ZIdentifier.optional(),
-  payload: ZPayload,
-  priority: z.number().int().min(0).max(100).optional(),
-  idempotency_key: z.string().min(1).max(200),
-  max_attempts: z.number().int().min(1).max(1000).optional(),
-  timeout_s: z.number().int().min(1).max(86_400).optional(),
-  not_before: z.iso.datetime({ offset: true }).optional(),
-  deadline_at: z.iso.datetime({ offset: true }).optional(),
-  trace_id: z.string().min(1).max(128).optional(),
-});
+    job_type: ZIdentifier,
+    tenant_id: ZIdentifier.optional(),
+    payload: ZPayload,
+    priority: z.number().int().min(0).max(100).optional(),
+    idempotency_key: ZStorableText.min(1).max(200),
+    max_attempts: z.number().int().min(1).max(1000).optional(),
+    timeout_s: z.number().int().min(1).max(86_400).optional(),
+    not_before: ZDateTime.optional(),
+    deadline_at: ZDateTime.optional(),
+    trace_id: ZStorableText.min(1).max(128).optional(),
+  })
+  .superRefine((request, ctx) => {
+    if (request.not_before && request.deadline_at && Date.parse(request.deadline_at) <= Date.parse(request.not_before)) {
+      ctx.addIssue({ code: "custom", path: ["deadline_at"], message: "must be later than not_before: the job could never run" });
+    }
+  });
 export type TEnqueueRequest = z.infer<typeof ZEnqueueRequest>;
 
 export const MAX_BATCH_SIZE = 1000;
@@ -91,7 +107,7 @@ export const ZJobEnvelope = z.object({
   job_id: z.uuid(),
   job_type: z.string(),
   tenant_id: z.string(),
-  payload: ZPayload,
+  payload: ZStoredPayload,
   priority: z.number().int(),
   idempotency_key: z.string(),
   attempt: z.number().int(),
@@ -121,6 +137,6 @@ export type TJobStatus = z.infer<typeof ZJobStatus>;
 export const ZGetJobRequest = z.strictObject({ job_id: z.uuid() });
 export const ZCancelJobRequest = z.strictObject({
   job_id: z.uuid(),
-  reason: z.string().max(500).optional(),
+  reason: ZStorableText.max(500).optional(),
 });
 export const ZCancelJobResult = z.object({ job_id: z.uuid(), status: ZJobState });

@@ -1,6 +1,7 @@
 import { JOB_STATES } from "@porter/contracts";
 import { listAudit, queueOverview, throughputByMinute } from "@porter/core";
 import { z } from "zod";
+import { ZAuditListInput, ZThroughputInput } from "../schemas/audit";
 import { createTRPCRouter, viewerProcedure } from "../trpc";
 
 const ZQueueOverview = z.object({
@@ -25,7 +26,7 @@ const ZThroughputPoint = z.object({
 export const overviewRouter = createTRPCRouter({
   queues: viewerProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.pool)),
   throughput: viewerProcedure
-    .input(z.strictObject({ minutes: z.number().int().min(1).max(180).default(15), queue_id: z.string().max(100).optional() }).default({ minutes: 15 }))
+    .input(ZThroughputInput)
     .output(z.array(ZThroughputPoint))
     .query(({ ctx, input }) => throughputByMinute(ctx.pool, { minutes: input.minutes, ...(input.queue_id ? { queueId: input.queue_id } : {}) })),
 });
@@ -41,29 +42,11 @@ const ZAuditRow = z.object({
   after: z.unknown(),
   reason: z.string().nullable(),
 });
-const text = z.string().trim().min(1).max(200);
 
 /** The audit log: who did what to which object, when, before → after; filterable, newest first. */
 export const auditRouter = createTRPCRouter({
   list: viewerProcedure
-    .input(
-      z.strictObject({
-        filter: z
-          .strictObject({
-            actor: text.optional(),
-            action: text.optional(),
-            object_type: text.optional(),
-            object_id: text.optional(),
-            from: z.iso.datetime({ offset: true }).optional(),
-            to: z.iso.datetime({ offset: true }).optional(),
-          })
-          .default({}),
-        cursor: z.string().regex(/^\d{1,20}$/).nullish(),
-        limit: z.number().int().min(1).max(200).default(50),
-        /** Sent by tRPC's infinite queries; pages only go forward (older). */
-        direction: z.enum(["forward", "backward"]).optional(),
-      }),
-    )
+    .input(ZAuditListInput)
     .output(z.object({ entries: z.array(ZAuditRow), next_cursor: z.string().nullable() }))
     .query(({ ctx, input }) => {
       const f = input.filter;

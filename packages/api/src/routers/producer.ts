@@ -45,6 +45,12 @@ export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest
   return { ...request, tenant_id: tenantId };
 };
 
+/**
+ * The job types a key may see, as core's lookups take them (undefined = every type): jobs of
+ * other types are reported as absent, exactly like another tenant's.
+ */
+const visibleJobTypes = (scope: ApiKeyScope): readonly string[] | undefined => (scope.jobTypes.includes("*") ? undefined : scope.jobTypes);
+
 /** The producer API (DESIGN "Producer procedures"): enqueue, enqueueBatch, get, cancel. */
 export const producerRouter = createTRPCRouter({
   /** Enqueues one job; the same (tenant, idempotency_key) and payload returns the same job. */
@@ -67,17 +73,20 @@ export const producerRouter = createTRPCRouter({
       return { results };
     }),
 
-  /** A job of the key's tenants with its status and timeline; anything else is a 404. */
+  /** A job of the key's tenants and job types with its status and timeline; anything else is a 404. */
   get: producerProcedure
     .input(ZGetJobRequest)
     .output(ZJobStatus)
     .query(async ({ ctx, input }) => {
-      const job = await getJob(ctx.pool, input.job_id, { tenantIds: ctx.apiKey.tenantIds });
+      const job = await getJob(ctx.pool, input.job_id, { tenantIds: ctx.apiKey.tenantIds, jobTypes: visibleJobTypes(ctx.apiKey) });
       if (!job) throw new AppError("NOT_FOUND", { message: `job ${input.job_id} not found` });
       return job;
     }),
 
-  /** Cancels a job of the key's tenants: queued → CANCELLED at once; running → RUNNING (requested). */
+  /**
+   * Cancels a job of the key's tenants and job types: queued → CANCELLED at once; running →
+   * RUNNING (requested). Anything else is a 404 and stays as it is.
+   */
   cancel: producerProcedure
     .input(ZCancelJobRequest)
     .output(ZCancelJobResult)
@@ -85,6 +94,7 @@ export const producerRouter = createTRPCRouter({
       cancelJob(ctx.pool, {
         jobId: input.job_id,
         tenantIds: ctx.apiKey.tenantIds,
+        jobTypes: visibleJobTypes(ctx.apiKey),
         reason: input.reason,
         actor: `key:${ctx.apiKey.id}`,
       }),

@@ -1,11 +1,12 @@
 // Inputs of the control-plane procedures. Shared by the server (tRPC `.input()`) and the
 // console's forms, which validate with these same schemas before sending and show field errors.
-// Only zod here: the console's client bundle imports this file.
+// Only zod here (and the contracts' zod helpers): the console's client bundle imports this file.
+// Every string that reaches PostgreSQL starts from ZStorableText (no NUL, no lone surrogate).
+import { ZStorableText } from "@porter/contracts/storable";
 import { z } from "zod";
 
 /** Ids of pools, queues, job types, tenants and resource keys: `email.transactional`, `tenant_A`. */
-export const ZConfigId = z
-  .string()
+export const ZConfigId = ZStorableText
   .trim()
   .min(1, "required")
   .max(100, "at most 100 characters")
@@ -13,11 +14,11 @@ export const ZConfigId = z
 
 const int = (min: number, max: number) => z.number({ error: "a whole number" }).int("a whole number").min(min, `at least ${min}`).max(max, `at most ${max}`);
 const positiveRate = z.number({ error: "a number" }).gt(0, "more than 0").max(1_000_000, "at most 1000000");
-const description = z.string().trim().max(500, "at most 500 characters");
+const description = ZStorableText.trim().max(500, "at most 500 characters");
 const DAY_S = 86_400;
 
 /** An optional note kept in the audit log with the change. */
-export const ZReason = z.string().trim().max(500, "at most 500 characters").optional();
+export const ZReason = ZStorableText.trim().max(500, "at most 500 characters").optional();
 
 type Issue = { path: string[]; message: string };
 const refineWith = (check: (v: Record<string, unknown>) => Issue[]) => (value: Record<string, unknown>, ctx: z.RefinementCtx) => {
@@ -82,19 +83,18 @@ export const ZQueueUpdate = z.strictObject({ id: ZConfigId, patch: z.strictObjec
 export const ZJobTypeFields = z.strictObject({
   queue_id: ZConfigId,
   description: description.default(""),
-  payload_schema_version: z.string().trim().min(1, "required").max(40, "at most 40 characters").default("1"),
+  payload_schema_version: ZStorableText.trim().min(1, "required").max(40, "at most 40 characters").default("1"),
   timeout_s: int(1, 7 * DAY_S).nullable().default(null),
 });
 export const ZJobTypeCreate = ZJobTypeFields.extend({ id: ZConfigId, reason: ZReason });
 export const ZJobTypeUpdate = z.strictObject({ id: ZConfigId, patch: ZJobTypeFields.partial(), reason: ZReason });
 
 // ---- tenants -------------------------------------------------------------------------------------
-const origin = z
-  .string()
+const origin = ZStorableText
   .trim()
   .regex(/^https?:\/\/[^/\s]+$/, "an origin such as https://app.example.com (no path)");
 export const ZTenantFields = z.strictObject({
-  name: z.string().trim().max(200, "at most 200 characters").default(""),
+  name: ZStorableText.trim().max(200, "at most 200 characters").default(""),
   weight: int(1, 1000).default(1),
   max_running: int(1, 100_000).nullable().default(null),
   start_rate_per_second: positiveRate.nullable().default(null),
@@ -113,13 +113,13 @@ export const ZRole = z.enum(["viewer", "operator", "admin"]);
 export const ZPassword = z.string().min(12, "at least 12 characters").max(200, "at most 200 characters");
 export const ZUserCreate = z.strictObject({
   email: z.email("an email address").trim().toLowerCase().max(200),
-  name: z.string().trim().max(200, "at most 200 characters").default(""),
+  name: ZStorableText.trim().max(200, "at most 200 characters").default(""),
   role: ZRole,
   password: ZPassword,
 });
 export const ZUserUpdate = z.strictObject({
-  id: z.string().min(1),
-  name: z.string().trim().max(200, "at most 200 characters").optional(),
+  id: ZStorableText.min(1).max(100),
+  name: ZStorableText.trim().max(200, "at most 200 characters").optional(),
   role: ZRole.optional(),
   disabled: z.boolean().optional(),
   password: ZPassword.optional(),
@@ -127,7 +127,7 @@ export const ZUserUpdate = z.strictObject({
 });
 
 export const ZApiKeyCreate = z.strictObject({
-  name: z.string().trim().max(200, "at most 200 characters").default(""),
+  name: ZStorableText.trim().max(200, "at most 200 characters").default(""),
   tenant_ids: z.array(ZConfigId).min(1, "pick at least one tenant").max(100),
   /** ["*"] for every job type. */
   job_types: z
@@ -136,4 +136,4 @@ export const ZApiKeyCreate = z.strictObject({
     .max(200)
     .refine((types) => !types.includes("*") || types.length === 1, "either * or a list of job types, not both"),
 });
-export const ZApiKeyRevoke = z.strictObject({ id: z.string().min(1).max(40), reason: ZReason });
+export const ZApiKeyRevoke = z.strictObject({ id: ZStorableText.min(1).max(40), reason: ZReason });

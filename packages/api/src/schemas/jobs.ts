@@ -1,8 +1,9 @@
 // Inputs of the jobs browser and its actions; shared with the console (zod only).
 import { JOB_STATES } from "@porter/contracts";
+import { ZDateTime, ZStorableText } from "@porter/contracts/storable";
 import { z } from "zod";
 
-const text = z.string().trim().min(1).max(200);
+const text = ZStorableText.trim().min(1).max(200);
 
 /** The jobs browser's filter (snake_case on the wire); every field narrows. */
 export const ZJobFilter = z.strictObject({
@@ -11,14 +12,17 @@ export const ZJobFilter = z.strictObject({
   job_type: text.optional(),
   tenant_id: text.optional(),
   /** created_at ≥ from (ISO 8601). */
-  from: z.iso.datetime({ offset: true }).optional(),
+  from: ZDateTime.optional(),
   /** created_at < to (ISO 8601). */
-  to: z.iso.datetime({ offset: true }).optional(),
-  idempotency_key: z.string().min(1).max(500).optional(),
+  to: ZDateTime.optional(),
+  idempotency_key: ZStorableText.min(1).max(500).optional(),
   job_id: z.uuid("a job id (uuid)").optional(),
   trace_id: text.optional(),
 });
 export type TJobFilter = z.infer<typeof ZJobFilter>;
+
+/** A jobs-list cursor: the `next_cursor` of the previous page (a job id's 16 bytes, base64url). */
+export const ZJobsCursor = z.string().regex(/^[A-Za-z0-9_-]{22}$/, "a cursor from a previous page (next_cursor)");
 
 /** Most jobs one bulk action touches; "everything matching" beyond it needs another run. */
 export const MAX_BULK_JOBS = 10_000;
@@ -34,7 +38,7 @@ export type TJobSelection = z.infer<typeof ZJobSelection>;
 export const ZBulkJobAction = z.strictObject({
   selection: ZJobSelection,
   dry_run: z.boolean(),
-  reason: z.string().trim().max(500).optional(),
+  reason: ZStorableText.trim().max(500).optional(),
 });
 export const ZBulkRedrive = ZBulkJobAction.extend({
   /** Also redrive partially completed jobs and jobs past their deadline. */

@@ -142,6 +142,8 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     const refused = outcomes.find((o): o is AppError => o instanceof AppError);
     if (refused) throw refused; // aborts the transaction: nothing of the batch stays
     return outcomes as TEnqueueResult[];
+  }).catch((error: unknown) => {
+    throw asInputError(error); // a value PostgreSQL refused: the batch is refused (400), nothing stays
   });
 };
 
@@ -155,9 +157,11 @@ const singles = new WeakMap<pg.Pool, SingleEnqueues>();
  * together — one virtual-time reservation and one insert statement (autocommit, one commit, one
  * NOTIFY per pool) for all of them. Under concurrency this is group commit done by the
  * application: 32 concurrent producers no longer take 32 commits and 32 NOTIFY locks per round.
- * Each job stays its own all-or-nothing unit: the insert cannot fail for one job's sake
- * (conflicts are ON CONFLICT DO NOTHING, validation happened before), and a job that hit an
- * existing key gets its own answer — the existing job, or 409 — without touching the others.
+ * Each job stays its own all-or-nothing unit: the insert should not fail for one job's sake
+ * (conflicts are ON CONFLICT DO NOTHING, the contracts refuse what PostgreSQL cannot store), and
+ * if a value still makes PostgreSQL refuse the shared statement, the members are written again
+ * one by one so that only that job fails. A job that hit an existing key gets its own answer —
+ * the existing job, or 409 — without touching the others.
  * Tenants with admission limits never come here (their admission is a transaction per call).
  */
 class SingleEnqueues {
@@ -179,28 +183,58 @@ class SingleEnqueues {
       while (this.waiting.length > 0) {
         const group = this.waiting.splice(0, MAX_COALESCED);
         try {
-          // Positions in this statement: reservation and results are indexed by `ord`.
-          const batch = group.map((g, ord) => ({ ...g.job, ord }));
-          const now = new Date();
-          const notifyPools = [...new Set(batch.filter((p, i) => group[i]!.notify && p.runAt <= p.createdAt).map((p) => p.poolId))];
-          // One statement reserves the virtual time and inserts: it commits on its own at once, so
-          // the clock rows are held only for its commit (and one statement serves the whole group).
-          const inserted = await insertChunk(this.pool, chunkArrays(batch, undefined, now), now, notifyPools, { reserve: true });
-          const outcomes = await resolveDuplicates(this.pool, batch, inserted);
-          group.forEach((g, i) => {
-            const outcome = outcomes[i]!;
-            if (outcome instanceof AppError) g.reject(new AppError(outcome.code, { message: outcome.message, details: { ...outcome.details, index: 0 } }));
-            else g.resolve(outcome);
-          });
+          await this.insert(group);
         } catch (error) {
-          for (const g of group) g.reject(error);
+          if (group.length > 1 && isDataError(error)) {
+            // Contracts keep such rows out, so this is defence in depth: one member's value was
+            // refused for the whole statement. Each member again on its own, so that only the
+            // culprit fails (with a 400) and everyone else is stored as if nothing happened.
+            for (const member of group) await this.insert([member]).catch((e: unknown) => member.reject(asInputError(e)));
+          } else {
+            for (const g of group) g.reject(asInputError(error));
+          }
         }
       }
     } finally {
       this.isWriting = false;
     }
   }
+
+  /** One statement for `group`; answers each member, or throws (answering none) when the statement fails. */
+  private async insert(group: SingleEnqueues["waiting"]): Promise<void> {
+    // Positions in this statement: reservation and results are indexed by `ord`.
+    const batch = group.map((g, ord) => ({ ...g.job, ord }));
+    const now = new Date();
+    const notifyPools = [...new Set(batch.filter((p, i) => group[i]!.notify && p.runAt <= p.createdAt).map((p) => p.poolId))];
+    // One statement reserves the virtual time and inserts: it commits on its own at once, so
+    // the clock rows are held only for its commit (and one statement serves the whole group).
+    const inserted = await insertChunk(this.pool, chunkArrays(batch, undefined, now), now, notifyPools, { reserve: true });
+    const outcomes = await resolveDuplicates(this.pool, batch, inserted);
+    group.forEach((g, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome instanceof AppError) g.reject(new AppError(outcome.code, { message: outcome.message, details: { ...outcome.details, index: 0 } }));
+      else g.resolve(outcome);
+    });
+  }
 }
+
+/** SQLSTATE class 22 (data exception): PostgreSQL refused a value (NUL in text, a date out of range…). */
+const isDataError = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("22");
+};
+
+/**
+ * A data exception as the caller's 400 — its input could not be stored — naming the SQLSTATE but
+ * never PostgreSQL's message or context, which may quote the payload. Anything else as it is.
+ */
+const asInputError = (error: unknown): unknown =>
+  isDataError(error)
+    ? new AppError("BAD_REQUEST", {
+        message: `a value of this request cannot be stored (PostgreSQL refused it with SQLSTATE ${(error as { code: string }).code}): check for NUL characters, lone surrogates and out-of-range dates`,
+        details: { sqlstate: (error as { code: string }).code },
+      })
+    : error;
 
 /** JSON string literal (ids and names from the registry need no escaping beyond this). */
 const str = (value: string): string => JSON.stringify(value);
@@ -303,7 +337,10 @@ const INSERT_RESERVING_SQL = insertSql(true);
 /**
  * Outcomes in input order: new jobs as READY; every other row hit an existing idempotency key —
  * the same job type and payload (jsonb equality: key order does not matter) is that job,
- * deduplicated; anything else is a 409 for that row.
+ * deduplicated; anything else is a 409 for that row. The 409 names the existing job only when it
+ * is of the request's job type: the key's tenant is the request's, and a caller allowed to enqueue
+ * that type may see its jobs, but a job of another type may be outside the caller's scope (an API
+ * key limited to some job types must not learn it exists, let alone its id).
  */
 const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<string>): Promise<Array<TEnqueueResult | AppError>> => {
   const results: Array<TEnqueueResult | AppError> = new Array(prepared.length);
@@ -319,8 +356,10 @@ const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<str
     job_id: string;
     state: TJobState | null;
     is_same: boolean;
+    is_same_type: boolean;
   }>(
     `SELECT d.ord, k.job_id, coalesce(j.state, f.state) AS state,
+            coalesce(j.job_type, f.job_type) = d.job_type AS is_same_type,
             coalesce(j.job_type, f.job_type) = d.job_type AND coalesce(j.payload, f.payload) = d.payload AS is_same
        FROM jsonb_to_recordset($1::jsonb) AS d(ord int, tenant_id text, idempotency_key text, job_type text, payload jsonb)
        JOIN idempotency_keys k ON (k.tenant_id, k.idempotency_key) = (d.tenant_id, d.idempotency_key)
@@ -342,10 +381,15 @@ const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<str
     if (!found) throw new Error(`idempotency key vanished during enqueue: ${d.input.idempotency_key}`);
     results[d.ord] = found.is_same
       ? { job_id: found.job_id, status: found.state ?? "READY", deduplicated: true }
-      : new AppError("CONFLICT", {
-          message: `idempotency_key "${d.input.idempotency_key}" was already used with a different payload (job ${found.job_id})`,
-          details: { index: d.ord, job_id: found.job_id, idempotency_key: d.input.idempotency_key },
-        });
+      : found.is_same_type
+        ? new AppError("CONFLICT", {
+            message: `idempotency_key "${d.input.idempotency_key}" was already used with a different payload (job ${found.job_id})`,
+            details: { index: d.ord, job_id: found.job_id, idempotency_key: d.input.idempotency_key },
+          })
+        : new AppError("CONFLICT", {
+            message: `idempotency_key "${d.input.idempotency_key}" was already used by a job of another type`,
+            details: { index: d.ord, idempotency_key: d.input.idempotency_key },
+          });
   }
   return results;
 };

@@ -35,11 +35,17 @@ type JobRow = {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /**
- * A job wherever it is (hot or finished table), with its attempts and timeline. `tenantIds`
- * scopes the lookup: another tenant's job is reported as absent (null), never as forbidden.
+ * A job wherever it is (hot or finished table), with its attempts and timeline. `tenantIds` and
+ * `jobTypes` scope the lookup (a producer key's scope; omitted = any): a job outside the scope
+ * is reported as absent (null), never as forbidden, so a caller cannot tell it exists.
  */
-export const getJob = async (db: Db, jobId: string, options: { tenantIds?: readonly string[] } = {}): Promise<TJobStatus | null> => {
+export const getJob = async (
+  db: Db,
+  jobId: string,
+  options: { tenantIds?: readonly string[]; jobTypes?: readonly string[] } = {},
+): Promise<TJobStatus | null> => {
   const scope = options.tenantIds ? [...options.tenantIds] : null;
+  const types = options.jobTypes ? [...options.jobTypes] : null;
   const { rows } = await db.query<JobRow>(
     `SELECT job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, attempt, max_attempts,
             timeout_s, not_before, deadline_at, run_at, trace_id, contract_version, created_at, claimed_at,
@@ -48,13 +54,13 @@ export const getJob = async (db: Db, jobId: string, options: { tenantIds?: reado
             CASE WHEN state = 'RUNNING' THEN heartbeat_at END AS heartbeat_at,
             cancel_requested_at, NULL::timestamptz AS finished_at, NULL::jsonb AS result,
             CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS error, false AS partial, NULL AS last_worker
-       FROM jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2))
+       FROM jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2)) AND ($3::text[] IS NULL OR job_type = ANY($3))
      UNION ALL
      SELECT job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, attempt, max_attempts,
             timeout_s, not_before, deadline_at, NULL, trace_id, contract_version, created_at, claimed_at,
             NULL, NULL, NULL, cancel_requested_at, finished_at, result, error, partial, last_worker
-       FROM finished_jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2))`,
-    [jobId, scope],
+       FROM finished_jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2)) AND ($3::text[] IS NULL OR job_type = ANY($3))`,
+    [jobId, scope, types],
   );
   const job = rows[0];
   if (!job) return null;

@@ -1,7 +1,7 @@
 import { AppError, JOB_STATES, ZJobState, ZJobStatus } from "@porter/contracts";
 import { countJobsByState, getJob, listAttempts, listJobs } from "@porter/core";
 import { z } from "zod";
-import { ZJobFilter } from "../../schemas/jobs";
+import { ZJobFilter, ZJobsCursor } from "../../schemas/jobs";
 import { viewerProcedure } from "../../trpc";
 import { toCoreFilter } from "./filter";
 
@@ -41,7 +41,7 @@ export const list = viewerProcedure
   .input(
     z.strictObject({
       filter: ZJobFilter.default({}),
-      cursor: z.string().max(200).nullish(),
+      cursor: ZJobsCursor.nullish(),
       limit: z.number().int().min(1).max(200).default(50),
       /** Sent by tRPC's infinite queries; pages only go forward (older). */
       direction: z.enum(["forward", "backward"]).optional(),
