@@ -3,7 +3,7 @@ import { enqueueJobs, Registry } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { enqueueRequest, fingerprint, jobId, nastyJson, nastyNumber, nastyString, oddDate, toJsonText } from "./testing/bad-input";
+import { callProcedure, enqueueRequest, fingerprint, jobId, nastyJson, nastyNumber, nastyString, oddDate, toJsonText } from "./testing/bad-input";
 import { seedProducerFixtures, type ProducerFixtures } from "./testing/fixtures";
 import { startTestServer, type TestServer } from "./testing/http-server";
 
@@ -41,23 +41,10 @@ afterAll(async () => {
   await server?.close();
 });
 
-type Reply = { status: number; text: string };
-
-const call = async (path: string, type: "query" | "mutation", input: unknown, key?: string): Promise<Reply> => {
-  const headers: Record<string, string> = { "content-type": "application/json", origin: server.url };
-  if (key) headers.authorization = `Bearer ${key}`;
-  const body = toJsonText(input);
-  const res =
-    type === "query"
-      ? await fetch(`${server.url}/api/trpc/${path}?input=${encodeURIComponent(body)}`, { headers })
-      : await fetch(`${server.url}/api/trpc/${path}`, { method: "POST", headers, body });
-  return { status: res.status, text: await res.text() };
-};
-
 /** The property for one call: never 5xx; a 4xx has a message and left every table as it was. */
 const holds = async (path: string, type: "query" | "mutation", input: unknown, key?: string): Promise<void> => {
   const before = await fingerprint(db.pool);
-  const reply = await call(path, type, input, key);
+  const reply = await callProcedure(server.url, path, type, input, key);
   const shown = `${path} ${toJsonText(input).slice(0, 300)} → ${reply.status} ${reply.text.slice(0, 300)}`;
   expect(reply.status, shown).toBeLessThan(500);
   if (reply.status >= 400) {

@@ -163,3 +163,22 @@ export const fingerprint = async (pool: pg.Pool): Promise<Record<string, string>
   );
   return rows[0]!;
 };
+
+/** A reply as the test saw it: status and raw body text (not every body is JSON). */
+export type RawReply = { status: number; text: string };
+
+/**
+ * Calls a procedure over HTTP as producers and the console's pages do: a query by GET with
+ * `?input=`, a mutation by POST; the input is written with `toJsonText` (so RawNumber and DeepJson
+ * go out verbatim). Same-origin JSON, so console mutations pass the CSRF check.
+ */
+export const callProcedure = async (origin: string, path: string, type: "query" | "mutation", input: unknown, key?: string): Promise<RawReply> => {
+  const headers: Record<string, string> = { "content-type": "application/json", origin };
+  if (key) headers.authorization = `Bearer ${key}`;
+  const body = toJsonText(input);
+  const res =
+    type === "query"
+      ? await fetch(`${origin}/api/trpc/${path}?input=${encodeURIComponent(body)}`, { headers })
+      : await fetch(`${origin}/api/trpc/${path}`, { method: "POST", headers, body });
+  return { status: res.status, text: await res.text() };
+};
