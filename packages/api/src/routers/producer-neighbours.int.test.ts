@@ -1,0 +1,51 @@
+import { randomUUID } from "node:crypto";
+import { Registry } from "@porter/core";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
+import { startTestServer, type TestServer } from "../testing/http-server";
+
+// Issue 9, defect 1: concurrent single enqueues on one server share INSERT statements (the
+// coalescer of core's enqueue-jobs.ts). While tenant_B sent payloads with \u0000, 95 of 200 of
+// tenant_A's enqueues got a 500: B's row failed the statement they shared. B's bad rows are now
+// refused by the contract before any statement (400), and core re-runs a refused group member by
+// member (enqueue-isolation.int.test.ts), so A never notices.
+const db = useTestDatabase();
+let server: TestServer;
+let fx: ProducerFixtures;
+
+beforeAll(async () => {
+  fx = await seedProducerFixtures(db.pool);
+  server = await startTestServer({ pool: db.pool, registry: new Registry() });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+const enqueue = async (key: string, body: unknown): Promise<{ status: number; body: any }> => {
+  const res = await fetch(`${server.url}/api/trpc/producer.enqueue`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+};
+
+describe("a tenant's bad input and another tenant's enqueues, concurrently on one pool", () => {
+  it("all 200 of tenant_A's concurrent enqueues succeed while tenant_B's NUL payloads get 400", async () => {
+    // Interleaved (one of B's after every fourth of A's), so B's requests arrive among A's.
+    const a: Array<Promise<{ status: number; body: any }>> = [];
+    const b: Array<Promise<{ status: number; body: any }>> = [];
+    for (let i = 0; i < 200; i++) {
+      a.push(enqueue(fx.keyA, { job_type: "fx.email", payload: { message_ref: `s3://mail/${i}` }, idempotency_key: `a-${i}-${randomUUID()}` }));
+      if (i % 4 === 0) b.push(enqueue(fx.keyB, { job_type: "fx.email", payload: { message_ref: `s3://mail/${i}`, note: `bad\u0000${i}` }, idempotency_key: `b-${i}` }));
+    }
+    const [ofA, ofB] = await Promise.all([Promise.all(a), Promise.all(b)]);
+    expect(ofA.filter((r) => r.status !== 200).map((r) => `${r.status} ${JSON.stringify(r.body).slice(0, 200)}`)).toEqual([]);
+    expect(new Set(ofB.map((r) => r.status))).toEqual(new Set([400]));
+    for (const r of ofB) expect(r.body.error.message).toMatch(/payload\.note: must not contain the NUL character/);
+
+    const { rows } = await db.pool.query<{ tenant_id: string; n: string }>(`SELECT tenant_id, count(*) AS n FROM jobs GROUP BY tenant_id`);
+    expect(rows).toEqual([{ tenant_id: fx.tenantA, n: "200" }]);
+  });
+});
