@@ -68,3 +68,35 @@ export class PermanentError extends Error {
     this.code = options.code ?? "PERMANENT";
   }
 }
+
+/**
+ * The error codes Porter itself records in a failed attempt's or a dead job's `error.code` (what
+ * `redrive --error-code` and the console's filters match), each with its class and meaning.
+ * Handlers add their own with `new RetryableError(msg, { code })` / `new PermanentError(msg,
+ * { code })`; an error thrown with a string `code` of its own (a driver's ECONNRESET, a SQLSTATE)
+ * is recorded with that code. `porter errors` prints this list.
+ */
+export const JOB_ERROR_CODES = {
+  RETRYABLE: { class: "retryable", description: "the handler threw a RetryableError without a code of its own" },
+  RATE_LIMITED: { class: "retryable", description: "the handler threw a throttle RetryableError (a provider's 429); the resource key slows down" },
+  PERMANENT: { class: "permanent", description: "the handler threw a PermanentError without a code of its own" },
+  INVALID_PAYLOAD: { class: "permanent", description: "the payload failed the handler's schema (a ZodError), or a handler said so" },
+  PERMISSION_DENIED: { class: "permanent", description: "a handler's error with this code: not allowed, no retry can fix it" },
+  BUDGET_EXCEEDED: { class: "permanent", description: "a handler's error with this code: a spending or quota budget is used up" },
+  NO_HANDLER: { class: "permanent", description: "no worker of the pool has a handler for the job type" },
+  RESULT_NOT_SERIALIZABLE: { class: "permanent", description: "the handler returned a result that is not JSON" },
+  RESULT_REJECTED: { class: "permanent", description: "the database refused the handler's result" },
+  TIMEOUT: { class: "timeout", description: "the attempt ran past its timeout_s and was aborted" },
+  LEASE_EXPIRED: { class: "lease_expired", description: "the worker stopped heartbeating (crashed, lost its connection) and the lease ran out" },
+  CANCELLED: { class: "cancelled", description: "the job was cancelled while it ran" },
+  DEADLINE_EXCEEDED: { class: "expired", description: "the job's deadline_at passed before it succeeded" },
+  UNKNOWN: { class: "retryable", description: "the handler threw something without a code (retried: unknown errors are retryable)" },
+  DIAG_TRANSIENT: { class: "retryable", description: "diag.fail in mode transient (diagnostics)" },
+  DIAG_PERMANENT: { class: "permanent", description: "diag.fail in mode permanent (diagnostics)" },
+  DEPENDENCY_UNAVAILABLE: { class: "retryable", description: "a simulated handler's dependency was down (demo job types)" },
+} as const satisfies Record<string, { class: string; description: string }>;
+
+/** One of Porter's own job error codes (see JOB_ERROR_CODES). */
+export type JobErrorCode = keyof typeof JOB_ERROR_CODES;
+/** Porter's own job error codes, in the order JOB_ERROR_CODES lists them. */
+export const JOB_ERROR_CODE_NAMES = Object.keys(JOB_ERROR_CODES) as JobErrorCode[];

@@ -1,4 +1,4 @@
-import { ZJobStatus } from "@porter/contracts";
+import { JOB_ERROR_CODE_NAMES, JOB_ERROR_CODES, ZJobStatus } from "@porter/contracts";
 import { claimJobs, completeJobs, failJobs, getJob, verifyApiKey, verifyPassword } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { describe, expect, it } from "vitest";
@@ -246,5 +246,24 @@ describe("porter CLI", () => {
     expect(unknownCommand.stderr).toContain('unknown command "frobnicate"');
     expect(await count(`SELECT 1 FROM jobs`)).toBe(jobsBefore);
     expect(await count(`SELECT 1 FROM idempotency_keys`)).toBe(keysBefore);
+  });
+
+  it("[ERROR-CODES]: porter errors lists the contracts' error codes (--json too), and redrive --help names them", async () => {
+    const human = await porter("errors");
+    expect(human.code, human.stderr).toBe(0);
+    for (const code of JOB_ERROR_CODE_NAMES) expect(human.stdout).toMatch(new RegExp(`^${code}\\s+${JOB_ERROR_CODES[code].class}\\s`, "m"));
+    const asJson = await porter("errors", "--json");
+    expect(asJson.code, asJson.stderr).toBe(0);
+    expect(asJson.json).toEqual({
+      codes: JOB_ERROR_CODE_NAMES.map((code) => ({ code, class: JOB_ERROR_CODES[code].class, description: JOB_ERROR_CODES[code].description })),
+    });
+    const help = await porter("redrive", "--help");
+    expect(help.code).toBe(0);
+    for (const code of JOB_ERROR_CODE_NAMES) expect(help.stdout).toContain(code);
+    expect(help.stdout).toContain("porter errors");
+    const listed = await porter("--help");
+    expect(listed.stdout).toMatch(/^\s+errors\s+list the job error codes/m);
+    const unknownOption = await porter("errors", "--dead");
+    expect(unknownOption.code).toBe(2);
   });
 });

@@ -2,6 +2,7 @@ import { userInfo } from "node:os";
 import type { Command, CommandContext } from "./command";
 import { drainCommand } from "./commands/drain";
 import { enqueueCommand } from "./commands/enqueue";
+import { errorsCommand } from "./commands/errors";
 import { jobsGetCommand } from "./commands/jobs";
 import { keysCreateCommand, keysRevokeCommand } from "./commands/keys";
 import { migrateCommand } from "./commands/migrate";
@@ -23,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   enqueueCommand,
   jobsGetCommand,
   redriveCommand,
+  errorsCommand,
   pauseCommand,
   resumeCommand,
   drainCommand,

@@ -1,7 +1,22 @@
+import { JOB_ERROR_CODE_NAMES } from "@porter/contracts";
 import { redriveJobs, type RedriveFilter } from "@porter/core";
 import { intOption, jobIdArg, parseCommandArgs } from "../args";
 import { helpText, type Command } from "../command";
 import { UsageError } from "../errors";
+
+/** `text` broken at spaces into lines of at most `width` characters, each indented. */
+const wrap = (text: string, width: number, indent: string): string => {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(indent + line);
+  return lines.join("\n");
+};
 
 /** `redrive`: DEAD jobs back to READY, by id or by filter, audited. */
 export const redriveCommand: Command = {
@@ -11,12 +26,14 @@ export const redriveCommand: Command = {
     "redrive (<job_id>... | --queue Q [--job-type T] [--tenant T] [--error-code C]) [options] [--json]",
     "Moves DEAD jobs back to READY with a fresh attempt budget, each with a `redriven` timeline event\n" +
       "and an audit row, in one transaction. Jobs that recorded effects (partially completed) or whose\n" +
-      "deadline passed are skipped unless --force. Give job ids, or a filter over DEAD jobs.",
+      "deadline passed are skipped unless --force. Give job ids, or a filter over DEAD jobs.\n\n" +
+      "Error codes Porter records (`porter errors` says what each means; handlers may add their own):\n" +
+      wrap(JOB_ERROR_CODE_NAMES.join(", "), 96, "  "),
     [
       ["--queue <id>", "filter: DEAD jobs of this queue"],
       ["--job-type <type>", "filter: of this job type"],
       ["--tenant <id>", "filter: of this tenant"],
-      ["--error-code <code>", "filter: whose error has this code"],
+      ["--error-code <code>", "filter: whose error has this code (see the list above, or `porter errors`)"],
       ["--limit <n>", "at most this many jobs (default 10000)"],
       ["--force", "also redrive partially completed and past-deadline jobs (the deadline is cleared)"],
       ["--dry-run", "report what would be redriven, change nothing"],
@@ -84,3 +101,4 @@ const describeFilter = (f: RedriveFilter): string =>
   [f.queueId && `queue=${f.queueId}`, f.jobType && `job_type=${f.jobType}`, f.tenantId && `tenant=${f.tenantId}`, f.errorCode && `error_code=${f.errorCode}`]
     .filter(Boolean)
     .join(" ");
+
