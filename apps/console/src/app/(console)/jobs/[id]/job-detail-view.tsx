@@ -209,7 +209,7 @@ export function JobDetailView({ jobId }: { jobId: string }) {
           <p className="muted">Not started yet.</p>
         ) : (
           <div className="table-wrap">
-            <table className="grid">
+            <table className="grid attempts">
               <thead>
                 <tr>
                   <th scope="col">Run</th>
