@@ -113,6 +113,7 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await signIn(page, ADMIN, `/jobs/${jobId}`);
     const runs = page.getByTestId("attempt-row").locator("th");
     await expect(runs).toHaveText(["run 1 · attempt 1", "run 2 · attempt 1 after redrive 1", "run 3 · attempt 1 after redrive 2"]);
+    await expect(page.locator('[data-kind="attempt_failed"]')).toHaveText([/Attempt 1 failed/, /Attempt 1 failed.* · after redrive 1/, /Attempt 1 failed.* · after redrive 2/]);
     await shot(page, "job-attempts-after-redrives");
   });
 
