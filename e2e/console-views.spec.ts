@@ -37,6 +37,8 @@ const pixel = async (page: Page, png: Buffer, x: number, y: number) =>
     },
     [png.toString("base64"), x, y] as const,
   );
+/** The audit page's first load, on a machine shared by several agents (seen at over 5 s). */
+const AUDIT_LOAD_MS = 20_000;
 const isDark = (c: { r: number; g: number; b: number }) => c.r + c.g + c.b < 150;
 
 test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequential clicks ask first", () => {
@@ -91,7 +93,7 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     }
     await page.goto("/audit");
     const rows = page.locator("tr[data-id]");
-    await expect(rows).toHaveCount(50);
+    await expect(rows).toHaveCount(50, { timeout: AUDIT_LOAD_MS });
     for (const n of [100, 150]) {
       await page.getByRole("button", { name: "Load more" }).click();
       await expect(rows).toHaveCount(n);
@@ -148,7 +150,7 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await page.goto("/audit");
     await expect(
       page.getByRole("row").filter({ hasText: "queue.pause" }).filter({ hasText: operator.email }).filter({ hasText: "e2e: campaign provider outage" }),
-    ).toBeVisible();
+    ).toBeVisible({ timeout: AUDIT_LOAD_MS });
     await page.goto("/queues");
     await page.getByRole("button", { name: "Resume queue email.bulk" }).click();
     await expect(page.getByRole("button", { name: "Pause queue email.bulk" })).toBeVisible();
@@ -168,7 +170,7 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await expect(page.getByRole("button", { name: "Resume pool agents" })).toBeVisible();
 
     await page.goto("/audit");
-    await expect(page.getByRole("row").filter({ hasText: "queue.pause" }).filter({ hasText: "agent.runs" }).filter({ hasText: "e2e: LLM provider maintenance" })).toBeVisible();
+    await expect(page.getByRole("row").filter({ hasText: "queue.pause" }).filter({ hasText: "agent.runs" }).filter({ hasText: "e2e: LLM provider maintenance" })).toBeVisible({ timeout: AUDIT_LOAD_MS });
     await page.goto("/pools");
     await page.getByRole("button", { name: "Resume pool agents" }).click();
     await expect(page.getByRole("button", { name: "Drain pool agents" })).toBeVisible();
@@ -193,7 +195,7 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await expect(role).toHaveValue("operator");
 
     await page.goto("/audit");
-    await expect(page.getByRole("row").filter({ hasText: "user.update" }).filter({ hasText: "e2e: joins the on-call rota" })).toBeVisible();
+    await expect(page.getByRole("row").filter({ hasText: "user.update" }).filter({ hasText: "e2e: joins the on-call rota" })).toBeVisible({ timeout: AUDIT_LOAD_MS });
   });
 
   test("[WORKERS][LOST]: a SIGKILLed worker shows lost within seconds and the overview names its pool with the jobs waiting", async ({ page, request }) => {
