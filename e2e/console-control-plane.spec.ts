@@ -52,11 +52,11 @@ test.describe("[CONSOLE][CONTROL PLANE] an admin shapes the flow", () => {
     const jobId = await enqueue(request, producerKey(), { job_type: "diag.sleep", payload: { ms: 300 } });
 
     await page.goto(`/jobs?queue=${encodeURIComponent(queueId)}`);
-    const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: jobId.slice(0, 8) }) });
+    const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: jobId.slice(-12) }) });
     await expect(row.getByText("SUCCEEDED")).toBeVisible({ timeout: 30_000 });
     await shot(page, "jobs");
 
-    await row.getByRole("link", { name: jobId.slice(0, 8) }).click();
+    await row.getByRole("link", { name: jobId.slice(-12) }).click();
     await expect(page.getByRole("heading", { name: new RegExp(jobId) })).toBeVisible();
     const timeline = page.getByRole("list").filter({ has: page.locator("[data-kind]") });
     await expect(timeline.locator('[data-kind="enqueued"]')).toBeVisible();

@@ -21,11 +21,14 @@ test.describe("[CONSOLE][OPERATIONS] an operator triages, an admin manages keys"
     await signIn(page, operator, "/queues");
     // Pause diag first, so the redriven job stays READY where we can see it.
     await page.getByRole("button", { name: "Pause queue diag" }).click();
+    const pause = page.getByRole("dialog", { name: "Pause queue diag" });
+    await pause.getByLabel("Reason (required, kept in the audit log)").fill("e2e: hold the redriven job");
+    await pause.getByRole("button", { name: "Pause queue diag" }).click();
     await expect(page.getByRole("button", { name: "Resume queue diag" })).toBeVisible();
 
     await page.goto("/jobs?state=DEAD");
     await expect(page.getByRole("button", { name: /DEAD/, pressed: true })).toBeVisible();
-    await page.getByRole("link", { name: jobId.slice(0, 8) }).click();
+    await page.getByRole("link", { name: jobId.slice(-12) }).click();
     await expect(page.getByRole("heading", { name: new RegExp(jobId) })).toContainText("DEAD");
     await expect(page.getByText("DIAG_PERMANENT").first()).toBeVisible();
     await shot(page, "job-dead");

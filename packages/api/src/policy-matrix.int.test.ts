@@ -22,6 +22,7 @@ const EXPECTED: Record<string, Policy> = {
   "system.counts": "viewer",
   "me.get": "viewer",
   "overview.queues": "viewer",
+  "overview.health": "viewer",
   "overview.throughput": "viewer",
   "jobs.list": "viewer",
   "jobs.counts": "viewer",

@@ -1,5 +1,6 @@
 import { JOB_STATES, type TJobState } from "@porter/contracts";
 import type { Db } from "./db";
+import { isWorkerLost } from "./worker-liveness";
 
 /** One queue on the console's overview. */
 export type QueueOverview = {
@@ -108,35 +109,35 @@ export type WorkerRow = {
   stopped_at: string | null;
   /** Seconds since its last heartbeat. */
   heartbeat_age_s: number;
-  /** live: heartbeating; lost: no heartbeat for `lostAfterS` and never stopped; stopped: exited cleanly. */
+  /** live: heartbeating; lost: {@link isWorkerLost} and never stopped; stopped: exited cleanly. */
   status: "live" | "lost" | "stopped";
 };
 
 /**
- * Workers of every pool (or one), live first. A worker that has not heartbeated for `lostAfterS`
- * (default 30 s) without stopping is reported lost — its leases expire and are rescued.
+ * Workers of every pool (or one), live first. A worker is lost when it has not heartbeated for
+ * `WORKER_LOST_AFTER_MS` (a few heartbeat intervals, {@link isWorkerLost}) without stopping, judged
+ * against the database's clock, which stamps the heartbeats.
  */
-export const listWorkers = async (db: Db, params: { poolId?: string; lostAfterS?: number; includeStopped?: boolean } = {}): Promise<WorkerRow[]> => {
-  const { rows } = await db.query<Omit<WorkerRow, "started_at" | "heartbeat_at" | "stopped_at" | "status"> & {
+export const listWorkers = async (db: Db, params: { poolId?: string; includeStopped?: boolean } = {}): Promise<WorkerRow[]> => {
+  const { rows } = await db.query<Omit<WorkerRow, "started_at" | "heartbeat_at" | "stopped_at" | "status" | "heartbeat_age_s"> & {
     started_at: Date;
     heartbeat_at: Date;
     stopped_at: Date | null;
+    now: Date;
   }>(
-    `SELECT id, pool_id, host, pid, version, concurrency, running, draining, started_at, heartbeat_at, stopped_at,
-            extract(epoch FROM now() - heartbeat_at)::float8 AS heartbeat_age_s
+    `SELECT id, pool_id, host, pid, version, concurrency, running, draining, started_at, heartbeat_at, stopped_at, now() AS now
        FROM workers
       WHERE ($1::text IS NULL OR pool_id = $1) AND ($2::boolean OR stopped_at IS NULL)
       ORDER BY stopped_at IS NOT NULL, pool_id, started_at`,
     [params.poolId ?? null, params.includeStopped ?? false],
   );
-  const lostAfter = params.lostAfterS ?? 30;
-  return rows.map((r) => ({
+  return rows.map(({ now, ...r }) => ({
     ...r,
     started_at: r.started_at.toISOString(),
     heartbeat_at: r.heartbeat_at.toISOString(),
     stopped_at: r.stopped_at?.toISOString() ?? null,
-    heartbeat_age_s: Math.max(0, Math.round(r.heartbeat_age_s * 10) / 10),
-    status: r.stopped_at ? "stopped" : r.heartbeat_age_s > lostAfter ? "lost" : "live",
+    heartbeat_age_s: Math.max(0, Math.round((now.getTime() - r.heartbeat_at.getTime()) / 100) / 10),
+    status: r.stopped_at ? "stopped" : isWorkerLost(r.heartbeat_at, now) ? "lost" : "live",
   }));
 };
 
@@ -166,16 +167,19 @@ export const listAudit = async (
   const limit = Math.min(Math.max(params.limit ?? 50, 1), 500);
   const f = params.filter;
   const cursor = params.cursor && /^\d{1,20}$/.test(params.cursor) ? params.cursor : null;
+  // The id goes out as text (a bigint exceeds a JS number) under another name: `ORDER BY id` would
+  // otherwise sort by the text output column (9, 8, 7, 57, 56…) while the cursor compares the
+  // bigint column, so pages overlapped. Order and cursor both use the bigint `a.id`.
   const { rows } = await db.query<Omit<AuditRow, "at"> & { at: Date }>(
-    `SELECT id::text, at, actor, action, object_type, object_id, before, after, reason FROM audit_log
-      WHERE ($1::bigint IS NULL OR id < $1)
+    `SELECT a.id::text AS id, at, actor, action, object_type, object_id, before, after, reason FROM audit_log a
+      WHERE ($1::bigint IS NULL OR a.id < $1)
         AND ($2::text IS NULL OR actor = $2)
         AND ($3::text IS NULL OR action LIKE replace(replace($3, '%', '\\%'), '_', '\\_') || '%')
         AND ($4::text IS NULL OR object_type = $4)
         AND ($5::text IS NULL OR object_id = $5)
         AND ($6::timestamptz IS NULL OR at >= $6)
         AND ($7::timestamptz IS NULL OR at < $7)
-      ORDER BY id DESC LIMIT $8`,
+      ORDER BY a.id DESC LIMIT $8`,
     [cursor, f.actor ?? null, f.action ?? null, f.objectType ?? null, f.objectId ?? null, f.from ?? null, f.to ?? null, limit + 1],
   );
   const page = rows.slice(0, limit);
@@ -187,7 +191,12 @@ export const listAudit = async (
 
 /** One attempt of a job, for the job page's side-by-side view; the running attempt has no finish. */
 export type AttemptView = {
+  /** 1, 2, 3…: every run of the job in order, across redrives and hand-backs (distinct per row). */
+  run: number;
+  /** The attempt counter the run had (restarts at 1 after a redrive; a hand-back does not burn one). */
   attempt: number;
+  /** Redrives that came before this run (0 for the job's first life). */
+  redrive: number;
   worker_id: string | null;
   started_at: string;
   finished_at: string | null;
@@ -201,11 +210,14 @@ export type AttemptView = {
 /**
  * A job's attempts in order: each finished one (worker, start, end, duration, outcome, error, the
  * retry it scheduled), then the running one, if any (outcome `running`, last heartbeat so far), or
- * the successful one (kept on the finished row, not in job_attempts).
+ * the successful one (kept on the finished row, not in job_attempts). A redrive restarts the
+ * attempt counter, so each row also carries its run number and how many redrives preceded it,
+ * counted from the job's `redriven` events that happened before the run started.
  */
 export const listAttempts = async (db: Db, jobId: string): Promise<AttemptView[]> => {
   const { rows } = await db.query<{
     attempt: number;
+    redrive: number;
     worker_id: string | null;
     started_at: Date;
     finished_at: Date | null;
@@ -214,22 +226,28 @@ export const listAttempts = async (db: Db, jobId: string): Promise<AttemptView[]
     error: Record<string, unknown> | null;
     retry_at: Date | null;
   }>(
-    `SELECT attempt, worker_id, started_at, finished_at, heartbeat_at, outcome::text, error, retry_at, id AS ord
-       FROM job_attempts WHERE job_id = $1
-     UNION ALL
-     SELECT attempt, lease_owner, claimed_at, NULL, heartbeat_at, 'running', NULL, NULL, 9223372036854775807
-       FROM jobs WHERE job_id = $1 AND state = 'RUNNING' AND claimed_at IS NOT NULL
-     UNION ALL
-     -- A successful attempt has no job_attempts row (lean ack): it is read from the finished row.
-     SELECT f.attempt, f.last_worker, coalesce(f.claimed_at, f.finished_at), f.finished_at, NULL, 'succeeded', NULL, NULL, 9223372036854775807
-       FROM finished_jobs f
-      WHERE f.job_id = $1 AND f.state = 'SUCCEEDED'
-        AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = f.job_id AND a.outcome = 'succeeded')
-     ORDER BY ord`,
+    `WITH runs AS (
+       SELECT attempt, worker_id, started_at, finished_at, heartbeat_at, outcome::text AS outcome, error, retry_at, id AS ord
+         FROM job_attempts WHERE job_id = $1
+       UNION ALL
+       SELECT attempt, lease_owner, claimed_at, NULL, heartbeat_at, 'running', NULL, NULL, 9223372036854775807
+         FROM jobs WHERE job_id = $1 AND state = 'RUNNING' AND claimed_at IS NOT NULL
+       UNION ALL
+       -- A successful attempt has no job_attempts row (lean ack): it is read from the finished row.
+       SELECT f.attempt, f.last_worker, coalesce(f.claimed_at, f.finished_at), f.finished_at, NULL, 'succeeded', NULL, NULL, 9223372036854775807
+         FROM finished_jobs f
+        WHERE f.job_id = $1 AND f.state = 'SUCCEEDED'
+          AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = f.job_id AND a.outcome = 'succeeded')
+     )
+     SELECT r.*, (SELECT count(*)::int FROM job_events e WHERE e.job_id = $1 AND e.kind = 'redriven' AND e.at <= r.started_at) AS redrive
+       FROM runs r
+      ORDER BY r.ord`,
     [jobId],
   );
-  return rows.map((r) => ({
+  return rows.map((r, i) => ({
+    run: i + 1,
     attempt: r.attempt,
+    redrive: r.redrive,
     worker_id: r.worker_id,
     started_at: r.started_at.toISOString(),
     finished_at: r.finished_at?.toISOString() ?? null,

@@ -30,6 +30,8 @@ export * from "./user-admin";
 export * from "./jobs-query";
 export * from "./jobs-bulk";
 export * from "./console-reads";
+export * from "./pool-health";
+export * from "./worker-liveness";
 export * from "./uuid";
 export * from "./admission";
 export * from "./sql/age-priorities";

@@ -30,8 +30,12 @@ export const ago = (iso: string | null | undefined, now = Date.now()): string =>
   return diff >= 0 ? `${duration(diff)} ago` : `in ${duration(-diff)}`;
 };
 
-/** First 8 characters of a uuid, for tables (the full id is in the link and its title). */
-export const shortId = (id: string): string => id.slice(0, 8);
+/**
+ * A uuid shortened for tables: its last 12 hex digits. Job ids are UUIDv7, whose first digits are
+ * a millisecond timestamp (jobs enqueued together share them); the tail is random, so rows differ.
+ * The full id stays in the link, its title and the copy button.
+ */
+export const idTail = (id: string): string => (id.length > 12 ? `…${id.slice(-12)}` : id);
 
 /** 1,234 */
 export const count = (n: number | null | undefined): string => (n === null || n === undefined ? "—" : n.toLocaleString("en-US"));

@@ -1,5 +1,5 @@
 import { JOB_STATES } from "@porter/contracts";
-import { listAudit, queueOverview, throughputByMinute } from "@porter/core";
+import { listAudit, poolHealth, queueOverview, throughputByMinute } from "@porter/core";
 import { z } from "zod";
 import { ZAuditListInput, ZThroughputInput } from "../schemas/audit";
 import { createTRPCRouter, viewerProcedure } from "../trpc";
@@ -22,9 +22,20 @@ const ZThroughputPoint = z.object({
   expired: z.number().int(),
 });
 
+const ZPoolHealth = z.object({
+  pool_id: z.string(),
+  queues: z.number().int(),
+  paused_queues: z.number().int(),
+  live_workers: z.number().int(),
+  lost_workers: z.number().int(),
+  waiting: z.number().int(),
+});
+
 /** The overview page: per queue counts, oldest ready age, running vs cap; completions per minute. */
 export const overviewRouter = createTRPCRouter({
   queues: viewerProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.pool)),
+  /** Per pool: live and lost workers, waiting jobs — the health badge names pools nobody serves. */
+  health: viewerProcedure.output(z.array(ZPoolHealth)).query(({ ctx }) => poolHealth(ctx.pool)),
   throughput: viewerProcedure
     .input(ZThroughputInput)
     .output(z.array(ZThroughputPoint))

@@ -45,7 +45,7 @@ export const poolsRouter = createTRPCRouter({
 
   /**
    * Every pool with its queues (paused, running) and its workers: live ones with host, pid,
-   * start, last heartbeat, running jobs and draining flag; lost ones (no heartbeat for 30 s);
+   * start, last heartbeat, running jobs and draining flag; lost ones (no heartbeat for WORKER_LOST_AFTER_MS, three intervals);
    * with `include_stopped`, those that exited.
    */
   overview: viewerProcedure

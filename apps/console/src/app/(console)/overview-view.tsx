@@ -16,6 +16,7 @@ export function OverviewView() {
   const [minutes, setMinutes] = useState(15);
   const [queueFilter, setQueueFilter] = useState("");
   const queues = useQuery({ ...trpc.overview.queues.queryOptions(), refetchInterval: 5_000 });
+  const health = useQuery({ ...trpc.overview.health.queryOptions(), refetchInterval: 5_000 });
   const throughput = useQuery({
     ...trpc.overview.throughput.queryOptions({ minutes, ...(queueFilter ? { queue_id: queueFilter } : {}) }),
     refetchInterval: 10_000,
@@ -31,10 +32,7 @@ export function OverviewView() {
           <h1 id="page-title">Overview</h1>
           <p className="intro">Backlog, age and flow per queue. Refreshes every few seconds.</p>
         </div>
-        <p className={`health health-${queues.error ? "down" : "up"}`} role="status">
-          <span className="dot" aria-hidden="true" />
-          {queues.error ? "Cannot read the database" : queues.isPending ? "Checking…" : "Healthy — database up"}
-        </p>
+        <HealthBadge isDown={Boolean(queues.error || health.error)} isPending={queues.isPending || health.isPending} pools={health.data ?? []} />
       </header>
 
       {queues.isPending ? null : queues.error ? null : (
@@ -139,6 +137,49 @@ export function OverviewView() {
       </section>
 
     </section>
+  );
+}
+
+type PoolHealth = { pool_id: string; queues: number; paused_queues: number; live_workers: number; lost_workers: number; waiting: number };
+
+/**
+ * Healthy only when the database answers and every pool with queues has a live worker; otherwise
+ * it names the pools nobody serves, those with jobs waiting first (they are stuck).
+ */
+function HealthBadge({ isDown, isPending, pools }: { isDown: boolean; isPending: boolean; pools: PoolHealth[] }) {
+  if (isDown || isPending) {
+    return (
+      <p className={`health health-${isDown ? "down" : "up"}`} role="status">
+        <span className="dot" aria-hidden="true" />
+        {isDown ? "Cannot read the database" : "Checking…"}
+      </p>
+    );
+  }
+  const unserved = pools.filter((p) => p.queues > 0 && p.live_workers === 0).sort((a, b) => b.waiting - a.waiting);
+  const stuck = unserved.filter((p) => p.waiting > 0);
+  if (unserved.length === 0) {
+    return (
+      <p className="health health-up" role="status" data-testid="health">
+        <span className="dot" aria-hidden="true" />
+        Healthy — database up, every pool has a live worker
+      </p>
+    );
+  }
+  const what = (p: PoolHealth) =>
+    `${p.pool_id} (${p.waiting ? `${count(p.waiting)} job${p.waiting === 1 ? "" : "s"} waiting` : "nothing waiting"}${p.lost_workers ? `, ${p.lost_workers} lost` : ""})`;
+  return (
+    <div className={`health health-${stuck.length ? "down" : "warn"}`} role="status" data-testid="health">
+      <span className="dot" aria-hidden="true" />
+      <span>
+        <strong>{stuck.length ? "Not healthy" : "Database up"}</strong> — no live worker for pool{unserved.length === 1 ? "" : "s"}{" "}
+        {unserved.map((p, i) => (
+          <span key={p.pool_id}>
+            {i ? ", " : ""}
+            <Link href="/pools">{what(p)}</Link>
+          </span>
+        ))}
+      </span>
+    </div>
   );
 }
 

@@ -25,7 +25,9 @@ const ZJobListRow = z.object({
 });
 
 const ZAttempt = z.object({
+  run: z.number().int(),
   attempt: z.number().int(),
+  redrive: z.number().int(),
   worker_id: z.string().nullable(),
   started_at: z.string(),
   finished_at: z.string().nullable(),

@@ -130,7 +130,7 @@ export function AuditView() {
                 {rows.map((e) => {
                   const href = objectHref(e.object_type, e.object_id);
                   return (
-                    <tr key={e.id}>
+                    <tr key={e.id} data-id={e.id}>
                       <th scope="row" title={dateTime(e.at)}>
                         {dateTime(e.at)} <span className="muted small">({ago(e.at)})</span>
                       </th>

@@ -6,10 +6,11 @@ import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { StateBadge, Tag } from "../../../components/badges";
+import { CopyId } from "../../../components/copy-id";
 import { useJobAction, type JobAction } from "../../../components/bulk-actions";
 import { useViewer } from "../../../components/providers";
 import { Empty, ErrorState, Loading } from "../../../components/states";
-import { ago, count, dateTime, shortId } from "../../../lib/format";
+import { ago, count, dateTime, idTail } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
 
 // URL parameter ↔ filter field. The URL is the filter: a view can be shared or bookmarked.
@@ -223,10 +224,11 @@ export function JobsView() {
                             />
                           </td>
                         ) : null}
-                        <th scope="row">
-                          <Link className="mono" href={`/jobs/${j.job_id}`} title={j.job_id}>
-                            {shortId(j.job_id)}
-                          </Link>
+                        <th scope="row" className="id-cell">
+                          <Link className="mono" href={`/jobs/${j.job_id}`} title={j.job_id} data-testid="job-id">
+                            {idTail(j.job_id)}
+                          </Link>{" "}
+                          <CopyId id={j.job_id} label="job id" />
                         </th>
                         <td>
                           <StateBadge state={j.state} /> {j.cancel_requested && j.state === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}

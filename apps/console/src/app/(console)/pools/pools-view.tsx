@@ -5,10 +5,11 @@ import Link from "next/link";
 import { useState } from "react";
 import { Tag } from "../../../components/badges";
 import { ConfigForm, type FieldSpec } from "../../../components/config-form";
+import { useConfirmedAction } from "../../../components/confirm-action";
 import { orNone } from "../../../components/config-page";
 import { useViewer } from "../../../components/providers";
 import { Empty, errorMessage, QueryView } from "../../../components/states";
-import { ago, dateTime, duration } from "../../../lib/format";
+import { ago, count, dateTime, duration } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
 
 const FIELDS: FieldSpec[] = [
@@ -31,6 +32,40 @@ export function PoolsView() {
   const resume = useMutation(trpc.pools.resume.mutationOptions({ onSuccess: refresh }));
   const [editing, setEditing] = useState<string | null>(null);
   const [flash, setFlash] = useState<{ tone: "ok" | "bad"; text: string } | null>(null);
+  const confirm = useConfirmedAction();
+  const overview = useQuery({ ...trpc.overview.queues.queryOptions(), refetchInterval: 5_000 });
+
+  /** Draining a pool pauses each of its queues: the dialog names them and counts what stops. */
+  const confirmDrain = (poolId: string, queueIds: string[]) => {
+    const mine = (overview.data ?? []).filter((q) => queueIds.includes(q.queue_id));
+    const ready = mine.reduce((n, q) => n + q.counts.READY, 0);
+    const retrying = mine.reduce((n, q) => n + q.counts.RETRY_WAIT, 0);
+    const running = mine.reduce((n, q) => n + q.counts.RUNNING, 0);
+    setFlash(null);
+    confirm.start({
+      title: `Drain pool ${poolId}`,
+      confirmLabel: `Drain pool ${poolId}`,
+      summary: (
+        <>
+          <p>
+            <strong>
+              Drain pool {poolId}: {plural(queueIds.length, "queue")} ({queueIds.join(", ")}) {queueIds.length === 1 ? "is" : "are"} paused, so{" "}
+              {plural(ready, "ready job")} stop{ready === 1 ? "s" : ""} being claimed
+            </strong>
+            {retrying ? `, and ${plural(retrying, "job")} waiting for a retry will not start` : ""}.
+          </p>
+          <p>
+            {running ? `${plural(running, "running job")} ${running === 1 ? "is" : "are"} left to finish.` : "No job of this pool is running now."} Its workers keep
+            running and idle; Resume pool starts claims again.
+          </p>
+        </>
+      ),
+      run: async (reason) => {
+        const r = await drain.mutateAsync({ id: poolId, reason });
+        return `Draining: ${r.changed.length ? r.changed.join(", ") : "no queue changed"} (of ${r.queues.join(", ")}).`;
+      },
+    });
+  };
 
   const act = async (fn: () => Promise<{ changed: string[]; queues: string[] }>, verb: string) => {
     try {
@@ -62,6 +97,11 @@ export function PoolsView() {
       {flash ? (
         <p className={`flash flash-${flash.tone}`} role="status">
           {flash.text}
+        </p>
+      ) : null}
+      {confirm.notice ? (
+        <p className={`flash flash-${confirm.notice.tone}`} role="status">
+          {confirm.notice.text}
         </p>
       ) : null}
       {editing && viewer.can("admin") ? (
@@ -99,18 +139,26 @@ export function PoolsView() {
                   <article key={p.id} className="panel pool" aria-labelledby={`pool-${p.id}`}>
                     <div className="panel-head">
                       <div>
-                        <h2 id={`pool-${p.id}`}>{p.id}</h2>
+                        <h2 id={`pool-${p.id}`}>
+                          {p.id} {live.length === 0 && p.queues.length > 0 ? <Tag tone="bad">no live worker</Tag> : null}
+                        </h2>
                         <p className="muted">{p.description || "—"}</p>
                       </div>
                       <div className="row-actions">
                         {viewer.can("operator") ? (
                           allPaused ? (
-                            <button type="button" className="button small" onClick={() => void act(() => resume.mutateAsync({ id: p.id }), "Resumed")}>
+                            <button type="button" className="button small" onClick={() => (confirm.clearNotice(), void act(() => resume.mutateAsync({ id: p.id }), "Resumed"))} aria-label={`Resume pool ${p.id}`}>
                               Resume pool
                             </button>
                           ) : (
-                            <button type="button" className="button small" onClick={() => void act(() => drain.mutateAsync({ id: p.id }), "Draining")} disabled={p.queues.length === 0}>
-                              Drain pool
+                            <button
+                              type="button"
+                              className="button small"
+                              onClick={() => confirmDrain(p.id, p.queues.map((q) => q.id))}
+                              disabled={p.queues.length === 0}
+                              aria-label={`Drain pool ${p.id}`}
+                            >
+                              Drain pool…
                             </button>
                           )
                         ) : null}
@@ -199,6 +247,9 @@ export function PoolsView() {
           )
         }
       </QueryView>
+      {confirm.element}
     </section>
   );
 }
+
+const plural = (n: number, noun: string) => `${count(n)} ${noun}${n === 1 ? "" : "s"}`;

@@ -8,8 +8,9 @@ import type { FieldSpec } from "../../../components/config-form";
 import { ConfigPage, orNone } from "../../../components/config-page";
 // Deadline, runtime, retention, aging and resource key are in each queue's edit form.
 import { useViewer } from "../../../components/providers";
+import { useConfirmedAction } from "../../../components/confirm-action";
 import { errorMessage } from "../../../components/states";
-import { duration } from "../../../lib/format";
+import { count, duration } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
 
 /** Every knob of a queue (prisma/schema.prisma `Queue`). */
@@ -58,7 +59,41 @@ export function QueuesView() {
   const resume = useMutation(trpc.queues.resume.mutationOptions({ onSuccess: refresh }));
   const drain = useMutation(trpc.queues.drain.mutationOptions({ onSuccess: refresh }));
   const [actionError, setActionError] = useState<string | null>(null);
+  const confirm = useConfirmedAction();
   const runningOf = (id: string) => overview.data?.find((q) => q.queue_id === id)?.running ?? 0;
+
+  /** Pause and drain both stop claims at once; the dialog says how many jobs that holds back. */
+  const confirmStop = (kind: "pause" | "drain", id: string) => {
+    const c = overview.data?.find((q) => q.queue_id === id)?.counts;
+    const ready = c?.READY ?? 0;
+    const retrying = c?.RETRY_WAIT ?? 0;
+    const running = c?.RUNNING ?? 0;
+    const verb = kind === "pause" ? "Pause" : "Drain";
+    confirm.start({
+      title: `${verb} queue ${id}`,
+      confirmLabel: `${verb} queue ${id}`,
+      summary: (
+        <>
+          <p>
+            <strong>
+              {verb} queue {id}: {jobs(ready, "ready job")} stop{ready === 1 ? "s" : ""} being claimed
+            </strong>
+            {retrying ? `, and ${jobs(retrying, "job")} waiting for a retry will not start when their time comes` : ""}.
+          </p>
+          <p>
+            {running
+              ? `${jobs(running, "running job")} ${running === 1 ? "is" : "are"} left to finish${kind === "drain" ? "; the queue shows “draining” until they have" : ""}.`
+              : "No job of this queue is running now."}{" "}
+            Producers can still enqueue; Resume starts claims again.
+          </p>
+        </>
+      ),
+      run: async (reason) => {
+        const r = await (kind === "pause" ? pause : drain).mutateAsync({ id, reason });
+        return r.changed ? `${kind === "pause" ? "Paused" : "Draining"} queue ${id} (${jobs(r.running, "job")} still running).` : `Queue ${id} was already paused.`;
+      },
+    });
+  };
 
   const act = async (fn: () => Promise<unknown>) => {
     setActionError(null);
@@ -74,6 +109,11 @@ export function QueuesView() {
       {actionError ? (
         <p className="flash flash-bad" role="alert">
           {actionError}
+        </p>
+      ) : null}
+      {confirm.notice ? (
+        <p className={`flash flash-${confirm.notice.tone}`} role="status">
+          {confirm.notice.text}
         </p>
       ) : null}
       <ConfigPage
@@ -120,17 +160,20 @@ export function QueuesView() {
               </button>
             ) : (
               <>
-                <button type="button" className="button small" onClick={() => void act(() => pause.mutateAsync({ id: q.id }))} aria-label={`Pause queue ${q.id}`}>
-                  Pause
+                <button type="button" className="button small" onClick={() => confirmStop("pause", q.id)} aria-label={`Pause queue ${q.id}`}>
+                  Pause…
                 </button>
-                <button type="button" className="button small" onClick={() => void act(() => drain.mutateAsync({ id: q.id }))} aria-label={`Drain queue ${q.id}`}>
-                  Drain
+                <button type="button" className="button small" onClick={() => confirmStop("drain", q.id)} aria-label={`Drain queue ${q.id}`}>
+                  Drain…
                 </button>
               </>
             )
           ) : null
         }
       />
+      {confirm.element}
     </>
   );
 }
+
+const jobs = (n: number, noun: string) => `${count(n)} ${noun}${n === 1 ? "" : "s"}`;

@@ -5,6 +5,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Tag } from "../../../components/badges";
 import { ConfigForm } from "../../../components/config-form";
+import { useConfirmedAction } from "../../../components/confirm-action";
 import { Dialog } from "../../../components/dialog";
 import { useViewer } from "../../../components/providers";
 import { Empty, errorMessage, QueryView } from "../../../components/states";
@@ -16,6 +17,14 @@ const ROLE_OPTIONS = [
   { value: "operator", label: "operator — also cancels, retries, redrives, pauses and drains" },
   { value: "admin", label: "admin — also changes configuration, keys and users" },
 ];
+
+const ROLE_CAN: Record<Role, string> = {
+  viewer: "read everything and change nothing",
+  operator: "also cancel, retry and redrive jobs, and pause and drain queues and pools",
+  admin: "also change configuration, API keys and users",
+};
+const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
+const isLowering = (from: Role, to: Role) => RANK[to] < RANK[from];
 
 export function UsersView() {
   const viewer = useViewer();
@@ -44,13 +53,38 @@ function UsersAdmin() {
   const [password, setPassword] = useState("");
   const [passwordError, setPasswordError] = useState<string | null>(null);
 
-  const change = async (id: string, patch: { role?: Role; disabled?: boolean }, what: string) => {
-    try {
-      await update.mutateAsync({ id, ...patch });
-      setFlash({ tone: "ok", text: what });
-    } catch (error) {
-      setFlash({ tone: "bad", text: errorMessage(error) });
-    }
+  const confirm = useConfirmedAction();
+
+  /** A role change or a disable/enable asks first, says what it does, and records a reason. */
+  const confirmChange = (u: { id: string; email: string; role: Role; disabled_at: string | null }, patch: { role?: Role; disabled?: boolean }) => {
+    setFlash(null);
+    const isRole = patch.role !== undefined;
+    const title = isRole ? `Change the role of ${u.email}` : `${patch.disabled ? "Disable" : "Enable"} ${u.email}`;
+    confirm.start({
+      title,
+      confirmLabel: isRole ? `Make ${u.email} ${patch.role}` : `${patch.disabled ? "Disable" : "Enable"} ${u.email}`,
+      summary: isRole ? (
+        <>
+          <p>
+            <strong>
+              {u.email}: {u.role} → {patch.role}
+            </strong>
+          </p>
+          <p>
+            As {patch.role}, they {ROLE_CAN[patch.role!]}. {isLowering(u.role, patch.role!) ? `They lose what ${u.role} may do. ` : ""}It takes effect on their next request.
+          </p>
+        </>
+      ) : (
+        <p>
+          <strong>{u.email}</strong>{" "}
+          {patch.disabled ? "can no longer sign in, and their requests are refused from the next one." : `can sign in again, as ${u.role}.`}
+        </p>
+      ),
+      run: async (reason) => {
+        await update.mutateAsync({ id: u.id, ...patch, reason });
+        return isRole ? `${u.email} is now ${patch.role}.` : `${u.email} ${patch.disabled ? "disabled" : "enabled"}.`;
+      },
+    });
   };
 
   return (
@@ -67,6 +101,11 @@ function UsersAdmin() {
       {flash ? (
         <p className={`flash flash-${flash.tone}`} role="status">
           {flash.text}
+        </p>
+      ) : null}
+      {confirm.notice ? (
+        <p className={`flash flash-${confirm.notice.tone}`} role="status">
+          {confirm.notice.text}
         </p>
       ) : null}
       {isCreating ? (
@@ -117,7 +156,7 @@ function UsersAdmin() {
                       <select
                         aria-label={`Role of ${u.email}`}
                         value={u.role}
-                        onChange={(e) => void change(u.id, { role: e.target.value as Role }, `${u.email} is now ${e.target.value}.`)}
+                        onChange={(e) => confirmChange(u, { role: e.target.value as Role })}
                       >
                         <option value="viewer">viewer</option>
                         <option value="operator">operator</option>
@@ -131,9 +170,9 @@ function UsersAdmin() {
                       <button
                         type="button"
                         className="button small"
-                        onClick={() => void change(u.id, { disabled: !u.disabled_at }, `${u.email} ${u.disabled_at ? "enabled" : "disabled"}.`)}
+                        onClick={() => confirmChange(u, { disabled: !u.disabled_at })}
                       >
-                        {u.disabled_at ? "Enable" : "Disable"}
+                        {u.disabled_at ? "Enable…" : "Disable…"}
                       </button>
                       <button type="button" className="button small" onClick={() => (setResetting({ id: u.id, email: u.email }), setPassword(""), setPasswordError(null))}>
                         Reset password
@@ -147,6 +186,7 @@ function UsersAdmin() {
           </div>
         )}
       </QueryView>
+      {confirm.element}
       <Dialog open={resetting !== null} title={`Reset the password of ${resetting?.email ?? ""}`} onClose={() => setResetting(null)}>
         <form
           className="config-form"

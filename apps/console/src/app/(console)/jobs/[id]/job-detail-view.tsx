@@ -11,6 +11,9 @@ import { Timeline } from "./timeline";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** `run 3 · attempt 1 after redrive 2`: distinct per row even when redrives restart the counter. */
+const runLabel = (a: { run: number; attempt: number; redrive: number }) => `run ${a.run} · attempt ${a.attempt}${a.redrive ? ` after redrive ${a.redrive}` : ""}`;
+
 export function JobDetailView({ jobId }: { jobId: string }) {
   const trpc = useTRPC();
   const viewer = useViewer();
@@ -206,10 +209,10 @@ export function JobDetailView({ jobId }: { jobId: string }) {
           <p className="muted">Not started yet.</p>
         ) : (
           <div className="table-wrap">
-            <table className="grid">
+            <table className="grid attempts">
               <thead>
                 <tr>
-                  <th scope="col">#</th>
+                  <th scope="col">Run</th>
                   <th scope="col">Worker</th>
                   <th scope="col">Started</th>
                   <th scope="col" className="num">
@@ -223,8 +226,8 @@ export function JobDetailView({ jobId }: { jobId: string }) {
               </thead>
               <tbody>
                 {j.attempts.map((a) => (
-                  <tr key={`${a.attempt}-${a.started_at}`}>
-                    <th scope="row">{a.attempt}</th>
+                  <tr key={a.run} data-testid="attempt-row">
+                    <th scope="row">{runLabel(a)}</th>
                     <td className="mono">{a.worker_id ?? "—"}</td>
                     <td>{dateTime(a.started_at)}</td>
                     <td className="num">{a.duration_ms === null ? `${duration(Date.now() - new Date(a.started_at).getTime())} so far` : duration(a.duration_ms)}</td>

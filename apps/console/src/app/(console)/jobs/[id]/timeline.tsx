@@ -86,10 +86,14 @@ const describe = (e: Event): { title: string; detail?: string; flags: string[] }
 /** The job's event history, oldest first. */
 export function Timeline({ events }: { events: Event[] }) {
   if (events.length === 0) return <p className="muted">No events.</p>;
+  // A redrive restarts the attempt count: events after one say so, like the attempts table's runs.
+  let redrives = 0;
+  const after = events.map((e) => (e.kind === "redriven" ? ++redrives : redrives));
   return (
     <ol className="timeline">
       {events.map((e, i) => {
         const { title, detail, flags } = describe(e);
+        const life = e.attempt !== null && e.kind !== "redriven" && after[i] ? <span className="muted"> · after redrive {after[i]}</span> : null;
         return (
           <li key={`${e.at}-${e.kind}-${i}`} className={`tl tl-${TONE[e.kind] ?? "neutral"}`} data-kind={e.kind}>
             <time dateTime={e.at}>{dateTime(e.at)}</time>
@@ -97,6 +101,7 @@ export function Timeline({ events }: { events: Event[] }) {
               <span className="tl-title">
                 {title}
                 {e.attempt !== null && !["attempt_failed", "attempt_timed_out", "attempt_cancelled"].includes(e.kind) ? <span className="muted"> · attempt {e.attempt}</span> : null}
+                {life}
               </span>
               {detail ? <span className="tl-detail">{detail}</span> : null}
               {flags.map((f) => (
