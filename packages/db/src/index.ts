@@ -22,6 +22,7 @@ export {
   passwordOf,
   privilegeWarning,
   runtimeDatabaseUrl,
+  runtimeLoginHint,
   runtimeRoleName,
   RuntimeRoleError,
   type ConnectionRole,

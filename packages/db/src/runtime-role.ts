@@ -216,3 +216,16 @@ export function privilegeWarning(role: ConnectionRole): string | undefined {
     `npm run db:migrate; see README "Configuration")`
   );
 }
+
+/**
+ * A hint for a failed login as the runtime role (SQLSTATE 28000: no such role, 28P01: wrong
+ * password), or undefined for any other error.
+ */
+export function runtimeLoginHint(error: unknown): string | undefined {
+  const code = (error as { code?: string } | null)?.code;
+  if (code !== "28000" && code !== "28P01") return undefined;
+  return (
+    `cannot log in as the runtime role: run npm run db:migrate (it creates ${DEFAULT_RUNTIME_ROLE} and grants it), and when ` +
+    `the server asks for a password set PORTER_APP_PASSWORD (the migrator sets it on the role) or PORTER_APP_DATABASE_URL`
+  );
+}
