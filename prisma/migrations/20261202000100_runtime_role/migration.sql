@@ -22,15 +22,10 @@ BEGIN
 END $$;
 CREATE TRIGGER audit_log_stamp BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_stamp();
 
--- 2. The hot table's vacuum. The maintenance leader vacuums `jobs` when dead row versions pile up
---    (packages/core/src/sql/vacuum-hot-table.ts); VACUUM needs ownership, or on PostgreSQL >= 17
---    the MAINTAIN privilege the migrator grants. On older servers the runtime role cannot vacuum,
---    so autovacuum must do it alone: these settings make it visit `jobs` after a small fraction
---    of dead rows (5 % instead of 20 %, at least 1000) and run unthrottled (no cost delay), so a
---    visit finishes quickly. How often autovacuum looks at all is the server's
---    autovacuum_naptime (docs/architecture.md, "Database roles"). Harmless where the leader vacuums too.
-ALTER TABLE jobs SET (
-  autovacuum_vacuum_scale_factor = 0.05,
-  autovacuum_vacuum_threshold = 1000,
-  autovacuum_vacuum_cost_delay = 0
-);
+-- 2. Nothing changes for the hot table's vacuum here. The maintenance leader vacuums `jobs` when
+--    dead row versions pile up (packages/core/src/sql/vacuum-hot-table.ts); VACUUM needs ownership,
+--    or on PostgreSQL >= 17 the MAINTAIN privilege the migrator grants the runtime role. On older
+--    servers the leader's vacuum is off (it logs that once) and autovacuum does the work alone,
+--    with the aggressive per-table settings `jobs` has had since the init migration (1 % dead rows,
+--    unthrottled). VACUUM cannot run inside a function, so no SECURITY DEFINER wrapper can lend
+--    the runtime role the owner's right; see docs/architecture.md, "Database roles".

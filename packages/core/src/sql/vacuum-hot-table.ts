@@ -17,8 +17,8 @@ export type HotTableVacuum = { vacuumed: boolean; isPermitted: boolean; deadTupl
  * because a vacuum scans every index of the table in full.
  *
  * VACUUM needs ownership of the table, or (PostgreSQL 17+) the MAINTAIN privilege the migrator
- * grants the runtime role. Without either nothing is vacuumed and `isPermitted` is false; the
- * migration 20261202000100_runtime_role tunes autovacuum on `jobs` for that case. The privilege
+ * grants the runtime role. Without either nothing is vacuumed and `isPermitted` is false, and
+ * autovacuum (tuned aggressively on `jobs` by the init migration) is left to do it. The privilege
  * is read in the same statement as the statistics; the MAINTAIN check sits in a CASE because
  * older servers do not know the privilege's name (CASE evaluates only the branch taken).
  */
