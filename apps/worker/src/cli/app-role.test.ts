@@ -11,7 +11,7 @@ beforeEach(async () => {
 });
 afterEach(() => rm(home, { recursive: true, force: true }));
 
-const env = (vars: Record<string, string> = {}) => parseCliEnv(vars);
+const env = (vars: Record<string, string> = {}) => parseCliEnv(vars as NodeJS.ProcessEnv);
 
 describe("the runtime role's password and URL", () => {
   it("takes PORTER_APP_PASSWORD, then the password of PORTER_APP_DATABASE_URL, then .porter/app-password", async () => {
