@@ -8,14 +8,15 @@ import type { CliEnv } from "./env";
 export const appPasswordPath = (home: string): string => join(home, "app-password");
 
 /**
- * The runtime role's password: `PORTER_APP_PASSWORD`; else the password in
- * `PORTER_APP_DATABASE_URL`; else the one kept in `.porter/app-password`; else, when `generate`
- * (the embedded database, `npm start`), a new random one written there (mode 0600); else none
- * (a server that trusts local connections, or a role whose password an administrator manages).
+ * The runtime role's password. With `PORTER_APP_DATABASE_URL`, the one in that URL (or none: the
+ * URL is used as it is, and nothing is generated). Otherwise `PORTER_APP_PASSWORD`; else the one
+ * kept in `.porter/app-password`; else, when `generate` (the embedded database, `npm start`), a
+ * new random one written there (mode 0600); else none (a server that trusts local connections, or
+ * a role whose password an administrator manages).
  */
 export const resolveAppPassword = async (env: CliEnv, options: { home: string; generate: boolean }): Promise<string | undefined> => {
-  const given = env.PORTER_APP_PASSWORD ?? passwordOf(env.PORTER_APP_DATABASE_URL);
-  if (given) return given;
+  if (env.PORTER_APP_DATABASE_URL) return passwordOf(env.PORTER_APP_DATABASE_URL);
+  if (env.PORTER_APP_PASSWORD) return env.PORTER_APP_PASSWORD;
   const path = appPasswordPath(options.home);
   try {
     const saved = (await readFile(path, "utf8")).trim();
