@@ -1,6 +1,8 @@
 // Playwright's webServer: a fresh `porter_e2e` database, then the `npm start` launcher on it
 // (migrate, seed the demo configuration, build the console if needed, console + one worker per
 // pool). SIGTERM from Playwright is forwarded, so the launcher drains and stops its children.
+// DATABASE_URL is the owner's (migrations); the launcher runs the seed, console and workers as the
+// runtime role porter_app, so e2e exercises the least-privilege grants end to end.
 import { spawn } from "node:child_process";
 import pg from "pg";
 import { E2E_DATABASE, e2eAdminUrl, e2eDatabaseUrl } from "./env";

@@ -1,8 +1,12 @@
 import { z } from "zod";
 
 const ZEnv = z.object({
-  /** PostgreSQL connection string. Required by `npm run worker`. */
+  /** PostgreSQL connection string of the owner; the worker connects as the runtime role derived from it. */
   DATABASE_URL: z.url().optional(),
+  /** Connection string of the runtime role, used as it is (wins over DATABASE_URL). */
+  PORTER_APP_DATABASE_URL: z.url().optional(),
+  /** Password of the runtime role `porter_app` when it is derived from DATABASE_URL. */
+  PORTER_APP_PASSWORD: z.string().min(1).optional(),
   /** Recorded with each worker and in structured errors; defaults to the package version. */
   PORTER_WORKER_VERSION: z.string().min(1).max(100).optional(),
   /** Drain grace period in milliseconds (the `--grace-ms` flag wins). */

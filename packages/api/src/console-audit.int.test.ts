@@ -8,8 +8,8 @@ import { auditOf, consoleCaller, enqueueMany, moveJobs, sessionOf } from "./test
 // audit insert fails (a test trigger refuses rows of the "saboteur" user), the change is rolled
 // back too; when it succeeds, the row says who did what to which object, before → after.
 const db = useTestDatabase();
-const admin = () => consoleCaller(db.pool, sessionOf("admin", "admin@example.com"));
-const saboteur = () => consoleCaller(db.pool, sessionOf("admin", "saboteur@example.com"));
+const admin = () => consoleCaller(db.appPool, sessionOf("admin", "admin@example.com"));
+const saboteur = () => consoleCaller(db.appPool, sessionOf("admin", "saboteur@example.com"));
 
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: "au-pool", queues: [{ id: "au-q" }], tenants: [{ id: "au_t" }] });
@@ -126,8 +126,8 @@ describe("control-plane mutations: audited in the same transaction", () => {
 });
 
 describe("job actions: audited in the same transaction", () => {
-  const operator = () => consoleCaller(db.pool, sessionOf("operator", "op@example.com"));
-  const sabotagingOperator = () => consoleCaller(db.pool, sessionOf("operator", "saboteur@example.com"));
+  const operator = () => consoleCaller(db.appPool, sessionOf("operator", "op@example.com"));
+  const sabotagingOperator = () => consoleCaller(db.appPool, sessionOf("operator", "saboteur@example.com"));
   const stateOf = async (id: string) =>
     (await one<{ state: string }>(`SELECT state::text FROM jobs WHERE job_id = $1 UNION ALL SELECT state::text FROM finished_jobs WHERE job_id = $1`, [id])).state;
 

@@ -6,8 +6,8 @@ import { consoleCaller, enqueueMany, moveJobs, sessionOf } from "./testing/conso
 
 // The jobs browser, the overview and the pools page, against jobs spread over both tables.
 const db = useTestDatabase();
-const viewer = () => consoleCaller(db.pool, sessionOf("viewer"));
-const operator = () => consoleCaller(db.pool, sessionOf("operator"));
+const viewer = () => consoleCaller(db.appPool, sessionOf("viewer"));
+const operator = () => consoleCaller(db.appPool, sessionOf("operator"));
 
 let ready: string[];
 let retrying: string[];

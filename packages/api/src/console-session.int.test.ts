@@ -26,7 +26,7 @@ beforeAll(async () => {
   operatorId = (await createUser(db.pool, { email: "operator@example.com", role: "operator", password: "operator-password-1", actor: "test" })).id;
   await createUser(db.pool, { email: "admin@example.com", role: "admin", password: "admin-password-12", actor: "test" });
   producerKey = (await createApiKey(db.pool, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
-  server = await startTestServer({ pool: db.pool, registry: new Registry(), getSession: createSessionReader({ pool: db.pool, secret: SECRET }) });
+  server = await startTestServer({ pool: db.appPool, registry: new Registry(), getSession: createSessionReader({ pool: db.appPool, secret: SECRET }) });
   origin = server.url;
 });
 afterAll(async () => {

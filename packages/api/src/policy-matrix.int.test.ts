@@ -121,7 +121,7 @@ const contextFor = (caller: Caller): Context => {
   return {
     req: new Request("http://console.test/api/trpc/x", { method: "POST", headers }),
     resHeaders: new Headers(),
-    pool: db.pool,
+    pool: db.appPool,
     registry: new Registry(),
     maxPayloadBytes: 64 * 1024,
     apiKey: null,

@@ -1,5 +1,6 @@
-import type { Db } from "./db";
+import { inTransaction, type Db } from "./db";
 
+/** One audit row as the writer states it; the database sets its time, and its actor from `actor`. */
 export type AuditEntry = {
   actor: string;
   action: string;
@@ -11,22 +12,44 @@ export type AuditEntry = {
 };
 
 /**
- * Appends audit rows (the table refuses UPDATE and DELETE). Call it on the same client as the
- * change it records, inside the same transaction, so the two commit or fail together.
+ * Appends audit rows. Call it on the same client as the change it records, inside the same
+ * transaction, so the two commit or fail together (on a pool it opens a transaction of its own).
+ *
+ * The table is append-only for the runtime role (INSERT and SELECT only, and a trigger refuses
+ * UPDATE, DELETE and TRUNCATE), and its BEFORE INSERT trigger stamps each row: `at` from the
+ * database's clock, `actor` from the transaction-local setting `porter.actor`, set here right
+ * before the INSERT — so no caller can backdate a row or write it under another name, and a row
+ * without an actor is refused. Consecutive entries of one actor go in one statement.
  */
 export const writeAudit = async (db: Db, entries: AuditEntry[]): Promise<void> => {
   if (entries.length === 0) return;
-  await db.query(
-    `INSERT INTO audit_log (actor, action, object_type, object_id, before, after, reason)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[])`,
-    [
-      entries.map((e) => e.actor),
-      entries.map((e) => e.action),
-      entries.map((e) => e.objectType),
-      entries.map((e) => e.objectId),
-      entries.map((e) => (e.before === undefined ? null : JSON.stringify(e.before))),
-      entries.map((e) => (e.after === undefined ? null : JSON.stringify(e.after))),
-      entries.map((e) => e.reason ?? null),
-    ],
-  );
+  await inTransaction(db, async (client) => {
+    for (const group of byActor(entries)) {
+      // Transaction-local (`true`): the setting ends with this transaction, on a pooled connection too.
+      await client.query(`SELECT set_config('porter.actor', $1, true)`, [group[0]!.actor]);
+      await client.query(
+        `INSERT INTO audit_log (action, object_type, object_id, before, after, reason)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[], $6::text[])`,
+        [
+          group.map((e) => e.action),
+          group.map((e) => e.objectType),
+          group.map((e) => e.objectId),
+          group.map((e) => (e.before === undefined ? null : JSON.stringify(e.before))),
+          group.map((e) => (e.after === undefined ? null : JSON.stringify(e.after))),
+          group.map((e) => e.reason ?? null),
+        ],
+      );
+    }
+  });
+};
+
+/** Runs of consecutive entries with the same actor, in order (so ids keep the entries' order). */
+const byActor = (entries: AuditEntry[]): AuditEntry[][] => {
+  const groups: AuditEntry[][] = [];
+  for (const entry of entries) {
+    const last = groups.at(-1);
+    if (last && last[0]!.actor === entry.actor) last.push(entry);
+    else groups.push([entry]);
+  }
+  return groups;
 };

@@ -16,6 +16,22 @@ export {
   type MigrationProgress,
 } from "./migrator";
 export {
+  applyRuntimeRole,
+  DEFAULT_RUNTIME_ROLE,
+  inspectConnectionRole,
+  passwordOf,
+  privilegeWarning,
+  runtimeDatabaseUrl,
+  runtimeLoginHint,
+  runtimeRoleName,
+  RuntimeRoleError,
+  type ConnectionRole,
+  type RuntimeRoleResult,
+  type RuntimeRoleSpec,
+  type RuntimeUrlOptions,
+} from "./runtime-role";
+export { grantCoverage, missingGrantsMessage, RUNTIME_GRANTS, RUNTIME_MAINTAIN_TABLES, type TablePrivilege } from "./grants";
+export {
   EMBEDDED_DEFAULT_PORT,
   startEmbeddedPostgres,
   type EmbeddedPostgres,

@@ -62,14 +62,14 @@ describe("migrate", () => {
     await writeFile(join(dir, "migration_lock.toml"), 'provider = "postgresql"\n');
 
     const events: MigrationProgress[] = [];
-    const first = await migrate(db.connectionString, { migrationsDir: dir, onProgress: (e) => events.push(e) });
+    const first = await migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false, onProgress: (e) => events.push(e) });
     expect(first).toEqual({ applied: ["001_create", "002_seed"], skipped: 0 });
     expect(events.map((e) => [e.name, e.status])).toEqual([
       ["001_create", "applied"],
       ["002_seed", "applied"],
     ]);
 
-    const second = await migrate(db.pool, { migrationsDir: dir });
+    const second = await migrate(db.pool, { migrationsDir: dir, runtimeRole: false });
     expect(second).toEqual({ applied: [], skipped: 2 });
     expect(await rowsOfT(db)).toBe(1);
     expect(await ledger(db)).toEqual([
@@ -82,15 +82,15 @@ describe("migrate", () => {
     const db = await emptyDatabase();
     const { dir, write } = await migrationsDir();
     await write("001_create", CREATE);
-    await migrate(db.connectionString, { migrationsDir: dir });
+    await migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false });
 
     // Line endings alone are not a change (a Windows checkout must not break migrations).
     await write("001_create", CREATE.replaceAll("\n", "\r\n"));
-    await expect(migrate(db.connectionString, { migrationsDir: dir })).resolves.toEqual({ applied: [], skipped: 1 });
+    await expect(migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false })).resolves.toEqual({ applied: [], skipped: 1 });
 
     await write("001_create", CREATE.replace("note text", "note varchar(10)"));
     await write("002_seed", SEED);
-    const error = await migrate(db.connectionString, { migrationsDir: dir }).catch((e: unknown) => e);
+    const error = await migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MigrationError);
     expect((error as MigrationError).message).toMatch(/migration 001_create was changed after it was applied/);
     expect((error as MigrationError).migration).toBe("001_create");
@@ -103,10 +103,10 @@ describe("migrate", () => {
     const { dir, write } = await migrationsDir();
     await write("001_create", CREATE);
     await write("002_seed", SEED);
-    await migrate(db.connectionString, { migrationsDir: dir });
+    await migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false });
     await rm(join(dir, "002_seed"), { recursive: true });
 
-    await expect(migrate(db.connectionString, { migrationsDir: dir })).rejects.toThrow(
+    await expect(migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false })).rejects.toThrow(
       /migration 002_seed is applied to the database but missing on disk/,
     );
   });
@@ -117,14 +117,14 @@ describe("migrate", () => {
     await write("001_create", CREATE);
     await write("002_seed", "INSERT INTO t VALUES (1, 'half');\nINSERT INTO missing_table VALUES (1);\n");
 
-    await expect(migrate(db.pool, { migrationsDir: dir })).rejects.toThrow(
+    await expect(migrate(db.pool, { migrationsDir: dir, runtimeRole: false })).rejects.toThrow(
       /migration 002_seed failed: relation "missing_table" does not exist/,
     );
     expect((await ledger(db)).map((row) => row.name)).toEqual(["001_create"]);
     expect(await rowsOfT(db)).toBe(0);
 
     await write("002_seed", SEED);
-    expect(await migrate(db.pool, { migrationsDir: dir })).toEqual({ applied: ["002_seed"], skipped: 1 });
+    expect(await migrate(db.pool, { migrationsDir: dir, runtimeRole: false })).toEqual({ applied: ["002_seed"], skipped: 1 });
     // The pool is still usable: the failed run's connection was not left inside a transaction.
     expect(await rowsOfT(db)).toBe(1);
   });
@@ -138,8 +138,8 @@ describe("migrate", () => {
     await write("002_seed", SEED);
 
     const runs = Promise.allSettled([
-      migrate(db.connectionString, { migrationsDir: dir }),
-      migrate(db.pool, { migrationsDir: dir }),
+      migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false }),
+      migrate(db.pool, { migrationsDir: dir, runtimeRole: false }),
     ]);
     let sawWaiter = false;
     for (let i = 0; i < 40 && !sawWaiter; i++) {
@@ -169,7 +169,11 @@ describe("migrate", () => {
     const names = (await readMigrations(defaultMigrationsDir())).map((file) => file.name);
     expect(names).toContain("20261130000000_init");
 
-    expect(await migrate(db.connectionString)).toEqual({ applied: names, skipped: 0 });
+    expect(await migrate(db.connectionString)).toEqual({
+      applied: names,
+      skipped: 0,
+      runtimeRole: { name: "porter_app", isCreated: expect.any(Boolean), isPasswordSet: false },
+    });
     const { rows } = await db.pool.query("SELECT 1 FROM information_schema.tables WHERE table_name = 'jobs'");
     expect(rows).toHaveLength(1);
   });

@@ -3,6 +3,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { applyRuntimeRole, type RuntimeRoleResult, type RuntimeRoleSpec } from "./runtime-role";
 
 /**
  * Key of the session advisory lock every migrator takes before reading the ledger, so that
@@ -37,10 +38,16 @@ export type MigrateOptions = {
   migrationsDir?: string;
   /** Called for every migration file, e.g. to print progress. */
   onProgress?: (event: MigrationProgress) => void;
+  /**
+   * The runtime role to create if missing and grant after the migrations (packages/db/src/grants.ts).
+   * Default: `porter_app`, its password left as it is. `false`: no role, no grants (for migrations
+   * that are not Porter's, e.g. the migrator's own tests).
+   */
+  runtimeRole?: RuntimeRoleSpec | false;
 };
 
-/** What {@link migrate} did: the names applied now, and how many were already applied. */
-export type MigrateResult = { applied: string[]; skipped: number };
+/** What {@link migrate} did: the names applied now, how many were already applied, the runtime role. */
+export type MigrateResult = { applied: string[]; skipped: number; runtimeRole?: RuntimeRoleResult };
 
 /** A migration could not be applied, or the ledger disagrees with the files on disk. */
 export class MigrationError extends Error {
@@ -97,6 +104,9 @@ export async function readMigrations(migrationsDir: string): Promise<MigrationFi
  *   (checksum mismatch) or disappeared from disk; the error names the migration.
  * - Runs each file in its own transaction, inserting its ledger row first: a migrator that
  *   somehow bypassed the lock fails on the ledger's primary key instead of applying twice.
+ * - Then, still under the lock, creates the runtime role if missing and makes its privileges
+ *   exactly those of packages/db/src/grants.ts ({@link applyRuntimeRole}; `runtimeRole`). It
+ *   fails, naming what to add, when a table has no entry there.
  *
  * `target` is a connection string (a dedicated connection is opened and closed) or a pool (one
  * connection is checked out for the duration). Migrating is a step of its own: call it from
@@ -112,7 +122,14 @@ export async function migrate(
   try {
     await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
     try {
-      return await applyLocked(client, files, opts.onProgress);
+      const result = await applyLocked(client, files, opts.onProgress);
+      if (opts.runtimeRole === false) return result;
+      try {
+        return { ...result, runtimeRole: await applyRuntimeRole(client, opts.runtimeRole ?? {}) };
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new MigrationError(`runtime role: ${reason}`, { cause: error });
+      }
     } finally {
       // A failed unlock means a broken connection, whose end releases the lock anyway.
       await client

@@ -15,7 +15,7 @@ let client: ProducerClient;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
-  server = await startTestServer({ pool: db.pool, registry: new Registry({ ttlMs: 1000 }) });
+  server = await startTestServer({ pool: db.appPool, registry: new Registry({ ttlMs: 1000 }) });
   client = createProducerClient({ url: server.url, apiKey: fx.keyA });
 });
 afterAll(async () => {

@@ -1,5 +1,6 @@
 import { Registry } from "@porter/core";
 import { createPool } from "@porter/db/pool";
+import { runtimeDatabaseUrl } from "@porter/db/runtime-role";
 import type pg from "pg";
 import { getEnv } from "./env";
 import { getLogger } from "./logger";
@@ -8,9 +9,15 @@ import { getLogger } from "./logger";
 // module reloads reuse the pool instead of leaking connections.
 const state = globalThis as typeof globalThis & { porterConsolePool?: pg.Pool; porterConsoleRegistry?: Registry };
 
+/** The console's connection string: the runtime role's (README "Configuration"), never the owner's. */
+export const consoleDatabaseUrl = (): string => {
+  const env = getEnv();
+  return runtimeDatabaseUrl({ databaseUrl: env.DATABASE_URL, appDatabaseUrl: env.PORTER_APP_DATABASE_URL, appPassword: env.PORTER_APP_PASSWORD });
+};
+
 /** The console's connection pool (lazily created once per process). */
 export const getPool = (): pg.Pool =>
-  (state.porterConsolePool ??= createPool(getEnv().DATABASE_URL, {
+  (state.porterConsolePool ??= createPool(consoleDatabaseUrl(), {
     max: 10,
     applicationName: "porter-console",
     // Health and pages answer "database down" within seconds rather than hang.

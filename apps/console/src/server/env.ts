@@ -1,8 +1,14 @@
 import { z } from "zod";
 
 const ZEnv = z.object({
-  /** PostgreSQL connection string (`npm start` sets it, embedded or yours). Required at runtime. */
-  DATABASE_URL: z.string({ error: "required (a postgres:// connection string)" }).min(1),
+  /**
+   * PostgreSQL connection string (`npm start` sets it, embedded or yours). The console connects
+   * as the runtime role: PORTER_APP_DATABASE_URL when set, else this URL with user porter_app and
+   * PORTER_APP_PASSWORD. One of the two URLs is required at runtime.
+   */
+  DATABASE_URL: z.string().min(1).optional(),
+  PORTER_APP_DATABASE_URL: z.string().min(1).optional(),
+  PORTER_APP_PASSWORD: z.string().min(1).optional(),
   PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
   /** Ceiling of a whole request body to /api/trpc, refused with 413 before parsing. */
   PORTER_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
@@ -13,6 +19,9 @@ const ZEnv = z.object({
   AUTH_SECRET: z.string({ error: "required (a random secret of at least 16 characters; npm start generates one)" }).min(16, "at least 16 characters"),
   /** The console's public URL (sign-in redirects, secure cookies when https, trusted Origin). */
   NEXTAUTH_URL: z.url().optional(),
+}).refine((env) => env.DATABASE_URL || env.PORTER_APP_DATABASE_URL, {
+  path: ["DATABASE_URL"],
+  message: "required (a postgres:// connection string; or PORTER_APP_DATABASE_URL, the runtime role's)",
 });
 
 /** The console's environment. */

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { createPool } from "@porter/db/pool";
+import { inspectConnectionRole, privilegeWarning, runtimeDatabaseUrl, runtimeLoginHint } from "@porter/db/runtime-role";
 import { parseEnv } from "../env";
 import { createLogger } from "../logger";
 import { PorterWorker } from "../runtime/worker";
@@ -21,7 +22,10 @@ Options:
   -h, --help             show this help
 
 Environment:
-  DATABASE_URL           PostgreSQL connection string (required)
+  DATABASE_URL           PostgreSQL connection string; the worker connects as the runtime role
+                         porter_app on that server and database (required unless the next is set)
+  PORTER_APP_DATABASE_URL  connection string of the runtime role, used as it is
+  PORTER_APP_PASSWORD    password of porter_app when derived from DATABASE_URL
   PORTER_WORKER_VERSION  version recorded with the worker and in errors (default: package version)
   PORTER_DRAIN_GRACE_MS  drain grace period in ms
   LOG_LEVEL              fatal|error|warn|info|debug|trace|silent (default info)
@@ -73,12 +77,16 @@ const main = async (): Promise<void> => {
     return fail((error as Error).message);
   }
   const graceMs = positiveInt("grace-ms", values["grace-ms"], 0) ?? env.PORTER_DRAIN_GRACE_MS;
-  if (!env.DATABASE_URL) return fail("DATABASE_URL is required (npm start runs workers against the embedded database)");
+  if (!env.DATABASE_URL && !env.PORTER_APP_DATABASE_URL) {
+    return fail("DATABASE_URL (or PORTER_APP_DATABASE_URL) is required (npm start runs workers against the embedded database)");
+  }
+  // The runtime role, never the owner: see README "Configuration".
+  const connectionString = runtimeDatabaseUrl({ databaseUrl: env.DATABASE_URL, appDatabaseUrl: env.PORTER_APP_DATABASE_URL, appPassword: env.PORTER_APP_PASSWORD });
 
   const logger = createLogger({ level: env.LOG_LEVEL });
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
   const version = env.PORTER_WORKER_VERSION ?? pkg.version;
-  const db = createPool(env.DATABASE_URL, {
+  const db = createPool(connectionString, {
     // Claims, the completer (2) and heartbeats need a few connections; effects one each while they run.
     max: Math.min((concurrency ?? 20) + 6, 40),
     applicationName: `porter-worker:${values.pool}`,
@@ -88,9 +96,11 @@ const main = async (): Promise<void> => {
 
   let worker: PorterWorker;
   try {
+    const warning = privilegeWarning(await inspectConnectionRole(db));
+    if (warning) logger.warn(warning);
     worker = await PorterWorker.start({
       db,
-      connectionString: env.DATABASE_URL,
+      connectionString,
       poolId: values.pool,
       concurrency,
       logger,
@@ -101,7 +111,7 @@ const main = async (): Promise<void> => {
       maintenance: !values["no-maintenance"],
     });
   } catch (error) {
-    logger.fatal("worker could not start", { err: error });
+    logger.fatal("worker could not start", { err: error, hint: runtimeLoginHint(error) });
     await db.end().catch(() => undefined);
     process.exit(1);
   }

@@ -9,9 +9,12 @@ import { runPorter } from "./run-porter";
 const db = useTestDatabase();
 
 // The CLI as a user runs it: a subprocess on the test database.
-const porter = (...args: string[]) => {
-  const { PORTER_ADMIN_PASSWORD: _password, PORTER_ADMIN_EMAIL: _email, ...env } = process.env;
-  return runPorter(args, { env: { ...env, DATABASE_URL: db.connectionString } });
+// DATABASE_URL is the owner's: every command but `migrate` connects as the runtime role derived from it.
+const porter = (...args: string[]) => runPorter(args, { env: { ...cleanEnv(), DATABASE_URL: db.connectionString } });
+
+const cleanEnv = () => {
+  const { PORTER_ADMIN_PASSWORD: _password, PORTER_ADMIN_EMAIL: _email, PORTER_APP_DATABASE_URL: _app, PORTER_APP_PASSWORD: _appPassword, ...env } = process.env;
+  return env;
 };
 
 const count = async (sql: string, params: unknown[] = []) => Number((await db.pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM (${sql}) s`, params)).rows[0]!.n);
@@ -40,6 +43,24 @@ const makeDeadJob = async (): Promise<string> => {
 };
 
 describe("porter CLI", () => {
+  it("[ROLE]: migrate runs as the owner and grants the runtime role; other commands run as that role, warning when they are not", async () => {
+    const migrated = await porter("migrate", "--json");
+    expect(migrated.code, migrated.stderr).toBe(0);
+    expect(migrated.json).toMatchObject({ applied: [], runtime_role: "porter_app", runtime_role_created: false });
+
+    const missing = "00000000-0000-7000-8000-000000000000";
+    const asRuntime = await porter("jobs", "get", missing, "--json");
+    expect(asRuntime.json).toMatchObject({ error: { code: "NOT_FOUND" } });
+    expect(asRuntime.stderr).not.toMatch(/warning/);
+
+    // Pointed at the owner on purpose: it still works, with one warning.
+    const asOwner = await runPorter(["jobs", "get", missing, "--json"], {
+      env: { ...cleanEnv(), DATABASE_URL: db.connectionString, PORTER_APP_DATABASE_URL: db.connectionString },
+    });
+    expect(asOwner.json).toMatchObject({ error: { code: "NOT_FOUND" } });
+    expect(asOwner.stderr.match(/warning: connected to PostgreSQL as "postgres", a superuser/g)).toHaveLength(1);
+  });
+
   it("[SEED]: seeds the demo configuration once, with fixed ids; a second seed is a no-op", async () => {
     const first = await porter("seed", "--json");
     expect(first.code, first.stderr).toBe(0);

@@ -8,8 +8,10 @@ export type CommandContext = {
   env: CliEnv;
   /** `cli:<os user>`, recorded in the audit log. */
   actor: string;
-  /** Opens the database on first use; the CLI closes it when the command ends. */
+  /** Opens the database as the runtime role on first use; the CLI closes it when the command ends. */
   db: () => Promise<CliDatabase>;
+  /** The same database as the owner (DATABASE_URL's user): for `migrate` only. */
+  ownerDb: () => Promise<CliDatabase>;
 };
 
 /** One CLI command, e.g. `keys create`. */

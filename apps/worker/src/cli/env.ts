@@ -7,6 +7,10 @@ const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 
 const ZCliEnv = z.object({
   /** PostgreSQL connection string; when unset the embedded server under `.porter/pg` is used. */
   DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// connection string")),
+  /** Connection string of the runtime role (console, workers, CLI commands but `migrate`), used as it is. */
+  PORTER_APP_DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// connection string")),
+  /** Password of the runtime role; the migrator sets it on the role. Default: none, or for npm start/embedded `.porter/app-password`. */
+  PORTER_APP_PASSWORD: optional(z.string().min(1)),
   /** Port of the console (`npm start`). */
   PORT: z.preprocess((v) => (v === "" ? undefined : v), z.coerce.number().int().min(1).max(65_535).default(3000)),
   /** next-auth secret; generated into `.porter/auth-secret` by `npm start` when unset. */

@@ -40,6 +40,8 @@ const globalHelp = (): string => {
     "",
     "Porter's operations CLI. Works straight on the database: DATABASE_URL, or when it is unset the",
     "embedded PostgreSQL under .porter/pg (the one of a running `npm start`, or started for the command).",
+    "`migrate` connects as DATABASE_URL's user (the owner); every other command as the runtime role",
+    "(PORTER_APP_DATABASE_URL, or porter_app with PORTER_APP_PASSWORD; see README \"Configuration\").",
     "",
     "Commands:",
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -68,6 +70,7 @@ const isHelpFlag = (arg: string) => arg === "--help" || arg === "-h";
 export const runCli = async (argv: string[], streams?: OutputStreams): Promise<number> => {
   const out = createOutput(argv.includes("--json"), streams);
   let database: Promise<CliDatabase> | undefined;
+  let ownerDatabase: Promise<CliDatabase> | undefined;
   try {
     const [first, second] = argv;
     if (first === undefined || isHelpFlag(first) || first === "help") {
@@ -99,7 +102,8 @@ export const runCli = async (argv: string[], streams?: OutputStreams): Promise<n
       out,
       env,
       actor: cliActor(),
-      db: () => (database ??= openCliDatabase({ databaseUrl: env.DATABASE_URL, log: (m) => out.progress(m) })),
+      db: () => (database ??= openCliDatabase({ env, as: "runtime", log: (m) => out.progress(m) })),
+      ownerDb: () => (ownerDatabase ??= openCliDatabase({ env, as: "owner", log: (m) => out.progress(m) })),
     };
     return (await command.run(ctx, rest)) ?? 0;
   } catch (error) {
@@ -111,5 +115,6 @@ export const runCli = async (argv: string[], streams?: OutputStreams): Promise<n
     return report.exitCode;
   } finally {
     if (database) await database.then((db) => db.close()).catch(() => undefined);
+    if (ownerDatabase) await ownerDatabase.then((db) => db.close()).catch(() => undefined);
   }
 };

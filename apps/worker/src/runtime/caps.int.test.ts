@@ -18,7 +18,7 @@ const spawned: WorkerProcess[] = [];
 const CAPS: Record<string, number> = { "tenant:t1": 6, "queue:sleepy": 5, "pool:lane-a": 12, "pool:lane-b": 10, "rk:llm": 7 };
 
 beforeAll(async () => {
-  db = createPool(testDb.connectionString, { max: 8 });
+  db = createPool(testDb.appConnectionString, { max: 8 });
   // lane-a: `sleepy` (diag.sleep, capped, resource key llm) and `mail` (email.send).
   // lane-b: `effects` (diag.effect, resource key llm) and `hooks` (webhook.deliver).
   // Short leases: a killed worker's jobs are rescued within seconds.
@@ -47,7 +47,7 @@ afterAll(async () => {
 
 /** Reads RUNNING counts per tenant, queue, pool and resource key — one statement, one snapshot — until stopped. */
 const startSampler = async () => {
-  const client = new pg.Client({ connectionString: testDb.connectionString });
+  const client = new pg.Client({ connectionString: testDb.appConnectionString });
   await client.connect();
   const samples: Array<{ at: number; counts: Map<string, number> }> = [];
   let isRunning = true;
@@ -76,7 +76,7 @@ const startSampler = async () => {
 };
 
 const startWorker = async (pool: string) => {
-  const worker = spawnWorker({ connectionString: testDb.connectionString, pool, args: ["--concurrency", "20", "--no-maintenance"] });
+  const worker = spawnWorker({ connectionString: testDb.appConnectionString, pool, args: ["--concurrency", "20", "--no-maintenance"] });
   spawned.push(worker);
   const started = await worker.waitForLog((line) => line.msg === "worker started", 40_000);
   return { worker, id: started.workerId as string };

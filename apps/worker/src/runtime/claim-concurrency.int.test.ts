@@ -11,7 +11,7 @@ const CLAIMERS = 8;
 let db: pg.Pool;
 
 beforeAll(async () => {
-  db = createPool(testDb.connectionString, { max: 2 });
+  db = createPool(testDb.appConnectionString, { max: 2 });
   await createControlPlane(db, {
     pool: "race",
     queues: [{ id: "race.a" }, { id: "race.b" }],
@@ -41,7 +41,7 @@ afterAll(async () => {
 describe("claim under contention", () => {
   it(`${CLAIMERS} claimers on ${CLAIMERS} connections claim all ${JOBS} jobs, none twice`, { timeout: 120_000 }, async () => {
     const claimed: Array<{ claimer: number; job: ClaimedJob }> = [];
-    const connections = Array.from({ length: CLAIMERS }, () => createPool(testDb.connectionString, { max: 1 }));
+    const connections = Array.from({ length: CLAIMERS }, () => createPool(testDb.appConnectionString, { max: 1 }));
     try {
       await Promise.all(
         connections.map(async (connection, claimer) => {

@@ -11,7 +11,7 @@ let pool: string;
 const spawned: WorkerProcess[] = [];
 
 const startWorker = async () => {
-  const worker = spawnWorker({ connectionString: testDb.connectionString, pool, args: ["--concurrency", "2"] });
+  const worker = spawnWorker({ connectionString: testDb.appConnectionString, pool, args: ["--concurrency", "2"] });
   spawned.push(worker);
   await worker.waitForLog((line) => line.msg === "worker started");
   return worker;
@@ -28,7 +28,7 @@ const stop = async (worker: WorkerProcess) => {
 };
 
 beforeAll(async () => {
-  db = createPool(testDb.connectionString, { max: 4 });
+  db = createPool(testDb.appConnectionString, { max: 4 });
   // 2 s leases: a lost worker's jobs are rescued quickly.
   pool = await createDiagPlane(db, { queue: { lease_seconds: 2, backoff_base_ms: 10 } });
 });

@@ -11,7 +11,7 @@ let pool: string;
 const spawned: WorkerProcess[] = [];
 
 const startWorker = async (args: string[]) => {
-  const worker = spawnWorker({ connectionString: testDb.connectionString, pool, args });
+  const worker = spawnWorker({ connectionString: testDb.appConnectionString, pool, args });
   spawned.push(worker);
   const started = await worker.waitForLog((line) => line.msg === "worker started");
   return { worker, workerId: started.workerId as string };
@@ -24,7 +24,7 @@ const waitRunning = (ids: string[]) =>
   });
 
 beforeAll(async () => {
-  db = createPool(testDb.connectionString, { max: 4 });
+  db = createPool(testDb.appConnectionString, { max: 4 });
   pool = await createDiagPlane(db, { queue: { lease_seconds: 30 } });
 });
 

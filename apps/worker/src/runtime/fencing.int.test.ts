@@ -29,7 +29,7 @@ const zombie = defineHandler({
 });
 
 beforeAll(async () => {
-  db = createPool(testDb.connectionString, { max: 8 });
+  db = createPool(testDb.appConnectionString, { max: 8 });
   await createDiagPlane(db);
   await db.query(`INSERT INTO job_types (id, queue_id) VALUES ('test.zombie', 'diag')`);
 });
@@ -43,7 +43,7 @@ describe("fencing of an abandoned attempt", () => {
     const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
     const worker = await PorterWorker.start({
       db,
-      connectionString: testDb.connectionString,
+      connectionString: testDb.appConnectionString,
       poolId: "diag-pool",
       logger,
       concurrency: 1,

@@ -30,7 +30,7 @@ export class MaintenanceLeader {
   private current: Promise<void> = Promise.resolve();
   private readonly acquireEveryMs: number;
   private readonly runEveryMs: number;
-  private readonly vacuumEveryMs: number;
+  private vacuumEveryMs: number;
   private lastVacuumCheckAt = 0;
 
   constructor(private readonly options: MaintenanceLeaderOptions) {
@@ -85,6 +85,11 @@ export class MaintenanceLeader {
           this.lastVacuumCheckAt = Date.now();
           const vacuum = await vacuumHotTable(this.client);
           if (vacuum.vacuumed) this.options.logger.debug("vacuumed the hot table", vacuum);
+          if (!vacuum.isPermitted) {
+            // PostgreSQL < 17 has no MAINTAIN privilege for the runtime role: autovacuum alone (tuned on jobs).
+            this.vacuumEveryMs = 0;
+            this.options.logger.info("the leader's vacuum of the hot table is off: this role may not vacuum jobs (PostgreSQL < 17 has no MAINTAIN privilege); autovacuum handles it");
+          }
         }
       }
     } catch (error) {

@@ -39,7 +39,7 @@ const llmSummary = defineHandler({
 });
 
 beforeAll(async () => {
-  db = createPool(testDb.connectionString, { max: 12 });
+  db = createPool(testDb.appConnectionString, { max: 12 });
   await db.query(`INSERT INTO resource_keys (id, concurrency_limit) VALUES ('llm', 4)`);
   await createControlPlane(db, {
     pool: "agents",
@@ -57,7 +57,7 @@ describe("a handler's throttle (provider 429)", () => {
   it("halves the resource key's concurrency and pauses it for every queue sharing it until Retry-After", async () => {
     const worker = await PorterWorker.start({
       db,
-      connectionString: testDb.connectionString,
+      connectionString: testDb.appConnectionString,
       poolId: "agents",
       concurrency: 8,
       logger,

@@ -16,7 +16,7 @@ let worker: PorterWorker | undefined;
 const startWorker = async (options: Partial<WorkerOptions> = {}) => {
   worker = await PorterWorker.start({
     db,
-    connectionString: testDb.connectionString,
+    connectionString: testDb.appConnectionString,
     poolId: pool,
     logger,
     version: "test-1.2.3",
@@ -27,7 +27,7 @@ const startWorker = async (options: Partial<WorkerOptions> = {}) => {
 };
 
 beforeAll(async () => {
-  db = createPool(testDb.connectionString, { max: 12 });
+  db = createPool(testDb.appConnectionString, { max: 12 });
   pool = await createDiagPlane(db, { queue: { lease_seconds: 30, backoff_base_ms: 20, backoff_cap_ms: 100 } });
   // A type routed to this pool that the worker has no handler for.
   await db.query(`INSERT INTO queues (id, pool_id) VALUES ('orphans', $1)`, [pool]);
@@ -224,7 +224,7 @@ describe("worker runtime (in process)", () => {
     // Every claim's result is held back 400 ms after the statement ran, so a job enqueued then is
     // announced while the claim is still "running" and missing from its result. Polls are a minute
     // apart: only a claim made because of that announcement starts the job in time.
-    const slow = createPool(testDb.connectionString, { max: 4 });
+    const slow = createPool(testDb.appConnectionString, { max: 4 });
     let claimsDone = 0;
     const query = slow.query.bind(slow) as (...args: unknown[]) => Promise<unknown>;
     slow.query = (async (...args: unknown[]) => {
@@ -257,7 +257,7 @@ describe("worker runtime (in process)", () => {
 
   it("coalesces a burst of 1000 notifications into a claim or two per debounce window", async () => {
     const debounceMs = 50;
-    const counted = createPool(testDb.connectionString, { max: 4 });
+    const counted = createPool(testDb.appConnectionString, { max: 4 });
     let claims = 0;
     const query = counted.query.bind(counted) as (...args: unknown[]) => unknown;
     counted.query = ((...args: unknown[]) => {
@@ -294,7 +294,7 @@ describe("worker runtime (in process)", () => {
   it("keeps one maintenance leader; another worker takes over when the leader's connection drops", async () => {
     const fast = { acquireEveryMs: 100, runEveryMs: 100 };
     await startWorker({ concurrency: 1, maintenance: fast });
-    const other = await PorterWorker.start({ db, connectionString: testDb.connectionString, poolId: pool, logger, concurrency: 1, maintenance: fast });
+    const other = await PorterWorker.start({ db, connectionString: testDb.appConnectionString, poolId: pool, logger, concurrency: 1, maintenance: fast });
     try {
       const holders = () =>
         db

@@ -15,7 +15,7 @@ let fx: ProducerFixtures;
 beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
   // No registry cache: the knobs below change between tests.
-  server = await startTestServer({ pool: db.pool, registry: new Registry({ ttlMs: 0 }) });
+  server = await startTestServer({ pool: db.appPool, registry: new Registry({ ttlMs: 0 }) });
 });
 afterAll(async () => {
   await server?.close();

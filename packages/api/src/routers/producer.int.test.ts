@@ -16,7 +16,7 @@ const MAX_BODY_BYTES = 1024 * 1024;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
-  server = await startTestServer({ pool: db.pool, registry: new Registry({ ttlMs: 1000 }), maxBodyBytes: MAX_BODY_BYTES });
+  server = await startTestServer({ pool: db.appPool, registry: new Registry({ ttlMs: 1000 }), maxBodyBytes: MAX_BODY_BYTES });
 });
 afterAll(async () => {
   await server?.close();

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, inject } from "vitest";
 import { createPool } from "../pool";
+import { runtimeDatabaseUrl } from "../runtime-role";
 import { withDatabase } from "./context";
 
 /** A database of one's own for an integration test file. */
@@ -12,7 +13,15 @@ export type TestDatabase = {
   connectionString: string;
   /** A pool on the database (max 5), ended by `drop()`. */
   pool: pg.Pool;
-  /** Ends `pool` and drops the database (terminating other connections to it). */
+  /**
+   * The same database as the runtime role (`porter_app`, which the template's migration created
+   * and granted; the test server trusts local connections): what the console, workers and CLI
+   * connect as. Fixtures that build state directly may use `pool` (the owner) instead.
+   */
+  appConnectionString: string;
+  /** A pool (max 5) on {@link TestDatabase.appConnectionString}, opened on first use, ended by `drop()`. */
+  appPool: pg.Pool;
+  /** Ends the pools and drops the database (terminating other connections to it). */
   drop: () => Promise<void>;
 };
 
@@ -55,15 +64,27 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
   });
   const connectionString = withDatabase(adminUrl, name);
   const pool = createPool(connectionString, { max: 5, applicationName: "porter-test" });
+  const appConnectionString = runtimeDatabaseUrl({ databaseUrl: connectionString });
+  let appPool: pg.Pool | undefined;
   let dropped: Promise<void> | undefined;
   const drop = () =>
     (dropped ??= (async () => {
       await pool.end();
+      await appPool?.end();
       await withAdmin(adminUrl, (client) =>
         client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
       );
     })());
-  return { name, connectionString, pool, drop };
+  return {
+    name,
+    connectionString,
+    pool,
+    appConnectionString,
+    get appPool() {
+      return (appPool ??= createPool(appConnectionString, { max: 5, applicationName: "porter-test-app" }));
+    },
+    drop,
+  };
 }
 
 /**
@@ -85,6 +106,7 @@ export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
     if (!db) return;
     if (hasFailure || hasFailed(suite)) {
       await db.pool.end();
+      await db.appPool.end();
       console.warn(`[porter] kept test database ${db.name} for inspection: psql ${db.connectionString}`);
       return;
     }
@@ -103,6 +125,12 @@ export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
     },
     get pool() {
       return current().pool;
+    },
+    get appConnectionString() {
+      return current().appConnectionString;
+    },
+    get appPool() {
+      return current().appPool;
     },
     drop: () => current().drop(),
   };

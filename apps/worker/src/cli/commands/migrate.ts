@@ -9,17 +9,25 @@ export const migrateCommand: Command = {
   help: helpText(
     "migrate [--json]",
     "Applies the pending SQL migrations of prisma/migrations in order, each in its own transaction,\n" +
-      "under an advisory lock (concurrent migrators wait). Refuses to run when an applied file changed.",
+      "under an advisory lock (concurrent migrators wait). Refuses to run when an applied file changed.\n" +
+      "Runs as DATABASE_URL's user (the owner of the tables), then creates the runtime role if missing\n" +
+      "(porter_app, or the user of PORTER_APP_DATABASE_URL), sets PORTER_APP_PASSWORD on it when given,\n" +
+      "and grants it exactly the privileges of packages/db/src/grants.ts.",
   ),
   run: async (ctx, argv) => {
     parseCommandArgs("migrate", argv, {});
-    const { pool } = await ctx.db();
+    const { pool, runtimeRole } = await ctx.ownerDb();
     const result = await migrate(pool, {
+      runtimeRole,
       onProgress: (p) => ctx.out.progress(p.status === "applied" ? `  applied ${p.name} (${p.durationMs} ms)` : `  up to date ${p.name}`),
     });
+    const role = result.runtimeRole;
     ctx.out.result(
-      { applied: result.applied, skipped: result.skipped },
-      `migrations: ${result.applied.length} applied, ${result.skipped} already applied`,
+      { applied: result.applied, skipped: result.skipped, ...(role ? { runtime_role: role.name, runtime_role_created: role.isCreated } : {}) },
+      [
+        `migrations: ${result.applied.length} applied, ${result.skipped} already applied`,
+        ...(role ? [`runtime role: ${role.name} (${role.isCreated ? "created" : "exists"}; grants applied${role.isPasswordSet ? "; password set" : ""})`] : []),
+      ],
     );
   },
 };

@@ -8,6 +8,7 @@ import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { isPortFree } from "@porter/db/embedded-process";
 import { seedDemo, type SeedDemoResult } from "../../../../../prisma/seed";
+import { appRoleFor, resolveAppPassword } from "../app-role";
 import { seedSummaryLines } from "../commands/seed";
 import { parseCliEnv, type CliEnv } from "../env";
 import { embeddedDataDir, porterHome, repoRoot } from "../paths";
@@ -121,14 +122,18 @@ export const runLauncher = async (): Promise<number> => {
     const where = env.DATABASE_URL ? `DATABASE_URL (${redact(databaseUrl)})` : `embedded PostgreSQL in ${relative(process.cwd(), embeddedDataDir(root)) || embeddedDataDir(root)}`;
     say(`database: ${where}`);
 
+    // Migrations run as the owner; the seed, console and workers as the runtime role, whose
+    // password (unless configured) is generated into .porter/app-password and set by the migrator.
+    const appRole = appRoleFor(env, databaseUrl, await resolveAppPassword(env, { home, generate: true }));
     say("migrating…");
     const migrated = await migrate(databaseUrl, {
+      runtimeRole: appRole.spec,
       onProgress: (p) => say(p.status === "applied" ? `  applied ${p.name} (${p.durationMs} ms)` : `  up to date ${p.name}`),
     });
-    say(`migrations: ${migrated.applied.length} applied, ${migrated.skipped} already applied`);
+    say(`migrations: ${migrated.applied.length} applied, ${migrated.skipped} already applied; console and workers connect as ${migrated.runtimeRole?.name}`);
     checkpoint();
 
-    const pool = createPool(databaseUrl, { max: 2, applicationName: "porter-start" });
+    const pool = createPool(appRole.connectionString, { max: 2, applicationName: "porter-start" });
     let seed: SeedDemoResult;
     let pools: string[];
     let hasAdmin: boolean;
@@ -151,7 +156,9 @@ export const runLauncher = async (): Promise<number> => {
     const consoleUrl = `http://localhost:${env.PORT}`;
     const childEnv: NodeJS.ProcessEnv = {
       ...process.env,
-      DATABASE_URL: databaseUrl,
+      // The owner's credentials stay here: children get the runtime role's URL only.
+      DATABASE_URL: appRole.connectionString,
+      PORTER_APP_DATABASE_URL: appRole.connectionString,
       AUTH_SECRET: auth.secret,
       NEXTAUTH_SECRET: process.env.NEXTAUTH_SECRET ?? auth.secret,
       NEXTAUTH_URL: process.env.NEXTAUTH_URL ?? consoleUrl,

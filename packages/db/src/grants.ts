@@ -1,0 +1,70 @@
+// The one declarative source of what the runtime role (console, workers, CLI) may do. The
+// migrator applies it after the migrations (packages/db/src/runtime-role.ts); a test fails when a
+// table of the schema has no entry here, so a new table never silently gets no (or all) rights.
+
+/** A table privilege the runtime role may hold. Never TRUNCATE, REFERENCES or TRIGGER. */
+export type TablePrivilege = "SELECT" | "INSERT" | "UPDATE" | "DELETE";
+
+/**
+ * Per table of the `public` schema, the privileges the runtime role needs, and nothing more.
+ * `[]` means none (the role cannot even read the table). Sequences get USAGE (nextval for
+ * bigserial ids and lease tokens); the schema USAGE only (no CREATE); no ownership, no DDL.
+ *
+ * UPDATE on a table the runtime only inserts into and deletes from is there because
+ * `SELECT … FOR UPDATE` needs it (noted per entry).
+ */
+export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>> = {
+  // Control plane: the console creates and edits rows; nothing deletes them.
+  pools: ["SELECT", "INSERT", "UPDATE"],
+  resource_keys: ["SELECT", "INSERT", "UPDATE"],
+  queues: ["SELECT", "INSERT", "UPDATE"],
+  job_types: ["SELECT", "INSERT", "UPDATE"],
+  tenants: ["SELECT", "INSERT", "UPDATE"],
+  api_keys: ["SELECT", "INSERT", "UPDATE"],
+  users: ["SELECT", "INSERT", "UPDATE"],
+  // Data plane: enqueue inserts, claim/heartbeat/cancel update, ack/fail/expire move rows out.
+  jobs: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // Redrive and prune lock finished rows (SELECT … FOR UPDATE), which needs UPDATE.
+  finished_jobs: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  idempotency_keys: ["SELECT", "INSERT", "DELETE"],
+  job_attempts: ["SELECT", "INSERT", "DELETE"],
+  job_events: ["SELECT", "INSERT", "DELETE"],
+  job_effects: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  diag_effects: ["SELECT", "INSERT", "UPDATE"],
+  workers: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  fair_clocks: ["SELECT", "INSERT", "UPDATE"],
+  rate_buckets: ["SELECT", "INSERT", "UPDATE"],
+  // Append-only for the application: no UPDATE, DELETE or TRUNCATE, whatever the triggers say.
+  audit_log: ["SELECT", "INSERT"],
+  // The migrator's ledger: the runtime never reads or writes it.
+  _porter_migrations: [],
+};
+
+/**
+ * Tables whose VACUUM the runtime role may run (the maintenance leader vacuums the hot table).
+ * Granted as MAINTAIN on PostgreSQL 17 and later; older servers have no such privilege, and
+ * autovacuum's per-table settings (migration 20261202000100_runtime_role) do the work instead.
+ */
+export const RUNTIME_MAINTAIN_TABLES: readonly string[] = ["jobs"];
+
+/** Which tables of a database have no entry in {@link RUNTIME_GRANTS}, and which entries name no table. */
+export type GrantCoverage = { missing: string[]; stale: string[] };
+
+/** Compares the tables of a database with {@link RUNTIME_GRANTS}. */
+export function grantCoverage(tables: readonly string[], grants = RUNTIME_GRANTS): GrantCoverage {
+  const present = new Set(tables);
+  return {
+    missing: tables.filter((table) => !Object.hasOwn(grants, table)).sort(),
+    stale: Object.keys(grants).filter((table) => !present.has(table)).sort(),
+  };
+}
+
+/** The message for tables without an entry: says exactly what to add, and where. */
+export function missingGrantsMessage(missing: readonly string[]): string {
+  return (
+    `table${missing.length === 1 ? "" : "s"} ${missing.map((t) => `"${t}"`).join(", ")} ha${missing.length === 1 ? "s" : "ve"} ` +
+    `no entry in RUNTIME_GRANTS (packages/db/src/grants.ts), so the runtime role's privileges on ` +
+    `${missing.length === 1 ? "it are" : "them are"} undecided. Add, listing only what the console, workers and CLI need ([] for nothing):\n` +
+    missing.map((t) => `  ${t}: ["SELECT", "INSERT", "UPDATE", "DELETE"],`).join("\n")
+  );
+}
