@@ -12,8 +12,8 @@ export type KeyAuthLimits = {
   failBurst: number;
 };
 
-/** Defaults: 100 calls/s per key; 20 failed secrets in a row per key id or address, then 1 a second. */
-export const DEFAULT_KEY_AUTH_LIMITS: KeyAuthLimits = { defaultRatePerSecond: 100, failRatePerSecond: 1, failBurst: 20 };
+/** Defaults: 500 calls/s per key (a runaway producer cannot take the database); 20 failed secrets in a row per key id or address, then 1 a second. */
+export const DEFAULT_KEY_AUTH_LIMITS: KeyAuthLimits = { defaultRatePerSecond: 500, failRatePerSecond: 1, failBurst: 20 };
 
 /**
  * What became of a presented key: `ok` (its scope), `invalid` (malformed, unknown, revoked or a
