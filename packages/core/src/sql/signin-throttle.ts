@@ -63,7 +63,7 @@ export const recordSignInFailure = async (db: Db, params: SignInSubject): Promis
                       (SELECT s.burst FROM unnest($1::text[], $4::float8[]) s(scope, burst) WHERE s.scope = rb.scope),
                       coalesce($5, now())) - 1),
            updated_at = coalesce($5, now())
-     RETURNING rb.tokens < 1 AS is_empty, rb.tokens`,
+     RETURNING rb.tokens < 1 AS is_empty`,
     [b.scopes, b.keys, b.rates, b.bursts, params.now ?? null],
   );
   return { isNowThrottled: rows.some((r) => r.is_empty) };
