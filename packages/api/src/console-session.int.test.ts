@@ -102,6 +102,16 @@ describe("ending sessions (issue 9, defect 6)", () => {
     expect(await isPaused()).toBe(false);
   });
 
+  it("signing in again right after a sign-out works at once, though the old version is still cached", async () => {
+    const userId = await newUser("again@example.com");
+    const old = await cookieFor(userId);
+    expect(await meStatus(old)).toBe(200); // caches the user at the old version
+    await endUserSessions(db.pool, userId);
+    const fresh = await cookieFor(userId);
+    expect(await meStatus(fresh)).toBe(200);
+    expect(await meStatus(old)).toBe(401);
+  });
+
   it("a new sign-in after the change works (with the new role), the old cookie still does not", async () => {
     const userId = await newUser("resign@example.com");
     const old = await cookieFor(userId);

@@ -42,25 +42,31 @@ export const DEFAULT_SESSION_CACHE_MS = 3000;
  * `users` once: a sign-out, password reset, role change or disable reaches every process within
  * `ttlMs`. The app creates one (packages hold no singletons) and passes it to every reader.
  */
-export type SessionUserCache = { get: (userId: string, load: () => Promise<ActiveUser | null>) => Promise<ActiveUser | null> };
+export type SessionUserCache = {
+  get: (userId: string, load: () => Promise<ActiveUser | null>) => Promise<ActiveUser | null>;
+  /** Reads the user again now (replacing the cached entry). */
+  refresh: (userId: string, load: () => Promise<ActiveUser | null>) => Promise<ActiveUser | null>;
+};
 
 /** A {@link SessionUserCache} keeping each entry `ttlMs` (0 = no caching), at most `maxEntries`. */
 export const createSessionUserCache = (options: { ttlMs?: number; maxEntries?: number } = {}): SessionUserCache => {
   const ttlMs = options.ttlMs ?? DEFAULT_SESSION_CACHE_MS;
   const maxEntries = options.maxEntries ?? 10_000;
   const entries = new Map<string, { until: number; user: Promise<ActiveUser | null> }>();
+  const refresh: SessionUserCache["refresh"] = (userId, load) => {
+    if (entries.size >= maxEntries) entries.clear();
+    const user = load();
+    entries.set(userId, { until: Date.now() + ttlMs, user });
+    // A failed read is not cached: the next request asks the database again.
+    user.catch(() => entries.delete(userId));
+    return user;
+  };
   return {
     get: (userId, load) => {
-      const now = Date.now();
       const hit = entries.get(userId);
-      if (hit && hit.until > now) return hit.user;
-      if (entries.size >= maxEntries) entries.clear();
-      const user = load();
-      entries.set(userId, { until: now + ttlMs, user });
-      // A failed read is not cached: the next request asks the database again.
-      user.catch(() => entries.delete(userId));
-      return user;
+      return hit && hit.until > Date.now() ? hit.user : refresh(userId, load);
     },
+    refresh,
   };
 };
 
@@ -95,7 +101,10 @@ export const readSession = async (cookieHeader: string | null, options: SessionR
   // A token without a version predates revocable sessions: it is not accepted.
   if (typeof userId !== "string" || userId.length === 0 || typeof version !== "number") return null;
   const load = () => getActiveUser(options.pool, userId);
-  const user = await (options.cache ? options.cache.get(userId, load) : load());
+  let user = await (options.cache ? options.cache.get(userId, load) : load());
+  // Versions only grow: a token newer than the cached row was issued after it was read (a sign-in
+  // right after a sign-out), so the cache is stale, not the token.
+  if (options.cache && user && version > user.sessionVersion) user = await options.cache.refresh(userId, load);
   if (!user || user.sessionVersion !== version) return null;
   return { userId: user.id, email: user.email, role: user.role, name: user.name };
 };
