@@ -1,9 +1,9 @@
-import { createApiKey, createUser, Registry, updateUser } from "@porter/core";
+import { createApiKey, createUser, endUserSessions, getActiveUser, Registry, updateUser } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/fixtures";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { encode } from "next-auth/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSessionReader, sessionCookieName } from "./session";
+import { createSessionReader, createSessionUserCache, SESSION_VERSION_CLAIM, sessionCookieName } from "./session";
 import { startTestServer, type TestServer } from "./testing/http-server";
 
 // Console sessions and cross-site protection over real HTTP: a next-auth session cookie (minted
@@ -17,8 +17,14 @@ let viewerId: string;
 let operatorId: string;
 let producerKey: string;
 
-const cookieFor = async (userId: string, secret = SECRET) =>
-  `${sessionCookieName(false)}=${await encode({ token: { sub: userId, email: "x@example.com" }, secret })}`;
+/** A session cookie as next-auth issues it at sign-in: the user and its current session version. */
+const cookieFor = async (userId: string, secret = SECRET, version?: number) => {
+  const sv = version ?? (await getActiveUser(db.pool, userId))?.sessionVersion ?? 0;
+  return `${sessionCookieName(false)}=${await encode({ token: { sub: userId, email: "x@example.com", [SESSION_VERSION_CLAIM]: sv }, secret })}`;
+};
+// Sessions' users are cached per process for this long (the console uses a few seconds).
+const CACHE_MS = 300;
+const pastCache = () => new Promise((resolve) => setTimeout(resolve, CACHE_MS + 100));
 
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: "cs-pool", queues: [{ id: "cs-q" }], tenants: [{ id: "cs_t" }] });
@@ -26,7 +32,11 @@ beforeAll(async () => {
   operatorId = (await createUser(db.pool, { email: "operator@example.com", role: "operator", password: "operator-password-1", actor: "test" })).id;
   await createUser(db.pool, { email: "admin@example.com", role: "admin", password: "admin-password-12", actor: "test" });
   producerKey = (await createApiKey(db.pool, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
-  server = await startTestServer({ pool: db.appPool, registry: new Registry(), getSession: createSessionReader({ pool: db.appPool, secret: SECRET }) });
+  server = await startTestServer({
+    pool: db.appPool,
+    registry: new Registry(),
+    getSession: createSessionReader({ pool: db.appPool, secret: SECRET, cache: createSessionUserCache({ ttlMs: CACHE_MS }) }),
+  });
   origin = server.url;
 });
 afterAll(async () => {
@@ -61,17 +71,61 @@ describe("console sessions", () => {
     expect((await request("me.get", { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
   });
 
-  it("a demotion or a disabled account takes effect on the next request", async () => {
-    const userId = (await createUser(db.pool, { email: "temp@example.com", role: "operator", password: "temp-password-12", actor: "test" })).id;
+  it("a token without a session version (issued before revocable sessions) is not a session", async () => {
+    const legacy = `${sessionCookieName(false)}=${await encode({ token: { sub: viewerId, email: "viewer@example.com" }, secret: SECRET })}`;
+    expect((await request("me.get", { headers: { cookie: legacy } })).status).toBe(401);
+  });
+});
+
+describe("ending sessions (issue 9, defect 6)", () => {
+  const newUser = async (email: string, role: "operator" | "admin" = "operator") =>
+    (await createUser(db.pool, { email, role, password: "temp-password-12", actor: "test" })).id;
+  const meStatus = async (cookie: string) => (await request("me.get", { headers: { cookie } })).status;
+
+  const events: Array<[string, (userId: string) => Promise<unknown>]> = [
+    ["sign-out", (id) => endUserSessions(db.pool, id)],
+    ["a password reset by an admin", (id) => updateUser(db.pool, { id, patch: { password: "a-new-password-123" }, actor: "user:admin@example.com" })],
+    ["a role change", (id) => updateUser(db.pool, { id, patch: { role: "viewer" }, actor: "user:admin@example.com" })],
+    ["disabling the account", (id) => updateUser(db.pool, { id, patch: { disabled: true }, actor: "user:admin@example.com" })],
+  ];
+  it.each(events)("after %s, a cookie issued before gets 401 and changes nothing", async (label, end) => {
+    const userId = await newUser(`end-${label.replace(/\W+/g, "-")}@example.com`);
     const cookie = await cookieFor(userId);
     const headers = { cookie, "content-type": "application/json", origin };
+    expect(await meStatus(cookie)).toBe(200);
     expect((await pause(headers)).status).toBe(200);
     await resume();
-    await updateUser(db.pool, { id: userId, patch: { role: "viewer" }, actor: "test" });
-    expect((await pause(headers)).status).toBe(403);
-    await updateUser(db.pool, { id: userId, patch: { disabled: true }, actor: "test" });
-    expect((await request("me.get", { headers: { cookie } })).status).toBe(401);
+    await end(userId);
+    await pastCache();
+    expect(await meStatus(cookie)).toBe(401);
+    expect((await pause(headers)).status).toBe(401);
     expect(await isPaused()).toBe(false);
+  });
+
+  it("signing in again right after a sign-out works at once, though the old version is still cached", async () => {
+    const userId = await newUser("again@example.com");
+    const old = await cookieFor(userId);
+    expect(await meStatus(old)).toBe(200); // caches the user at the old version
+    await endUserSessions(db.pool, userId);
+    const fresh = await cookieFor(userId);
+    expect(await meStatus(fresh)).toBe(200);
+    expect(await meStatus(old)).toBe(401);
+  });
+
+  it("a new sign-in after the change works (with the new role), the old cookie still does not", async () => {
+    const userId = await newUser("resign@example.com");
+    const old = await cookieFor(userId);
+    await updateUser(db.pool, { id: userId, patch: { role: "viewer" }, actor: "test" });
+    await pastCache();
+    const fresh = await cookieFor(userId);
+    expect(await meStatus(old)).toBe(401);
+    const me = await request("me.get", { headers: { cookie: fresh } });
+    expect(me.status).toBe(200);
+    expect(me.body.result.data.role).toBe("viewer");
+    // A rename does not end sessions.
+    await updateUser(db.pool, { id: userId, patch: { name: "Renamed" }, actor: "test" });
+    await pastCache();
+    expect(await meStatus(fresh)).toBe(200);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { ApiKeyScope, Registry } from "@porter/core";
+import type { ApiKeyScope, KeyAuthLimits, Registry } from "@porter/core";
 import type pg from "pg";
 
 /** Console roles, weakest first. */
@@ -27,6 +27,10 @@ export type Context = {
    * public URL behind a proxy); see csrf.ts.
    */
   trustedOrigins?: readonly string[];
+  /** The client's address (failed key authentications are throttled per address); null if unknown. */
+  clientAddress?: string | null;
+  /** Per-key call rate and failure throttling of producer keys (defaults: core's DEFAULT_KEY_AUTH_LIMITS). */
+  keyAuthLimits?: Partial<KeyAuthLimits>;
 };
 
 /** Inputs of {@link createContext}; `getSession` reads the console session (session.ts). */
@@ -38,6 +42,21 @@ export type CreateContextOptions = {
   maxPayloadBytes: number;
   getSession?: (req: Request) => Promise<Session | null>;
   trustedOrigins?: readonly string[];
+  /** The client address of a request; default {@link clientAddressOf}. */
+  getClientAddress?: (req: Request) => string | null;
+  keyAuthLimits?: Partial<KeyAuthLimits>;
+};
+
+/**
+ * The client address the nearest proxy reports: the last `X-Forwarded-For` entry (Next's server
+ * fills it with the socket's address when the request did not bring one; a reverse proxy that
+ * appends to it, as nginx's `$proxy_add_x_forwarded_for` does, puts the real client there).
+ * Null without the header.
+ */
+export const clientAddressOf = (req: Request): string | null => {
+  const forwarded = req.headers.get("x-forwarded-for");
+  const last = forwarded?.split(",").map((s) => s.trim()).filter(Boolean).pop();
+  return last ? last.slice(0, 100) : null;
 };
 
 /**
@@ -53,4 +72,6 @@ export const createContext = async (opts: CreateContextOptions): Promise<Context
   apiKey: null,
   session: opts.getSession ? await opts.getSession(opts.req) : null,
   trustedOrigins: opts.trustedOrigins ?? [],
+  clientAddress: (opts.getClientAddress ?? clientAddressOf)(opts.req),
+  keyAuthLimits: opts.keyAuthLimits ?? {},
 });

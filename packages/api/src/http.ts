@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "@porter/contracts";
-import type { Registry } from "@porter/core";
+import type { KeyAuthLimits, Registry } from "@porter/core";
 import type { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
@@ -27,6 +27,10 @@ export type TrpcHttpDeps = {
   getSession?: (req: Request) => Promise<Session | null>;
   /** Origins console mutations may come from besides the request's own host (see csrf.ts). */
   trustedOrigins?: readonly string[];
+  /** The client address of a request (key-failure throttling); default: the last X-Forwarded-For entry. */
+  getClientAddress?: (req: Request) => string | null;
+  /** Producer keys' default call rate and failure throttling (core's DEFAULT_KEY_AUTH_LIMITS otherwise). */
+  keyAuthLimits?: Partial<KeyAuthLimits>;
   /** Called for every error (log 5xx with their cause; the response never carries it). */
   onError?: (info: { error: TRPCError; path: string | undefined; type: string }) => void;
 };
@@ -64,6 +68,8 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         getSession: deps.getSession,
         trustedOrigins: deps.trustedOrigins,
+        getClientAddress: deps.getClientAddress,
+        keyAuthLimits: deps.keyAuthLimits,
       }),
     responseMeta: ({ errors }) => {
       const waits = errors

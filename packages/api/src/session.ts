@@ -1,4 +1,4 @@
-import { getActiveUser } from "@porter/core";
+import { getActiveUser, type ActiveUser } from "@porter/core";
 import { decode } from "next-auth/jwt";
 import type pg from "pg";
 import type { Session } from "./context";
@@ -31,30 +31,82 @@ export const sessionTokenFromCookies = (cookieHeader: string | null, name: strin
   return chunks.length ? chunks.join("") : null;
 };
 
-/** What {@link readSession} needs: the database (for the user's current role) and the JWT secret. */
-export type SessionReaderOptions = { pool: pg.Pool; secret: string; isSecureCookie?: boolean };
+/** The JWT claim carrying the `users.session_version` a session was issued under. */
+export const SESSION_VERSION_CLAIM = "sv";
+
+/** How long a process may reuse a user's row (role, enabled flag, session version): a few seconds. */
+export const DEFAULT_SESSION_CACHE_MS = 3000;
+
+/**
+ * A per-process cache of the users sessions name, so a page that fires a dozen tRPC calls reads
+ * `users` once: a sign-out, password reset, role change or disable reaches every process within
+ * `ttlMs`. The app creates one (packages hold no singletons) and passes it to every reader.
+ */
+export type SessionUserCache = {
+  get: (userId: string, load: () => Promise<ActiveUser | null>) => Promise<ActiveUser | null>;
+  /** Reads the user again now (replacing the cached entry). */
+  refresh: (userId: string, load: () => Promise<ActiveUser | null>) => Promise<ActiveUser | null>;
+};
+
+/** A {@link SessionUserCache} keeping each entry `ttlMs` (0 = no caching), at most `maxEntries`. */
+export const createSessionUserCache = (options: { ttlMs?: number; maxEntries?: number } = {}): SessionUserCache => {
+  const ttlMs = options.ttlMs ?? DEFAULT_SESSION_CACHE_MS;
+  const maxEntries = options.maxEntries ?? 10_000;
+  const entries = new Map<string, { until: number; user: Promise<ActiveUser | null> }>();
+  const refresh: SessionUserCache["refresh"] = (userId, load) => {
+    if (entries.size >= maxEntries) entries.clear();
+    const user = load();
+    entries.set(userId, { until: Date.now() + ttlMs, user });
+    // A failed read is not cached: the next request asks the database again.
+    user.catch(() => entries.delete(userId));
+    return user;
+  };
+  return {
+    get: (userId, load) => {
+      const hit = entries.get(userId);
+      return hit && hit.until > Date.now() ? hit.user : refresh(userId, load);
+    },
+    refresh,
+  };
+};
+
+/**
+ * What {@link readSession} needs: the database (for the user's current role and session
+ * version), the JWT secret, and the process's user cache (none: read `users` on every call).
+ */
+export type SessionReaderOptions = { pool: pg.Pool; secret: string; isSecureCookie?: boolean; cache?: SessionUserCache };
 
 /**
  * The console session of a request, from next-auth's session cookie only (never an
  * Authorization header: producer keys travel there, and a session must be the browser's cookie
- * for the CSRF rules to mean anything). The JWT names the user; the role and the enabled flag
- * are read from `users` on every call, so a demotion or a disabled account takes effect at once.
- * Null when there is no cookie, it does not decrypt, it expired, or the user is gone or disabled.
+ * for the CSRF rules to mean anything). The JWT names the user and the session version it was
+ * issued under; the role, the enabled flag and the current version are read from `users` (through
+ * the cache, so within a few seconds). Null when there is no cookie, it does not decrypt, it
+ * expired, the user is gone or disabled, or the session was ended (sign-out, password change or
+ * reset, role change, disable: each bumps the version).
  */
 export const readSession = async (cookieHeader: string | null, options: SessionReaderOptions): Promise<Session | null> => {
   const token = sessionTokenFromCookies(cookieHeader, sessionCookieName(options.isSecureCookie ?? false));
   if (!token) return null;
   let userId: unknown;
+  let version: unknown;
   try {
     const payload = await decode({ token, secret: options.secret });
     if (payload && typeof payload.exp === "number" && payload.exp * 1000 < Date.now()) return null;
     userId = payload?.sub;
+    version = payload?.[SESSION_VERSION_CLAIM];
   } catch {
     return null;
   }
-  if (typeof userId !== "string" || userId.length === 0) return null;
-  const user = await getActiveUser(options.pool, userId);
-  return user ? { userId: user.id, email: user.email, role: user.role, name: user.name } : null;
+  // A token without a version predates revocable sessions: it is not accepted.
+  if (typeof userId !== "string" || userId.length === 0 || typeof version !== "number") return null;
+  const load = () => getActiveUser(options.pool, userId);
+  let user = await (options.cache ? options.cache.get(userId, load) : load());
+  // Versions only grow: a token newer than the cached row was issued after it was read (a sign-in
+  // right after a sign-out), so the cache is stale, not the token.
+  if (options.cache && user && version > user.sessionVersion) user = await options.cache.refresh(userId, load);
+  if (!user || user.sessionVersion !== version) return null;
+  return { userId: user.id, email: user.email, role: user.role, name: user.name };
 };
 
 /** `getSession` for {@link handleTrpcRequest}: reads the request's Cookie header. */

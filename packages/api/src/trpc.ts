@@ -1,5 +1,5 @@
 import { APP_ERROR_STATUS, AppError, type AppErrorCode } from "@porter/contracts";
-import { verifyApiKey } from "@porter/core";
+import { authenticateApiKey } from "@porter/core";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type { Context, Role, Session } from "./context";
@@ -94,7 +94,9 @@ export const publicProcedure = baseProcedure.meta({ policy: "public" });
  * Producer API: `Authorization: Bearer <api key>`, verified against `api_keys` (401 when
  * missing, malformed, unknown or revoked). The key's scope is `ctx.apiKey`; procedures check
  * tenant and job type against it. Runs before input validation, so an unauthenticated caller
- * learns nothing about the contract.
+ * learns nothing about the contract. In the same single statement (core's `authenticateApiKey`):
+ * 429 + Retry-After when the key id or the client address failed too often, or the key is over
+ * its call rate; `last_used_at` is written at most once a minute.
  */
 export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(async ({ ctx, next }) => {
   const header = ctx.req.headers.get("authorization") ?? "";
@@ -102,9 +104,19 @@ export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(
   if (!match) {
     throw toTRPCError(new AppError("UNAUTHORIZED", { message: "missing API key: send Authorization: Bearer <key>" }));
   }
-  const scope = await verifyApiKey(ctx.pool, match[1]!);
-  if (!scope) throw toTRPCError(new AppError("UNAUTHORIZED", { message: "invalid or revoked API key" }));
-  return next({ ctx: { ...ctx, apiKey: scope } });
+  const auth = await authenticateApiKey(ctx.pool, { presented: match[1]!, address: ctx.clientAddress ?? null, limits: ctx.keyAuthLimits });
+  if (auth.outcome === "invalid") throw toTRPCError(new AppError("UNAUTHORIZED", { message: "invalid or revoked API key" }));
+  if (auth.outcome === "throttled") {
+    throw toTRPCError(
+      new AppError("TOO_MANY_REQUESTS", { message: `too many failed API key attempts; retry after ${auth.retryAfterS} s`, retryAfterS: auth.retryAfterS }),
+    );
+  }
+  if (auth.outcome === "rate_limited") {
+    throw toTRPCError(
+      new AppError("TOO_MANY_REQUESTS", { message: `this API key is over its call rate; retry after ${auth.retryAfterS} s`, retryAfterS: auth.retryAfterS }),
+    );
+  }
+  return next({ ctx: { ...ctx, apiKey: auth.scope } });
 });
 
 const requireRole = (minimum: Role) =>

@@ -11,12 +11,13 @@ const KEY_PATTERN = /^pk_([a-z0-9]{12})_([A-Za-z0-9_-]{32,})$/;
 
 /**
  * Creates an API key scoped to tenants and job types (["*"] = every type). Returns the full key
- * once; only a SHA-256 of its secret is stored (the secret is 256 random bits, so a fast hash is
+ * once; only a SHA-256 of its secret is stored. `ratePerSecond` caps its calls (null: the API's
+ * default; see sql/authenticate-key.ts) (the secret is 256 random bits, so a fast hash is
  * enough). Unknown tenants or job types are a 400. Audited.
  */
 export const createApiKey = async (
   db: Db,
-  params: { tenantIds: string[]; jobTypes: string[]; name?: string; actor: string },
+  params: { tenantIds: string[]; jobTypes: string[]; name?: string; actor: string; ratePerSecond?: number | null },
 ): Promise<{ key: string; id: string; tenants: string[]; job_types: string[] }> => {
   if (params.tenantIds.length === 0) throw new AppError("BAD_REQUEST", { message: "a key needs at least one tenant" });
   if (params.jobTypes.length === 0) throw new AppError("BAD_REQUEST", { message: "a key needs at least one job type (or *)" });
@@ -33,8 +34,8 @@ export const createApiKey = async (
     const id = randomBytes(9).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "x").slice(0, 12);
     const secret = randomBytes(32).toString("base64url");
     await client.query(
-      `INSERT INTO api_keys (id, name, secret_hash, tenant_ids, job_types, created_by) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [id, params.name ?? "", sha256(secret), params.tenantIds, params.jobTypes, params.actor],
+      `INSERT INTO api_keys (id, name, secret_hash, tenant_ids, job_types, created_by, rate_per_second) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [id, params.name ?? "", sha256(secret), params.tenantIds, params.jobTypes, params.actor, params.ratePerSecond ?? null],
     );
     await writeAudit(client, [
       { actor: params.actor, action: "api_key.create", objectType: "api_key", objectId: id, after: { tenant_ids: params.tenantIds, job_types: params.jobTypes, name: params.name ?? "" } },
@@ -43,7 +44,11 @@ export const createApiKey = async (
   });
 };
 
-/** Verifies a presented key; null when malformed, unknown, revoked or wrong. Constant-time compare. */
+/**
+ * Verifies a presented key without side effects (CLI, tests); null when malformed, unknown,
+ * revoked or wrong. Constant-time compare. The producer API uses `authenticateApiKey`, which also
+ * throttles failures and rate-limits the key.
+ */
 export const verifyApiKey = async (db: Db, presented: string): Promise<ApiKeyScope | null> => {
   const match = KEY_PATTERN.exec(presented.trim());
   if (!match) return null;

@@ -37,3 +37,5 @@ export * from "./admission";
 export * from "./sql/age-priorities";
 export * from "./sql/throttle";
 export * from "./sql/vacuum-hot-table";
+export * from "./sql/authenticate-key";
+export * from "./sql/signin-throttle";

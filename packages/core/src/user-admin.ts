@@ -7,6 +7,9 @@ import { hashPassword, verifyPassword, type Role } from "./users";
 /** A console user as the console shows it: never the password hash. */
 export type UserRow = { id: string; email: string; name: string; role: Role; created_at: string; disabled_at: string | null };
 
+/** An enabled user as sessions see it: with the `session_version` a session token must carry. */
+export type ActiveUser = UserRow & { sessionVersion: number };
+
 type UserDbRow = { id: string; email: string; name: string; role: Role; created_at: Date; disabled_at: Date | null };
 const toUser = (r: UserDbRow): UserRow => ({
   id: r.id,
@@ -27,9 +30,9 @@ const DUMMY_HASH = "$argon2id$v=19$m=19456,t=2,p=1$jnf1MpvORywKiA/1PTVW9Q$t5dFRb
  * matches and the account is enabled; null otherwise (unknown email, wrong password, disabled),
  * taking about the same time in every case.
  */
-export const authenticateUser = async (db: Db, email: string, password: string): Promise<UserRow | null> => {
-  const { rows } = await db.query<UserDbRow & { password_hash: string }>(
-    `SELECT ${USER_COLUMNS}, password_hash FROM users WHERE email = lower($1)`,
+export const authenticateUser = async (db: Db, email: string, password: string): Promise<ActiveUser | null> => {
+  const { rows } = await db.query<UserDbRow & { password_hash: string; session_version: number }>(
+    `SELECT ${USER_COLUMNS}, password_hash, session_version FROM users WHERE email = lower($1)`,
     [email.trim()],
   );
   const row = rows[0];
@@ -38,13 +41,16 @@ export const authenticateUser = async (db: Db, email: string, password: string):
     return null;
   }
   const isMatch = await verifyPassword(row.password_hash, password);
-  return isMatch && !row.disabled_at ? toUser(row) : null;
+  return isMatch && !row.disabled_at ? { ...toUser(row), sessionVersion: row.session_version } : null;
 };
 
-/** An enabled user by id (sessions re-read the role on every request), or null. */
-export const getActiveUser = async (db: Db, id: string): Promise<UserRow | null> => {
-  const { rows } = await db.query<UserDbRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND disabled_at IS NULL`, [id]);
-  return rows[0] ? toUser(rows[0]) : null;
+/** An enabled user by id, with its session version (sessions check both per request), or null. */
+export const getActiveUser = async (db: Db, id: string): Promise<ActiveUser | null> => {
+  const { rows } = await db.query<UserDbRow & { session_version: number }>(
+    `SELECT ${USER_COLUMNS}, session_version FROM users WHERE id = $1 AND disabled_at IS NULL`,
+    [id],
+  );
+  return rows[0] ? { ...toUser(rows[0]), sessionVersion: rows[0].session_version } : null;
 };
 
 /** Every console user, by email. */
@@ -86,7 +92,8 @@ export type UserPatch = { name?: string; role?: Role; disabled?: boolean; passwo
 /**
  * Updates a user's name, role, enabled flag or password, audited (a password change is recorded
  * as `password: "changed"`, never its value or hash), in one transaction. Refused with 409 when
- * it would leave no enabled admin, so the console cannot lock itself out.
+ * it would leave no enabled admin, so the console cannot lock itself out. A new password, another
+ * role or disabling the account ends the user's sessions (bumps `session_version`).
  */
 export const updateUser = async (db: Db, params: { id: string; patch: UserPatch; actor: string; reason?: string }): Promise<UserRow> => {
   const passwordHash = params.patch.password === undefined ? undefined : await hashPassword(params.patch.password);
@@ -101,7 +108,9 @@ export const updateUser = async (db: Db, params: { id: string; patch: UserPatch;
     const { rows } = await client.query<UserDbRow>(
       `UPDATE users SET name = coalesce($2, name), role = coalesce($3::role, role),
               disabled_at = CASE WHEN $4::boolean IS NULL THEN disabled_at WHEN $4 THEN coalesce(disabled_at, now()) ELSE NULL END,
-              password_hash = coalesce($5, password_hash)
+              password_hash = coalesce($5, password_hash),
+              session_version = session_version + CASE
+                WHEN $5::text IS NOT NULL OR ($3::role IS NOT NULL AND $3::role <> role) OR ($4::boolean AND disabled_at IS NULL) THEN 1 ELSE 0 END
         WHERE id = $1 RETURNING ${USER_COLUMNS}`,
       [params.id, name ?? null, role ?? null, disabled ?? null, passwordHash ?? null],
     );

@@ -10,6 +10,12 @@ const ZEnv = z.object({
   PORTER_APP_DATABASE_URL: z.string().min(1).optional(),
   PORTER_APP_PASSWORD: z.string().min(1).optional(),
   PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
+  /** Interface the console listens on (`npm start` passes it to `next start -H`). Loopback by default. */
+  HOST: z.string().min(1).default("127.0.0.1"),
+  /** Bearer token for /api/metrics; without it the endpoint is open only when HOST is loopback. */
+  PORTER_METRICS_TOKEN: z.string().min(16, "at least 16 characters").optional(),
+  /** Producer calls per second of an API key without its own rate (token bucket, burst = rate). */
+  PORTER_API_KEY_RATE: z.coerce.number().positive().default(500),
   /** Ceiling of a whole request body to /api/trpc, refused with 413 before parsing. */
   PORTER_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   /** Ceiling of one job's payload; bigger payloads must pass a reference (413). */

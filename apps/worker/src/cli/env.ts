@@ -13,6 +13,8 @@ const ZCliEnv = z.object({
   PORTER_APP_PASSWORD: optional(z.string().min(1)),
   /** Port of the console (`npm start`). */
   PORT: z.preprocess((v) => (v === "" ? undefined : v), z.coerce.number().int().min(1).max(65_535).default(3000)),
+  /** Interface the console binds (`next start -H`); loopback unless set. */
+  HOST: z.preprocess((v) => (v === "" ? undefined : v), z.string().default("127.0.0.1")),
   /** next-auth secret; generated into `.porter/auth-secret` by `npm start` when unset. */
   AUTH_SECRET: optional(z.string().min(16, "must be at least 16 characters")),
   /** Login of the seeded admin. */

@@ -33,6 +33,8 @@ const serve = async (req: IncomingMessage, res: ServerResponse, deps: TrpcHttpDe
       if (Array.isArray(value)) value.forEach((v) => headers.append(name, v));
       else if (value !== undefined) headers.set(name, value);
     }
+    // As Next's server does: the socket's address when the request brought no X-Forwarded-For.
+    if (!headers.has("x-forwarded-for") && req.socket.remoteAddress) headers.set("x-forwarded-for", req.socket.remoteAddress);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     const request = new Request(`http://${req.headers.host ?? "127.0.0.1"}${req.url ?? "/"}`, {
       method: req.method,

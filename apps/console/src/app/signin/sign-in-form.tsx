@@ -2,13 +2,20 @@
 import { signIn } from "next-auth/react";
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
+import { safeCallbackPath } from "../../lib/safe-callback";
 
 /** Email and password; a refusal never says which of the two was wrong. */
-export function SignInForm({ callbackUrl, hasError }: { callbackUrl: string; hasError: boolean }) {
+export function SignInForm({ callbackUrl, error: initialError }: { callbackUrl: string; error: string | null }) {
   const router = useRouter();
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<string | null>(hasError ? "Sign-in failed. Check your email and password." : null);
+  const [error, setError] = useState<string | null>(
+    initialError === "TooManyAttempts"
+      ? "Too many failed sign-ins for this account or from this address. Wait a minute, then try again."
+      : initialError
+        ? "Sign-in failed. Check your email and password."
+        : null,
+  );
   const [isBusy, setBusy] = useState(false);
 
   const submit = async (event: FormEvent) => {
@@ -21,6 +28,10 @@ export function SignInForm({ callbackUrl, hasError }: { callbackUrl: string; has
     setError(null);
     try {
       const result = await signIn("credentials", { email: email.trim(), password, redirect: false });
+      if (result?.status === 429 || result?.error === "TooManyAttempts") {
+        setError("Too many failed sign-ins for this account or from this address. Wait a minute, then try again.");
+        return;
+      }
       if (!result || result.error) {
         setError(
           !result || result.error === "CredentialsSignin"
@@ -29,7 +40,8 @@ export function SignInForm({ callbackUrl, hasError }: { callbackUrl: string; has
         );
         return;
       }
-      router.replace(callbackUrl);
+      // Checked again here: the page passed a safe path, and this is where the browser goes.
+      router.replace(safeCallbackPath(callbackUrl, window.location.origin));
       router.refresh();
     } catch {
       setError("Could not reach the console. Try again.");

@@ -14,6 +14,7 @@ import { parseCliEnv, type CliEnv } from "../env";
 import { embeddedDataDir, porterHome, repoRoot } from "../paths";
 import { watchAncestors } from "./ancestors";
 import { ensureAuthSecret } from "./auth-secret";
+import { consoleStartArgs, localHostOf } from "./console-args";
 import { consoleBuildReason } from "./console-build";
 import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
 import { makePrefixer, renderLogLine } from "./prefix";
@@ -153,7 +154,7 @@ export const runLauncher = async (): Promise<number> => {
 
     const auth = await ensureAuthSecret(env.AUTH_SECRET, join(home, "auth-secret"));
     if (auth.source === "generated") say(`generated AUTH_SECRET into ${relative(process.cwd(), join(home, "auth-secret"))}`);
-    const consoleUrl = `http://localhost:${env.PORT}`;
+    const consoleUrl = `http://${env.HOST === "127.0.0.1" ? "localhost" : localHostOf(env.HOST)}:${env.PORT}`;
     const childEnv: NodeJS.ProcessEnv = {
       ...process.env,
       // The owner's credentials stay here: children get the runtime role's URL only.
@@ -163,6 +164,7 @@ export const runLauncher = async (): Promise<number> => {
       NEXTAUTH_SECRET: process.env.NEXTAUTH_SECRET ?? auth.secret,
       NEXTAUTH_URL: process.env.NEXTAUTH_URL ?? consoleUrl,
       PORT: String(env.PORT),
+      HOST: env.HOST,
       NEXT_TELEMETRY_DISABLED: "1",
     };
 
@@ -191,7 +193,7 @@ export const runLauncher = async (): Promise<number> => {
     supervisor.start({
       name: "console",
       command: process.execPath,
-      args: ["--import", guard, nextBin(root), "start", "-p", String(env.PORT)],
+      args: ["--import", guard, nextBin(root), ...consoleStartArgs({ port: env.PORT, host: env.HOST })],
       cwd: join(root, "apps/console"),
       env: guardedEnv,
       restart: false,
@@ -213,7 +215,7 @@ export const runLauncher = async (): Promise<number> => {
       }
     }
 
-    const healthUrl = `http://127.0.0.1:${env.PORT}/api/health`;
+    const healthUrl = `http://${localHostOf(env.HOST)}:${env.PORT}/api/health`;
     const health = await Promise.race([waitForHealth(healthUrl, HEALTH_TIMEOUT_MS, () => Boolean(stopping)), consoleExit]);
     checkpoint();
     if (typeof health === "object") {

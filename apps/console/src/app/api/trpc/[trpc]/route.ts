@@ -1,5 +1,5 @@
 import { createSessionReader, handleTrpcRequest } from "@porter/api";
-import { isSecureCookie } from "../../../../server/auth";
+import { getSessionUserCache, isSecureCookie } from "../../../../server/auth";
 import { getPool, getRegistry } from "../../../../server/db";
 import { getEnv } from "../../../../server/env";
 import { getLogger } from "../../../../server/logger";
@@ -8,13 +8,16 @@ export const dynamic = "force-dynamic";
 
 /**
  * tRPC over HTTP: producer procedures (Bearer key) and console procedures (the next-auth session
- * cookie; mutations must be same-origin JSON). The body is capped before parsing (@porter/api http.ts).
+ * cookie, its session version checked; mutations must be same-origin JSON). Producer keys are
+ * rate-limited (PORTER_API_KEY_RATE unless the key has its own rate) and failed keys throttled.
+ * The body is capped before parsing (@porter/api http.ts).
  */
 const handler = (request: Request): Promise<Response> => {
   const env = getEnv();
   return handleTrpcRequest(request, {
     pool: getPool(),
-    getSession: createSessionReader({ pool: getPool(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie() }),
+    getSession: createSessionReader({ pool: getPool(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() }),
+    keyAuthLimits: { defaultRatePerSecond: env.PORTER_API_KEY_RATE },
     trustedOrigins: env.NEXTAUTH_URL ? [new URL(env.NEXTAUTH_URL).origin] : [],
     registry: getRegistry(),
     maxBodyBytes: env.PORTER_MAX_BODY_BYTES,

@@ -1,0 +1,20 @@
+import { NextResponse, type NextRequest } from "next/server";
+import { securityHeaders } from "./lib/security-headers";
+import { getEnv } from "./server/env";
+
+/**
+ * Every request (Next 16 "proxy", formerly middleware): a fresh CSP nonce, passed to Next on the
+ * request's own Content-Security-Policy header (Next puts it on the scripts it renders; pages are
+ * rendered per request, see the root layout), and the security headers of lib/security-headers.ts
+ * on the response. https — NEXTAUTH_URL or the request itself — adds HSTS.
+ */
+export function proxy(request: NextRequest): NextResponse {
+  const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
+  const isHttps = request.nextUrl.protocol === "https:" || (getEnv().NEXTAUTH_URL?.startsWith("https://") ?? false);
+  const headers = securityHeaders({ nonce, isHttps, isDev: process.env.NODE_ENV === "development" });
+  const requestHeaders = new Headers(request.headers);
+  requestHeaders.set("content-security-policy", headers["content-security-policy"]!);
+  const response = NextResponse.next({ request: { headers: requestHeaders } });
+  for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+  return response;
+}

@@ -1,0 +1,84 @@
+-- Auth hardening (issue 9, defects 6, 7 and api_keys.last_used_at of 10).
+
+-- Session revocation: every console session (JWT) carries the version it was issued under; sign-out,
+-- a password change or reset, a role change and disabling the account bump it, so every cookie
+-- issued before stops working (checked per request, cached for a few seconds).
+ALTER TABLE users ADD COLUMN session_version integer NOT NULL DEFAULT 0;
+
+-- Producer calls per second allowed to this key (token bucket, burst = max(1, rate));
+-- null = the console's default (PORTER_API_KEY_RATE).
+ALTER TABLE api_keys ADD COLUMN rate_per_second double precision CHECK (rate_per_second > 0);
+
+-- rate_buckets gains scopes: 'api_key' (calls of a key), 'api_key_fail' (failed secrets for a real
+-- key id), 'api_key_fail_addr' (failed key authentications from a client address),
+-- 'signin_account' / 'signin_addr' (failed console sign-ins per email and per client address).
+
+-- The producer hot path in one round trip: authenticate a key, charge its call to the key's rate
+-- bucket, and note last_used_at (at most once a minute). See packages/core/src/sql/authenticate-key.ts.
+CREATE FUNCTION porter_authenticate_key(p_id text, p_secret_hash text, p_address text, p_now timestamptz,
+                                        p_default_rate double precision,
+                                        p_fail_rate double precision, p_fail_burst double precision)
+RETURNS TABLE (outcome text, tenant_ids text[], job_types text[], retry_after_s double precision)
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := coalesce(p_now, now());
+  v_key record;
+  v_fail double precision;
+  v_rate double precision;
+  v_burst double precision;
+  v_tokens double precision;
+  v_found boolean;
+BEGIN
+  -- Only bookkeeping is written here (buckets, last_used_at): losing its last commits in a crash
+  -- costs a few tokens, never a job. The function runs as its own statement on the pool (never
+  -- inside a caller's transaction), so this transaction is Porter's.
+  PERFORM set_config('synchronous_commit', 'off', true);
+
+  -- Too many failures for this key id or from this address: refused before the secret is looked at.
+  SELECT min(porter_tokens(b.tokens, b.updated_at, p_fail_rate, p_fail_burst, v_now)) INTO v_fail
+    FROM rate_buckets b
+   WHERE (b.scope = 'api_key_fail' AND b.key = p_id) OR (b.scope = 'api_key_fail_addr' AND b.key = p_address);
+  IF v_fail IS NOT NULL AND v_fail < 1 THEN
+    RETURN QUERY SELECT 'throttled'::text, NULL::text[], NULL::text[], (1 - v_fail) / p_fail_rate;
+    RETURN;
+  END IF;
+
+  SELECT k.id, k.secret_hash, k.tenant_ids, k.job_types, k.rate_per_second INTO v_key
+    FROM api_keys k WHERE k.id = p_id AND k.revoked_at IS NULL;
+  v_found := FOUND;
+  IF NOT v_found OR v_key.secret_hash <> p_secret_hash THEN
+    -- One failure charged to the address, and to the key id when it names a real key (unknown ids
+    -- would only fill the table).
+    INSERT INTO rate_buckets AS b (scope, key, tokens, updated_at)
+    SELECT s.scope, s.key, p_fail_burst - 1, v_now
+      FROM (VALUES ('api_key_fail', CASE WHEN v_found THEN p_id END), ('api_key_fail_addr', p_address)) s(scope, key)
+     WHERE s.key IS NOT NULL
+    ON CONFLICT (scope, key) DO UPDATE
+      SET tokens = greatest(0, porter_tokens(b.tokens, b.updated_at, p_fail_rate, p_fail_burst, v_now) - 1), updated_at = v_now;
+    RETURN QUERY SELECT 'invalid'::text, NULL::text[], NULL::text[], NULL::double precision;
+    RETURN;
+  END IF;
+
+  -- The key's call rate: take one token, or say when the next one is due.
+  v_rate := coalesce(v_key.rate_per_second, p_default_rate);
+  v_burst := greatest(1, v_rate);
+  INSERT INTO rate_buckets AS b (scope, key, tokens, updated_at) VALUES ('api_key', p_id, v_burst - 1, v_now)
+  ON CONFLICT (scope, key) DO UPDATE
+    SET tokens = porter_tokens(b.tokens, b.updated_at, v_rate, v_burst, v_now) - 1, updated_at = v_now
+    WHERE porter_tokens(b.tokens, b.updated_at, v_rate, v_burst, v_now) >= 1
+  RETURNING b.tokens INTO v_tokens;
+  IF v_tokens IS NULL THEN
+    SELECT porter_tokens(b.tokens, b.updated_at, v_rate, v_burst, v_now) INTO v_tokens
+      FROM rate_buckets b WHERE b.scope = 'api_key' AND b.key = p_id;
+    RETURN QUERY SELECT 'rate_limited'::text, v_key.tenant_ids, v_key.job_types, (1 - coalesce(v_tokens, 0)) / v_rate;
+    RETURN;
+  END IF;
+
+  -- Coalesced: one write a minute per key, whatever its call rate (concurrent callers re-check the
+  -- condition after the row lock, so only one of them writes).
+  UPDATE api_keys k SET last_used_at = v_now
+   WHERE k.id = p_id AND (k.last_used_at IS NULL OR k.last_used_at < v_now - interval '1 minute');
+
+  RETURN QUERY SELECT 'ok'::text, v_key.tenant_ids, v_key.job_types, NULL::double precision;
+END $$;
