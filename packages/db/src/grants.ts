@@ -33,7 +33,8 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   diag_effects: ["SELECT", "INSERT", "UPDATE"],
   workers: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   fair_clocks: ["SELECT", "INSERT", "UPDATE"],
-  rate_buckets: ["SELECT", "INSERT", "UPDATE"],
+  // Token buckets (claim rates, API keys, sign-in throttles); a good sign-in clears its failures.
+  rate_buckets: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // Append-only for the application: no UPDATE, DELETE or TRUNCATE, whatever the triggers say.
   audit_log: ["SELECT", "INSERT"],
   // The migrator's ledger: the runtime never reads or writes it.
