@@ -17,9 +17,9 @@ let serverB: TestServer;
 
 beforeAll(async () => {
   await seedProducerFixtures(db.pool);
-  pool2 = createPool(db.connectionString, { max: 3, applicationName: "producer-auth-second-server" });
+  pool2 = createPool(db.appConnectionString, { max: 3, applicationName: "producer-auth-second-server" });
   // Two "console processes": own pools, own registries, one database.
-  serverA = await startTestServer({ pool: db.pool, registry: new Registry() });
+  serverA = await startTestServer({ pool: db.appPool, registry: new Registry() });
   serverB = await startTestServer({ pool: pool2, registry: new Registry() });
 });
 afterAll(async () => {
@@ -95,7 +95,7 @@ describe("per-key rate limit", () => {
   });
 
   it("a key without its own rate gets the server's default (keyAuthLimits / PORTER_API_KEY_RATE)", async () => {
-    const limited = await startTestServer({ pool: db.pool, registry: new Registry(), keyAuthLimits: { defaultRatePerSecond: 3 } });
+    const limited = await startTestServer({ pool: db.appPool, registry: new Registry(), keyAuthLimits: { defaultRatePerSecond: 3 } });
     try {
       const { key } = await newKey();
       const replies = await Promise.all(Array.from({ length: 8 }, () => enqueue(limited, key)));
