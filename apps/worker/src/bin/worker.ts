@@ -3,6 +3,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { createPool } from "@porter/db/pool";
+import { isSafeError, serializeError } from "@porter/db/safe-error";
 import { parseEnv } from "../env";
 import { createLogger } from "../logger";
 import { createStopSignals } from "../runtime/stop-signals";
@@ -147,7 +148,9 @@ const main = async (): Promise<void> => {
 };
 
 process.on("unhandledRejection", (reason) => {
-  process.stderr.write(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}\n`);
+  // Through the log serializer: a database error's stack quotes its message (safe-error.ts).
+  const safe = serializeError(reason);
+  process.stderr.write(`unhandled rejection: ${isSafeError(safe) ? (safe.stack ?? safe.message) : String(reason)}\n`);
   process.exit(1);
 });
 
