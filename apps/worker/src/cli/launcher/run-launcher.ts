@@ -14,6 +14,7 @@ import { embeddedDataDir, porterHome, repoRoot } from "../paths";
 import { watchAncestors } from "./ancestors";
 import { ensureAuthSecret } from "./auth-secret";
 import { consoleBuildReason } from "./console-build";
+import { CREDENTIALS_FILE_NAME, presentCredentials } from "./credentials";
 import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
 import { makePrefixer, renderLogLine } from "./prefix";
 import { Supervisor, type ChildExit, type ManagedChild } from "./supervisor";
@@ -218,16 +219,29 @@ export const runLauncher = async (): Promise<number> => {
     const consoleChild = supervisor.running.find((c) => c.spec.name === "console");
     if (consoleChild) consoleChild.spec.restart = true;
 
+    // One-time credentials (a generated admin password, a new producer key) reach a terminal
+    // only; redirected output gets the path of a 0600 file instead (credentials.ts).
+    const isPasswordGenerated = seed.adminCreated && Boolean(seed.adminPassword);
+    const credentials = await presentCredentials({
+      lines: [
+        ...(isPasswordGenerated ? seedSummaryLines({ ...seed, producerKey: undefined }) : []),
+        ...seedSummaryLines({ adminEmail: seed.adminEmail, adminCreated: false, ...(seed.producerKey ? { producerKey: seed.producerKey } : {}) }),
+      ],
+      isTty: Boolean(process.stdout.isTTY),
+      path: join(home, CREDENTIALS_FILE_NAME),
+    });
     const banner = [
       "",
       "Porter is running.",
       `  console:      ${consoleUrl}`,
-      ...(seed.adminCreated
-        ? seedSummaryLines({ ...seed, producerKey: undefined })
-        : hasAdmin
-          ? [`  admin login:  ${env.PORTER_ADMIN_EMAIL}${env.PORTER_ADMIN_PASSWORD ? " / the password in PORTER_ADMIN_PASSWORD" : " (password printed at the first start)"}`]
-          : []),
-      ...seedSummaryLines({ adminEmail: seed.adminEmail, adminCreated: false, ...(seed.producerKey ? { producerKey: seed.producerKey } : {}) }),
+      ...(isPasswordGenerated
+        ? []
+        : seed.adminCreated
+          ? seedSummaryLines({ ...seed, producerKey: undefined })
+          : hasAdmin
+            ? [`  admin login:  ${env.PORTER_ADMIN_EMAIL}${env.PORTER_ADMIN_PASSWORD ? " / the password in PORTER_ADMIN_PASSWORD" : " (password shown at the first start)"}`]
+            : []),
+      ...credentials,
       `  workers:      ${pools.length ? pools.map((p) => `worker:${p}`).join(", ") : "none"}`,
       `  try:          npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload '{"ms":10}'`,
       "  stop:         Ctrl-C",
