@@ -61,8 +61,10 @@ export const runLauncher = async (): Promise<number> => {
       if (line.startsWith(EMBEDDED_READY)) return; // carries the password: never printed or logged
       if (name === "postgres") {
         postgresLog?.write(`${line}\n`);
-        // The server's routine LOG lines go to .porter/postgres.log only.
-        if (!/^embedded PostgreSQL|ERROR|FATAL|PANIC|WARNING/.test(line) || /terminating connection due to administrator command/.test(line)) return;
+        // The server's routine LOG lines go to .porter/postgres.log only, and so do its ERROR lines:
+        // a refused statement's error quotes the value it failed on (a payload), and the client
+        // that ran it logs the error itself, without that value (@porter/db/logger).
+        if (!/^embedded PostgreSQL|FATAL|PANIC|WARNING/.test(line) || /terminating connection due to administrator command/.test(line)) return;
       }
       (stream === "stderr" ? process.stderr : process.stdout).write(`${prefix(name)}${renderLogLine(line)}\n`);
     },
