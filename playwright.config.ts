@@ -23,11 +23,6 @@ export default defineConfig({
   retries: 0,
   timeout: 60_000,
   reporter: [["list"]],
-  // The log suite greps what the whole run printed: it runs after every other spec.
-  projects: [
-    { name: "e2e", testIgnore: "**/logs-carry-no-secrets.spec.ts" },
-    { name: "logs", testMatch: "**/logs-carry-no-secrets.spec.ts", dependencies: ["e2e"] },
-  ],
   outputDir: "test-results",
   use: {
     baseURL: `http://127.0.0.1:${PORT}`,

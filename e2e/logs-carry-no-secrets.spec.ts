@@ -1,8 +1,8 @@
 // Suite "logs carry no secrets" (issue 9): drive the stack with a canary in payloads, an API key
 // and the admin password — valid and invalid jobs, a failing job, a wrong and a right sign-in —
 // then grep every line every process printed (e2e/serve.ts tees launcher, console, workers and
-// the database's relayed lines into one file). Runs after the other specs (playwright.config.ts),
-// so their traffic is in the file too.
+// the database's relayed lines into one file). Its name sorts it after the other specs (Playwright
+// runs files in alphabetical order with one worker), so their traffic is in the file too.
 import { existsSync, readFileSync } from "node:fs";
 import { expect, test, type APIRequestContext } from "@playwright/test";
 import { porterCli } from "./cli";
