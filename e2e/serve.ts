@@ -4,10 +4,10 @@
 // Playwright is forwarded, so the launcher drains and stops its children. Everything the stack
 // prints is also written to e2eStackLogPath(), which logs-carry-no-secrets.spec.ts greps.
 import { spawn } from "node:child_process";
-import { createWriteStream, mkdirSync } from "node:fs";
+import { createWriteStream, mkdirSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import pg from "pg";
-import { E2E_DATABASE, e2eAdminUrl, e2eDatabaseUrl, e2eStackLogPath } from "./env";
+import { credentialsPath, E2E_DATABASE, e2eAdminUrl, e2eDatabaseUrl, e2eStackLogPath } from "./env";
 
 const admin = new pg.Client({ connectionString: e2eAdminUrl() });
 await admin.connect();
@@ -16,6 +16,8 @@ await admin.query(`CREATE DATABASE ${E2E_DATABASE}`);
 await admin.end();
 
 mkdirSync(dirname(e2eStackLogPath()), { recursive: true });
+// The seed of the fresh database creates a producer key: the file that holds it must be this run's.
+rmSync(credentialsPath(), { force: true });
 const log = createWriteStream(e2eStackLogPath(), { flags: "w", mode: 0o600 });
 const child = spawn(process.execPath, ["apps/worker/src/bin/porter-start.mjs"], {
   stdio: ["inherit", "pipe", "pipe"],
