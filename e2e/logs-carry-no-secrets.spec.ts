@@ -84,9 +84,11 @@ test("[LOGS][SECRETS]: no log line of any process carries a payload canary, the 
   expect(log).toMatch(/\[worker:[^\]]+\] .*worker started/);
 
   // The producer key `npm start` created went to a 0600 file, not to its (redirected) output.
-  expect(existsSync(credentialsPath()), "npm start wrote its one-time credentials to .porter/credentials.txt").toBe(true);
-  const seededKey = /producer key: (pk_\S+)/.exec(readFileSync(credentialsPath(), "utf8"))?.[1];
-  expect(seededKey).toBeTruthy();
+  // (Soft: without the file, the key is looked for in the log itself, so the report names the line.)
+  const hasFile = existsSync(credentialsPath());
+  expect.soft(hasFile, "npm start wrote its one-time credentials to .porter/credentials.txt").toBe(true);
+  const seededKey = /producer key: (pk_\S+)/.exec(hasFile ? readFileSync(credentialsPath(), "utf8") : log)?.[1];
+  expect(seededKey, "the producer key npm start created").toBeTruthy();
 
   const secrets: Array<[string, string]> = [
     ["the payload canary", CANARY],
