@@ -1,27 +1,11 @@
-import pino, { type Logger } from "pino";
+import { createLogger, type Logger } from "@porter/db/logger";
 import { getEnv } from "./env";
-
-// House style is message first, fields after: `logger.warn("database down", { err })`.
-declare module "pino" {
-  interface LogFn {
-    (msg: string, fields: Record<string, unknown>): void;
-  }
-}
 
 let logger: Logger | undefined;
 
-/** The console's pino logger (one per process); `(message, fields)` calls are swapped for pino. */
-export const getLogger = (): Logger =>
-  (logger ??= pino({
-    name: "porter-console",
-    level: getEnv().LOG_LEVEL,
-    hooks: {
-      logMethod(args, method) {
-        const [first, second, ...rest] = args as unknown[];
-        if (typeof first === "string" && typeof second === "object" && second !== null) {
-          return method.apply(this, [second, first, ...rest] as unknown as Parameters<typeof method>);
-        }
-        return method.apply(this, args);
-      },
-    },
-  }));
+/**
+ * The console's pino logger (one per process): Porter's one logger setup (@porter/db/logger —
+ * message first, fields after; errors without the data they failed on; credentials and payloads
+ * redacted).
+ */
+export const getLogger = (): Logger => (logger ??= createLogger({ name: "porter-console", level: getEnv().LOG_LEVEL }));

@@ -1,16 +1,22 @@
-// `npm run worker -- --pool <name> [--concurrency N]`: one worker process for one pool.
+// One worker process for one pool: `porter-worker --pool <name>` (the bin entry, porter-worker.mjs)
+// or `npm run worker -- --pool <name>`, which execs the same entry.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { createPool } from "@porter/db/pool";
 import { inspectConnectionRole, privilegeWarning, runtimeDatabaseUrl, runtimeLoginHint } from "@porter/db/runtime-role";
+import { isSafeError, serializeError } from "@porter/db/safe-error";
 import { parseEnv } from "../env";
 import { createLogger } from "../logger";
+import { createStopSignals } from "../runtime/stop-signals";
 import { PorterWorker } from "../runtime/worker";
 
-const USAGE = `Usage: npm run worker -- --pool <name> [options]
+const USAGE = `Usage: porter-worker --pool <name> [options]
+       npm run worker -- --pool <name> [options]
 
 Runs one worker process for a pool: claims its queues' jobs, runs their handlers, heartbeats
-leases, and on SIGTERM/SIGINT drains (a second signal hands unfinished work back at once).
+leases, and on SIGTERM/SIGINT drains. The same signal again within a second is the same stop
+(a process group's kill arrives directly and through npm); one later than that hands unfinished
+work back at once.
 
 Options:
   --pool <name>          pool (lane) to serve, e.g. interactive, background, agents (required)
@@ -116,10 +122,16 @@ const main = async (): Promise<void> => {
     process.exit(1);
   }
 
-  let signals = 0;
+  // One stop may arrive twice (the process group's copy and npm's relay): only a signal more than
+  // REPEATED_SIGNAL_WINDOW_MS after the first forces the stop.
+  const classify = createStopSignals();
   const onSignal = (signal: NodeJS.Signals) => {
-    signals += 1;
-    if (signals === 1) {
+    const action = classify();
+    if (action === "repeat") {
+      logger.info("signal repeated within a second: already draining", { signal });
+      return;
+    }
+    if (action === "drain") {
       logger.info("signal received: draining", { signal });
       void worker
         .drain()
@@ -146,7 +158,9 @@ const main = async (): Promise<void> => {
 };
 
 process.on("unhandledRejection", (reason) => {
-  process.stderr.write(`unhandled rejection: ${reason instanceof Error ? reason.stack : String(reason)}\n`);
+  // Through the log serializer: a database error's stack quotes its message (safe-error.ts).
+  const safe = serializeError(reason);
+  process.stderr.write(`unhandled rejection: ${isSafeError(safe) ? (safe.stack ?? safe.message) : String(reason)}\n`);
   process.exit(1);
 });
 

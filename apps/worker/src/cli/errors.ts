@@ -1,4 +1,5 @@
 import { isAppError } from "@porter/contracts";
+import { safeErrorMessage } from "@porter/db/safe-error";
 
 /** The command line itself is wrong (unknown option, missing argument): exit code 2. */
 export class UsageError extends Error {
@@ -38,6 +39,7 @@ export const describeError = (error: unknown): ErrorReport => {
   if (pgCode === "ECONNREFUSED" || pgCode === "ENOTFOUND" || pgCode === "3D000" || pgCode === "28P01") {
     return { code: "DATABASE_UNAVAILABLE", message: `cannot reach the database: ${(error as Error).message}`, exitCode: 1 };
   }
-  const message = error instanceof Error ? error.message || String(error) : String(error);
+  // A database error's message can quote the value it failed on (safe-error.ts): not that part.
+  const message = error instanceof Error ? safeErrorMessage(error) || String(error) : String(error);
   return { code: "INTERNAL", message, exitCode: 1 };
 };

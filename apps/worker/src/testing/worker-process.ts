@@ -1,11 +1,25 @@
-// Spawns real worker processes for crash and drain tests: `node --import tsx
+// Spawns real worker processes for crash, drain and signal tests. By default `node --import tsx
 // apps/worker/src/bin/worker.ts`, i.e. what `tsx` runs, but as ONE process — the `tsx` binary
-// runs the script in a child process, so a SIGKILL of it would leave the worker running.
+// runs the script in a child process, so a SIGKILL of it would leave the worker running. `via`
+// "npm" runs `npm run worker -- …` as an operator would, "bin" the `porter-worker` executable.
 import { spawn, type ChildProcess } from "node:child_process";
+import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 const WORKER_BIN = `${REPO_ROOT}apps/worker/src/bin/worker.ts`;
+/** The `porter-worker` executable (apps/worker/package.json "bin"). */
+export const PORTER_WORKER_BIN = `${REPO_ROOT}apps/worker/src/bin/porter-worker.mjs`;
+
+/** How a worker process is started: the script under node, `npm run worker`, or the bin entry. */
+export type WorkerLaunch = "node" | "npm" | "bin";
+
+const commandOf = (via: WorkerLaunch, args: string[]): { file: string; args: string[]; cwd: string } => {
+  if (via === "npm") return { file: "npm", args: ["run", "worker", "--", ...args], cwd: REPO_ROOT };
+  // A supervisor runs the executable itself, from wherever it likes.
+  if (via === "bin") return { file: PORTER_WORKER_BIN, args, cwd: tmpdir() };
+  return { file: process.execPath, args: ["--import", "tsx", WORKER_BIN, ...args], cwd: REPO_ROOT };
+};
 
 export type LogLine = { msg?: string; level?: number; [field: string]: unknown };
 
@@ -21,12 +35,24 @@ export type WorkerProcess = {
   waitForLog: (predicate: (line: LogLine) => boolean, timeoutMs?: number) => Promise<LogLine>;
 };
 
-/** Starts `npm run worker -- --pool <pool> …` against `connectionString`, logging JSON to a buffer. */
-export const spawnWorker = (options: { connectionString: string; pool: string; args?: string[]; env?: Record<string, string> }): WorkerProcess => {
-  const child = spawn(process.execPath, ["--import", "tsx", WORKER_BIN, "--pool", options.pool, ...(options.args ?? [])], {
-    cwd: REPO_ROOT,
+/**
+ * Starts a worker for `pool` against `connectionString` (`via` how, default the script under
+ * node), logging JSON to a buffer. `detached` puts it in a process group of its own (its pid).
+ */
+export const spawnWorker = (options: {
+  connectionString: string;
+  pool: string;
+  args?: string[];
+  env?: Record<string, string>;
+  via?: WorkerLaunch;
+  detached?: boolean;
+}): WorkerProcess => {
+  const command = commandOf(options.via ?? "node", ["--pool", options.pool, ...(options.args ?? [])]);
+  const child = spawn(command.file, command.args, {
+    cwd: command.cwd,
     env: { ...process.env, DATABASE_URL: options.connectionString, LOG_LEVEL: "info", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
+    detached: options.detached ?? false,
   });
   let text = "";
   const listeners = new Set<() => void>();

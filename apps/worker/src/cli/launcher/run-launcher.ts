@@ -16,6 +16,7 @@ import { watchAncestors } from "./ancestors";
 import { ensureAuthSecret } from "./auth-secret";
 import { consoleStartArgs, localHostOf } from "./console-args";
 import { consoleBuildReason } from "./console-build";
+import { CREDENTIALS_FILE_NAME, presentCredentials } from "./credentials";
 import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
 import { makePrefixer, renderLogLine } from "./prefix";
 import { Supervisor, type ChildExit, type ManagedChild } from "./supervisor";
@@ -62,8 +63,10 @@ export const runLauncher = async (): Promise<number> => {
       if (line.startsWith(EMBEDDED_READY)) return; // carries the password: never printed or logged
       if (name === "postgres") {
         postgresLog?.write(`${line}\n`);
-        // The server's routine LOG lines go to .porter/postgres.log only.
-        if (!/^embedded PostgreSQL|ERROR|FATAL|PANIC|WARNING/.test(line) || /terminating connection due to administrator command/.test(line)) return;
+        // The server's routine LOG lines go to .porter/postgres.log only, and so do its ERROR lines:
+        // a refused statement's error quotes the value it failed on (a payload), and the client
+        // that ran it logs the error itself, without that value (@porter/db/logger).
+        if (!/^embedded PostgreSQL|FATAL|PANIC|WARNING/.test(line) || /terminating connection due to administrator command/.test(line)) return;
       }
       (stream === "stderr" ? process.stderr : process.stdout).write(`${prefix(name)}${renderLogLine(line)}\n`);
     },
@@ -227,16 +230,29 @@ export const runLauncher = async (): Promise<number> => {
     const consoleChild = supervisor.running.find((c) => c.spec.name === "console");
     if (consoleChild) consoleChild.spec.restart = true;
 
+    // One-time credentials (a generated admin password, a new producer key) reach a terminal
+    // only; redirected output gets the path of a 0600 file instead (credentials.ts).
+    const isPasswordGenerated = seed.adminCreated && Boolean(seed.adminPassword);
+    const credentials = await presentCredentials({
+      lines: [
+        ...(isPasswordGenerated ? seedSummaryLines({ ...seed, producerKey: undefined }) : []),
+        ...seedSummaryLines({ adminEmail: seed.adminEmail, adminCreated: false, ...(seed.producerKey ? { producerKey: seed.producerKey } : {}) }),
+      ],
+      isTty: Boolean(process.stdout.isTTY),
+      path: join(home, CREDENTIALS_FILE_NAME),
+    });
     const banner = [
       "",
       "Porter is running.",
       `  console:      ${consoleUrl}`,
-      ...(seed.adminCreated
-        ? seedSummaryLines({ ...seed, producerKey: undefined })
-        : hasAdmin
-          ? [`  admin login:  ${env.PORTER_ADMIN_EMAIL}${env.PORTER_ADMIN_PASSWORD ? " / the password in PORTER_ADMIN_PASSWORD" : " (password printed at the first start)"}`]
-          : []),
-      ...seedSummaryLines({ adminEmail: seed.adminEmail, adminCreated: false, ...(seed.producerKey ? { producerKey: seed.producerKey } : {}) }),
+      ...(isPasswordGenerated
+        ? []
+        : seed.adminCreated
+          ? seedSummaryLines({ ...seed, producerKey: undefined })
+          : hasAdmin
+            ? [`  admin login:  ${env.PORTER_ADMIN_EMAIL}${env.PORTER_ADMIN_PASSWORD ? " / the password in PORTER_ADMIN_PASSWORD" : " (password shown at the first start)"}`]
+            : []),
+      ...credentials,
       `  workers:      ${pools.length ? pools.map((p) => `worker:${p}`).join(", ") : "none"}`,
       `  try:          npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload '{"ms":10}'`,
       "  stop:         Ctrl-C",
