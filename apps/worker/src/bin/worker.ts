@@ -100,7 +100,57 @@ const main = async (): Promise<void> => {
     onError: (error) => logger.warn("idle database connection failed", { err: error }),
   });
 
-  let worker: PorterWorker;
+  // One stop may arrive twice (the process group's copy and npm's relay): only a signal more than
+  // REPEATED_SIGNAL_WINDOW_MS after the first forces the stop.
+  const classify = createStopSignals();
+  // Installed before the worker starts (its start waits for a restarting database): a stop that
+  // arrives meanwhile is kept and carried out as soon as the worker is up, never lost to Node's
+  // default handler (which would kill the process undrained).
+  let worker: PorterWorker | undefined;
+  let isStopPending = false;
+  const drain = (running: PorterWorker) => {
+    void running
+      .drain()
+      .then(async (report) => {
+        await db.end().catch(() => undefined);
+        logger.info("drained; exiting", { finishedInGrace: report.finishedInGrace, handedBack: report.handedBack.length });
+        process.exit(0);
+      })
+      .catch((error: unknown) => {
+        logger.fatal("drain failed", { err: error });
+        process.exit(1);
+      });
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    const action = classify();
+    if (!worker) {
+      if (action === "force") {
+        logger.warn("second signal before the worker started: exiting", { signal });
+        process.exit(1);
+      }
+      if (action === "drain") logger.info("signal received while starting: draining once started", { signal });
+      isStopPending = true;
+      return;
+    }
+    const running = worker;
+    if (action === "repeat") {
+      logger.info("signal repeated within a second: already draining", { signal });
+      return;
+    }
+    if (action === "drain") {
+      logger.info("signal received: draining", { signal });
+      drain(running);
+      return;
+    }
+    logger.warn("second signal: handing back unfinished work now", { signal });
+    running.force();
+    setTimeout(() => {
+      logger.fatal("drain did not finish after a forced stop; exiting");
+      process.exit(1);
+    }, 10_000).unref();
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
   try {
     const warning = privilegeWarning(await inspectConnectionRole(db));
     if (warning) logger.warn(warning);
@@ -122,39 +172,10 @@ const main = async (): Promise<void> => {
     process.exit(1);
   }
 
-  // One stop may arrive twice (the process group's copy and npm's relay): only a signal more than
-  // REPEATED_SIGNAL_WINDOW_MS after the first forces the stop.
-  const classify = createStopSignals();
-  const onSignal = (signal: NodeJS.Signals) => {
-    const action = classify();
-    if (action === "repeat") {
-      logger.info("signal repeated within a second: already draining", { signal });
-      return;
-    }
-    if (action === "drain") {
-      logger.info("signal received: draining", { signal });
-      void worker
-        .drain()
-        .then(async (report) => {
-          await db.end().catch(() => undefined);
-          logger.info("drained; exiting", { finishedInGrace: report.finishedInGrace, handedBack: report.handedBack.length });
-          process.exit(0);
-        })
-        .catch((error: unknown) => {
-          logger.fatal("drain failed", { err: error });
-          process.exit(1);
-        });
-      return;
-    }
-    logger.warn("second signal: handing back unfinished work now", { signal });
-    worker.force();
-    setTimeout(() => {
-      logger.fatal("drain did not finish after a forced stop; exiting");
-      process.exit(1);
-    }, 10_000).unref();
-  };
-  process.on("SIGTERM", onSignal);
-  process.on("SIGINT", onSignal);
+  if (isStopPending) {
+    logger.info("worker started after a stop signal: draining");
+    drain(worker);
+  }
 };
 
 process.on("unhandledRejection", (reason) => {
