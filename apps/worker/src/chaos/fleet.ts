@@ -1,0 +1,173 @@
+// The chaos suite's worker fleet: N real worker processes (apps/worker/src/bin/worker.ts), each
+// SIGKILLable and replaced, with every exit, its code and its stderr kept as evidence.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import type pg from "pg";
+import { spawnWorker, type LogLine, type WorkerProcess } from "../testing/worker-process";
+
+const run = promisify(execFile);
+
+/** One worker process of the fleet, alive or not. */
+export type FleetMember = {
+  /** 1-based, in start order (`w3` is the third process started). */
+  index: number;
+  process: WorkerProcess;
+  /** The worker's id (its `workers` row), read from its "worker started" line. */
+  workerId: string | undefined;
+  startedAt: number;
+  /** Set when the suite SIGKILLed it. */
+  killedAt: number | undefined;
+  /** Set when the suite asked it to drain (SIGTERM) at the end. */
+  stoppedAt: number | undefined;
+  exit: { code: number | null; signal: NodeJS.Signals | null; at: number } | undefined;
+  /** Raw stderr (pino writes to stdout: anything here is a crash report or a runtime warning). */
+  stderr: string;
+};
+
+/** A terminated LISTEN connection and the worker process that held it. */
+export type ListenKill = { at: number; backendPid: number; member: FleetMember | undefined };
+
+export type FleetOptions = {
+  connectionString: string;
+  pool: string;
+  size: number;
+  /** `--concurrency` of each worker. */
+  concurrency: number;
+  /** How long a worker may take to log "worker started" (tsx compiles on a loaded machine). */
+  startTimeoutMs?: number;
+};
+
+/** The LISTEN connection's application_name (apps/worker/src/runtime/listener.ts). */
+export const LISTEN_APPLICATION_NAME = "porter-worker-listen";
+
+/** Starts, kills, replaces and finally drains the worker processes of one chaos run. */
+export class WorkerFleet {
+  readonly members: FleetMember[] = [];
+  /** Replacements being started (awaited by `stop`). */
+  private readonly starting = new Set<Promise<unknown>>();
+
+  constructor(private readonly options: FleetOptions) {}
+
+  /** Starts `size` workers and waits until each has logged "worker started". */
+  async start(): Promise<void> {
+    await Promise.all(Array.from({ length: this.options.size }, () => this.spawn()));
+  }
+
+  /** Members whose process has not exited. */
+  live(): FleetMember[] {
+    return this.members.filter((m) => m.killedAt === undefined && m.process.child.exitCode === null && m.process.child.signalCode === null);
+  }
+
+  /**
+   * SIGKILLs a random live worker (one that has started) and starts its replacement at once
+   * (not waiting for it to be ready, so kills stay on schedule). Returns the killed member.
+   */
+  async killOne(random: () => number): Promise<FleetMember | undefined> {
+    const candidates = this.live().filter((m) => m.workerId !== undefined);
+    const victim = candidates[Math.floor(random() * candidates.length)];
+    if (!victim) return undefined;
+    victim.killedAt = Date.now();
+    victim.process.child.kill("SIGKILL");
+    await victim.process.exited;
+    this.track(this.spawn());
+    return victim;
+  }
+
+  /**
+   * Terminates the LISTEN connection of one live worker (`pg_terminate_backend`), telling the
+   * worker's connections apart by application_name and its owner by the TCP port (`ss`).
+   */
+  async killListenConnection(admin: pg.Pool, database: string, random: () => number): Promise<ListenKill | undefined> {
+    const { rows } = await admin.query<{ pid: number; client_port: number }>(
+      `SELECT pid, client_port FROM pg_stat_activity WHERE application_name = $1 AND datname = $2`,
+      [LISTEN_APPLICATION_NAME, database],
+    );
+    const owners = await Promise.all(rows.map(async (row) => ({ row, member: await this.ownerOf(row.client_port) })));
+    const alive = owners.filter((o) => o.member && o.member.exit === undefined && o.member.killedAt === undefined);
+    const chosen = alive[Math.floor(random() * alive.length)] ?? owners[0];
+    if (!chosen) return undefined;
+    await admin.query(`SELECT pg_terminate_backend($1)`, [chosen.row.pid]);
+    return { at: Date.now(), backendPid: chosen.row.pid, member: chosen.member };
+  }
+
+  /** SIGTERMs every live worker (a graceful drain) and waits for all exits, replacements included. */
+  async stop(timeoutMs = 30_000): Promise<void> {
+    await Promise.allSettled([...this.starting]);
+    const live = this.members.filter((m) => m.exit === undefined);
+    for (const member of live) {
+      member.stoppedAt = Date.now();
+      member.process.child.kill("SIGTERM");
+    }
+    const deadline = new Promise((resolve) => setTimeout(resolve, timeoutMs).unref());
+    await Promise.race([Promise.all(live.map((m) => m.process.exited)), deadline]);
+    for (const member of live) {
+      if (member.exit === undefined) member.process.child.kill("SIGKILL");
+    }
+    await Promise.all(live.map((m) => m.process.exited));
+  }
+
+  /** SIGKILLs whatever still runs (cleanup after a failed run). */
+  async killAll(): Promise<void> {
+    await Promise.allSettled([...this.starting]);
+    for (const member of this.members) if (member.exit === undefined) member.process.child.kill("SIGKILL");
+    await Promise.all(this.members.map((m) => m.process.exited));
+  }
+
+  /** Exits the suite did not cause: neither its SIGKILL nor its final SIGTERM (or a drain that did not exit 0). */
+  unexpectedExits(): FleetMember[] {
+    return this.members.filter((m) => {
+      if (!m.exit || m.killedAt !== undefined) return false;
+      if (m.stoppedAt !== undefined && m.exit.at >= m.stoppedAt) return m.exit.code !== 0;
+      return true;
+    });
+  }
+
+  /** Parsed log lines of every member, each with its member. */
+  logs(): Array<{ member: FleetMember; line: LogLine }> {
+    return this.members.flatMap((member) => member.process.logs().map((line) => ({ member, line })));
+  }
+
+  private track(promise: Promise<unknown>): void {
+    const tracked = promise.catch(() => undefined).finally(() => this.starting.delete(tracked));
+    this.starting.add(tracked);
+  }
+
+  private async spawn(): Promise<FleetMember> {
+    const process = spawnWorker({
+      connectionString: this.options.connectionString,
+      pool: this.options.pool,
+      args: ["--concurrency", String(this.options.concurrency)],
+    });
+    const member: FleetMember = {
+      index: this.members.length + 1,
+      process,
+      workerId: undefined,
+      startedAt: Date.now(),
+      killedAt: undefined,
+      stoppedAt: undefined,
+      exit: undefined,
+      stderr: "",
+    };
+    this.members.push(member);
+    process.child.stderr?.on("data", (chunk: Buffer) => {
+      member.stderr += chunk.toString("utf8");
+    });
+    void process.exited.then((exit) => {
+      member.exit = exit;
+    });
+    const started = await process.waitForLog((line) => line.msg === "worker started", this.options.startTimeoutMs ?? 60_000);
+    member.workerId = typeof started.workerId === "string" ? started.workerId : undefined;
+    return member;
+  }
+
+  /** The fleet member whose process owns the local TCP port `port` (from `ss -tnp`). */
+  private async ownerOf(port: number): Promise<FleetMember | undefined> {
+    try {
+      const { stdout } = await run("ss", ["-tnpH", "state", "established", `( sport = :${port} )`]);
+      const pid = Number(/pid=(\d+)/.exec(stdout)?.[1]);
+      return this.members.find((m) => m.process.child.pid === pid);
+    } catch {
+      return undefined;
+    }
+  }
+}
