@@ -1,5 +1,5 @@
+import { checkout } from "@porter/db/pool";
 import type pg from "pg";
-
 
 /** Raised when an effect is attempted under a lease this worker no longer holds. */
 export class StaleLeaseError extends Error {
@@ -25,7 +25,10 @@ export const applyEffect = async <T>(
   key: string,
   fn: (tx: pg.PoolClient) => Promise<T>,
 ): Promise<{ applied: boolean; result: T }> => {
-  const client = await pool.connect();
+  // Checked out with an error listener: PostgreSQL restarting while `fn` runs fails this call with
+  // a connection error (the attempt fails retryably) instead of crashing the worker process.
+  const { client, release } = await checkout(pool);
+  let broken: Error | undefined;
   try {
     await client.query("BEGIN");
     const lease = await client.query(
@@ -54,10 +57,12 @@ export const applyEffect = async <T>(
     await client.query("COMMIT");
     return { applied: true, result };
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => undefined);
+    await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
     throw error;
   } finally {
-    client.release();
+    release(broken);
   }
 };
 
