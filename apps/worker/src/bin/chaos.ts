@@ -17,6 +17,7 @@ Options:
   --duration-s <n>     length of the chaos phase (default 150, short 22)
   --workers <n>        worker processes (default 3)
   --rate <n>           jobs enqueued per second (default 60, short 40)
+  --restarts <n>       immediate PostgreSQL restarts, spread over the run (default 1)
   --seed <n>           seed of the job mix and the victims (default random; printed)
   --log-dir <dir>      where worker and server logs are written (default .porter/chaos/<seed>)
   -h, --help           show this help
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     "duration-s": { type: "string" },
     workers: { type: "string" },
     rate: { type: "string" },
+    restarts: { type: "string" },
     seed: { type: "string" },
     "log-dir": { type: "string" },
     help: { type: "boolean", short: "h" },
@@ -51,8 +53,11 @@ const int = (name: string, value: string | undefined): number | undefined => {
 const profile = values.short ? SHORT_CHAOS : FULL_CHAOS;
 const durationS = int("duration-s", values["duration-s"]);
 const seed = int("seed", values.seed) ?? randomInt(1, 2 ** 31);
+const base = profile(durationS ? durationS * 1000 : undefined);
+const restarts = int("restarts", values.restarts);
 const options = {
-  ...profile(durationS ? durationS * 1000 : undefined),
+  ...base,
+  ...(restarts ? { restartsAtMs: Array.from({ length: restarts }, (_, i) => Math.round((base.durationMs * (i + 1)) / (restarts + 1))) } : {}),
   seed,
   workers: int("workers", values.workers) ?? 3,
   ...(values.rate ? { jobsPerSecond: int("rate", values.rate)! } : {}),

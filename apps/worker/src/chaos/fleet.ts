@@ -15,6 +15,8 @@ export type FleetMember = {
   /** The worker's id (its `workers` row), read from its "worker started" line. */
   workerId: string | undefined;
   startedAt: number;
+  /** When it logged "worker started" (registered, claiming). */
+  readyAt: number | undefined;
   /** Set when the suite SIGKILLed it. */
   killedAt: number | undefined;
   /** Set when the suite asked it to drain (SIGTERM) at the end. */
@@ -58,12 +60,27 @@ export class WorkerFleet {
     return this.members.filter((m) => m.killedAt === undefined && m.process.child.exitCode === null && m.process.child.signalCode === null);
   }
 
+  /** Live members that have started (logged "worker started"). */
+  ready(): FleetMember[] {
+    return this.live().filter((m) => m.readyAt !== undefined);
+  }
+
+  /** Waits until `size` members are ready (a replacement takes seconds to start on a loaded machine). */
+  async waitUntilFull(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.ready().length < this.options.size) {
+      if (Date.now() > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return true;
+  }
+
   /**
-   * SIGKILLs a random live worker (one that has started) and starts its replacement at once
-   * (not waiting for it to be ready, so kills stay on schedule). Returns the killed member.
+   * SIGKILLs a random ready worker and starts its replacement at once (not waiting for it to be
+   * ready). Returns the killed member.
    */
   async killOne(random: () => number): Promise<FleetMember | undefined> {
-    const candidates = this.live().filter((m) => m.workerId !== undefined);
+    const candidates = this.ready();
     const victim = candidates[Math.floor(random() * candidates.length)];
     if (!victim) return undefined;
     victim.killedAt = Date.now();
@@ -143,6 +160,7 @@ export class WorkerFleet {
       process,
       workerId: undefined,
       startedAt: Date.now(),
+      readyAt: undefined,
       killedAt: undefined,
       stoppedAt: undefined,
       exit: undefined,
@@ -157,6 +175,7 @@ export class WorkerFleet {
     });
     const started = await process.waitForLog((line) => line.msg === "worker started", this.options.startTimeoutMs ?? 60_000);
     member.workerId = typeof started.workerId === "string" ? started.workerId : undefined;
+    member.readyAt = typeof started.time === "number" ? started.time : Date.now();
     return member;
   }
 

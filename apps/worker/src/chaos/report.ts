@@ -13,11 +13,18 @@ export const formatReport = (checks: Check[], a: ChaosActions): string => {
     ["duration", `${s(a.chaosMs)} of chaos + ${s(a.settleMs)} to settle (${s(a.totalMs)} in all, cluster and fleet start included)`],
     ["fleet", `${a.workers} worker processes × concurrency ${a.concurrency}; ${a.workersStarted} started in all`],
     ["SIGKILLs", `${a.kills.length} (${a.kills.map((k) => `w${k.member.index}`).join(" ") || "none"}), each replaced at once`],
-    ["PostgreSQL restarts", `1 × pg_ctl restart -m immediate (accepting again after ${s(a.restartMs)})`],
+    [
+      "PostgreSQL restarts mid-run",
+      `${a.restarts.length} × pg_ctl restart -m immediate (accepting again after ${a.restarts.map((r) => s(r.ms)).join(", ") || "-"})`,
+    ],
+    [
+      "transactional-enqueue crash case",
+      `${a.crashCase.commits} producer transactions committed (${a.crashCase.commitsInLastSecond} in the last second), then an immediate restart on the quiet server (back after ${s(a.crashCase.ms)})`,
+    ],
     ["LISTEN connections terminated", `${a.listenKills.length} (${a.listenKills.map((k) => `w${k.member?.index ?? "?"}`).join(" ") || "none"})`],
     ["jobs acknowledged", `${acknowledged}: ${kinds.effect} diag.effect, ${kinds.sleep} diag.sleep, ${kinds.transient} transient + ${kinds.permanent} permanent diag.fail; ${a.jobsTotal} jobs in the database in all`],
     ["enqueue calls refused (server down)", String(a.failedEnqueueCalls)],
-    ["transactional commits", `${a.transactionalCommits} acknowledged (${a.transactionalCommitsLastSecond} in the last second before the restart), ${a.failedTransactions} failed`],
+    ["transactional commits", `${a.transactionalCommits} acknowledged (${a.restarts.map((r) => r.commitsInLastSecond).join(", ")} in the last second before the mid-run restart), ${a.failedTransactions} failed`],
     ["seed", String(a.seed)],
   ];
   const lines = [

@@ -20,7 +20,7 @@ export type ChaosOptions = {
   /** A worker is SIGKILLed (and replaced) this often. */
   killEveryMs: number;
   /** When, within the chaos phase, PostgreSQL is restarted (`pg_ctl restart -m immediate`). */
-  restartAtMs: number;
+  restartsAtMs: number[];
   /** When, within the chaos phase, a worker's LISTEN connection is terminated. */
   listenKillsAtMs: number[];
   jobsPerSecond: number;
@@ -51,16 +51,24 @@ export type ChaosActions = {
   settleMs: number;
   totalMs: number;
   kills: Array<{ at: number; member: FleetMember }>;
-  restartMs: number;
+  /** The mid-run restarts. */
+  restarts: Restart[];
+  /** The transactional-enqueue crash case, before the fleet starts. */
+  crashCase: Restart & { commits: number };
   listenKills: ListenKill[];
   acknowledgedByKind: Record<JobKind, number>;
   failedEnqueueCalls: number;
   transactionalCommits: number;
-  transactionalCommitsLastSecond: number;
   failedTransactions: number;
   workersStarted: number;
   jobsTotal: number;
 };
+
+/** One immediate restart: when it was issued, how long until the server accepted connections again. */
+export type Restart = { at: number; ms: number; commitsInLastSecond: number };
+
+/** No SIGKILL this long after the server is back: the workers that lived through it must recover by themselves. */
+const QUIET_AFTER_RESTART_MS = 5_000;
 
 export type ChaosReport = { isOk: boolean; checks: Check[]; actions: ChaosActions; table: string };
 
@@ -87,6 +95,15 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const cluster = await startRestartableCluster({ isMigrated: true, settings: { max_connections: "300" } });
   progress(`cluster up on port ${cluster.port} (${Date.now() - began} ms)`);
   const db = createPool(cluster.connectionString, { max: 24, applicationName: "porter-chaos", connectionTimeoutMillis: 5_000 });
+  // The producers stand for a Porter-using application (the console's enqueue path): a connection
+  // error that only this listener hears (no listener of Porter's own, not the pool's idle one)
+  // would have crashed that process with an unhandled 'error' event. Heard here, kept as evidence.
+  const unhandledClientErrors: string[] = [];
+  db.on("connect", (client) =>
+    client.on("error", (error) => {
+      if (client.listenerCount("error") <= 1) unhandledClientErrors.push(`${new Date().toISOString()} ${error.message}`);
+    }),
+  );
   const fleet = new WorkerFleet({ connectionString: cluster.connectionString, pool: "background", size: options.workers, concurrency: options.concurrency });
   try {
     await seedDemo(db, { actor: "chaos", adminEmail: "admin@porter.local", adminPassword: "chaos-suite-admin" });
@@ -98,51 +115,72 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       { actor: "chaos", reason: "chaos run: short lease and backoff so crashed attempts come back within the run" },
     );
     await db.query(ORDERS_TABLE_SQL);
+    const transactional = new TransactionalProducer(db, { runId, concurrency: options.transactionalProducers });
+    const crashCase = await transactionalCrashCase(cluster, transactional);
+    progress(
+      `transactional-enqueue crash case: ${crashCase.commits} commits, ${crashCase.commitsInLastSecond} in the last second, server back after ${crashCase.ms} ms`,
+    );
     await fleet.start();
     progress(`${options.workers} workers started (${Date.now() - began} ms)`);
 
     const mix = new MixProducer(db, { runId, jobsPerSecond: options.jobsPerSecond, random });
-    const transactional = new TransactionalProducer(db, { runId, concurrency: options.transactionalProducers });
     const kills: ChaosActions["kills"] = [];
     const listenKills: ListenKill[] = [];
-    let restartAt = Number.POSITIVE_INFINITY;
-    let restartMs = 0;
-    let lastSecondCommits = 0;
+    const restarts: Restart[] = [];
+    let quietUntil = 0;
 
     const t0 = Date.now();
     mix.start();
     const killLoop = (async () => {
+      // A kill waits until the fleet is full again (the replacement of the last one is ready) and
+      // until the quiet time after a restart has passed; later kills keep their spacing.
       for (let next = options.killEveryMs; next < options.durationMs; next += options.killEveryMs) {
         await sleep(t0 + next - Date.now());
+        while (Date.now() < quietUntil || !(await fleet.waitUntilFull(250))) {
+          if (Date.now() - t0 >= options.durationMs) return;
+          await sleep(100);
+        }
+        if (Date.now() - t0 >= options.durationMs) return;
         const victim = await fleet.killOne(random);
         if (victim) {
           kills.push({ at: Date.now(), member: victim });
           progress(`SIGKILL w${victim.index} at +${Date.now() - t0} ms`);
         }
+        next = Math.max(next, Date.now() - t0);
       }
     })();
     const listenLoop = (async () => {
       for (const at of options.listenKillsAtMs) {
         await sleep(t0 + at - Date.now());
-        const kill = await fleet.killListenConnection(db, "porter", random).catch(() => undefined);
-        if (kill) {
-          listenKills.push(kill);
-          progress(`terminated the LISTEN connection of w${kill.member?.index ?? "?"} at +${Date.now() - t0} ms`);
+        // Retried for a while: the server may be restarting, or the listeners reconnecting.
+        for (let tries = 0; tries < 50; tries++) {
+          const kill = await fleet.killListenConnection(db, "porter", random).catch(() => undefined);
+          if (kill?.member) {
+            listenKills.push(kill);
+            progress(`terminated the LISTEN connection of w${kill.member.index} at +${Date.now() - t0} ms`);
+            break;
+          }
+          await sleep(200);
         }
       }
     })();
     const restartLoop = (async () => {
-      // The transactional producers commit as fast as they can into the restart.
-      await sleep(t0 + options.restartAtMs - 1_500 - Date.now());
-      transactional.start();
-      await sleep(t0 + options.restartAtMs - Date.now());
-      restartAt = Date.now();
-      lastSecondCommits = transactional.committedAt.filter((at) => at > restartAt - 1_000).length;
-      await cluster.restartImmediate();
-      restartMs = Date.now() - restartAt;
-      progress(`PostgreSQL restarted (immediate) at +${restartAt - t0} ms, back after ${restartMs} ms`);
-      await sleep(1_000);
-      await transactional.stop();
+      for (const offset of options.restartsAtMs) {
+        // The transactional producers commit as fast as they can into the restart.
+        await sleep(t0 + offset - 1_500 - Date.now());
+        transactional.start();
+        await sleep(t0 + offset - Date.now());
+        quietUntil = Number.POSITIVE_INFINITY;
+        const at = Date.now();
+        const commitsInLastSecond = transactional.committedAt.filter((c) => c > at - 1_000).length;
+        await cluster.restartImmediate();
+        const ms = Date.now() - at;
+        quietUntil = Date.now() + QUIET_AFTER_RESTART_MS;
+        restarts.push({ at, ms, commitsInLastSecond });
+        progress(`PostgreSQL restarted (immediate) at +${at - t0} ms, back after ${ms} ms`);
+        await sleep(1_000);
+        await transactional.stop();
+      }
     })();
     await Promise.all([killLoop, listenLoop, restartLoop, sleep(options.durationMs)]);
     await mix.stop();
@@ -167,8 +205,9 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       fleet,
       acknowledged: mix.acknowledged,
       committedOrders: transactional.committed,
-      restartAt,
+      restarts,
       listenKills,
+      unhandledClientErrors,
     });
     const { rows } = await db.query<{ n: number }>(`SELECT (SELECT count(*) FROM jobs) + (SELECT count(*) FROM finished_jobs) AS n`);
     const acknowledgedByKind: Record<JobKind, number> = { effect: 0, sleep: 0, transient: 0, permanent: 0 };
@@ -181,12 +220,12 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       settleMs,
       totalMs: Date.now() - began,
       kills,
-      restartMs,
+      restarts,
+      crashCase,
       listenKills,
       acknowledgedByKind,
       failedEnqueueCalls: mix.failedCalls,
       transactionalCommits: transactional.committed.size,
-      transactionalCommitsLastSecond: lastSecondCommits,
       failedTransactions: transactional.failedTransactions,
       workersStarted: fleet.members.length,
       jobsTotal: Number(rows[0]!.n),
@@ -199,6 +238,29 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     await db.end().catch(() => undefined);
     await cluster.stop();
   }
+};
+
+/**
+ * The transactional-enqueue crash case, on a quiet server (no fleet yet): the transactional
+ * producers commit for 1.5 s, and the server is restarted immediately while they do. With nothing
+ * else committing, a COMMIT that was acknowledged but not flushed to WAL (an asynchronous commit)
+ * is certain to be lost — other traffic's synchronous commits would flush it along with theirs,
+ * which is why the mid-run restart alone can miss it. Every acknowledged order is checked at the
+ * end (its row, its job, and that the job ran).
+ */
+const transactionalCrashCase = async (
+  cluster: { restartImmediate: () => Promise<void> },
+  transactional: TransactionalProducer,
+): Promise<Restart & { commits: number }> => {
+  const before = transactional.committed.size;
+  transactional.start();
+  await sleep(1_500);
+  const at = Date.now();
+  const commitsInLastSecond = transactional.committedAt.filter((c) => c > at - 1_000).length;
+  await cluster.restartImmediate();
+  const ms = Date.now() - at;
+  await transactional.stop();
+  return { at, ms, commitsInLastSecond, commits: transactional.committed.size - before };
 };
 
 const writeLogs = async (dir: string, fleet: WorkerFleet, serverLog: string): Promise<void> => {
