@@ -100,8 +100,9 @@ export class WorkerFleet {
       [LISTEN_APPLICATION_NAME, database],
     );
     const owners = await Promise.all(rows.map(async (row) => ({ row, member: await this.ownerOf(row.client_port) })));
+    // Only a connection whose owner is a live member of this fleet: the kill must be attributable.
     const alive = owners.filter((o) => o.member && o.member.exit === undefined && o.member.killedAt === undefined);
-    const chosen = alive[Math.floor(random() * alive.length)] ?? owners[0];
+    const chosen = alive[Math.floor(random() * alive.length)];
     if (!chosen) return undefined;
     await admin.query(`SELECT pg_terminate_backend($1)`, [chosen.row.pid]);
     return { at: Date.now(), backendPid: chosen.row.pid, member: chosen.member };

@@ -228,5 +228,5 @@ const describeExit = (m: FleetMember): string => {
     .slice(-2)
     .map((l) => `${l.msg}${l.err ? ` (${String((l.err as { message?: string }).message)})` : ""}`)
     .join("; ");
-  return `w${m.index} (${m.workerId}) exited code=${m.exit?.code} signal=${m.exit?.signal} at +${m.exit ? m.exit.at - m.startedAt : "?"} ms; stderr: ${crash || "(empty)"}; last warnings: ${lastLog || "(none)"}`;
+  return `w${m.index} (${m.workerId ?? "never started"}) exited code=${m.exit?.code} signal=${m.exit?.signal} at +${m.exit ? m.exit.at - m.startedAt : "?"} ms; stderr: ${crash || "(empty)"}; last warnings: ${lastLog || "(none)"}`;
 };
