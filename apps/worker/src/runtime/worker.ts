@@ -372,7 +372,7 @@ export class PorterWorker {
 
   private async handBackBuffered(jobs: ClaimedJob[]): Promise<void> {
     try {
-      await handBackJobs(this.options.db, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
+      await handBackJobs(this.options.db, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })));
       this.logger.debug("handed back buffered jobs", { n: jobs.length });
     } catch (error) {
       this.logger.warn("could not hand back buffered jobs; they run again once their leases expire", { err: error, n: jobs.length });

@@ -13,7 +13,7 @@ export type EffectScope = { id: string; jobId: string; tenantId: string; attempt
 
 /**
  * `ctx.effect(key, fn)`: runs `fn` at most once per (tenant, key), ever. In one transaction it
- * locks the job row under the caller's lease (FOR SHARE: lease rescue waits, and a stale attempt
+ * locks the job row under the caller's lease — token and attempt (FOR SHARE: lease rescue waits, and a stale attempt
  * is refused with StaleLeaseError), claims the ledger row, runs `fn` with the transaction's client
  * — so database writes made through it commit together with the ledger row — and stores `fn`'s
  * result. When the key was applied before (by an earlier attempt or another job of the tenant),
@@ -32,8 +32,8 @@ export const applyEffect = async <T>(
   try {
     await client.query("BEGIN");
     const lease = await client.query(
-      `SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2 AND state = 'RUNNING' FOR SHARE`,
-      [scope.id, scope.leaseToken],
+      `SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2 AND attempt = $3 AND state = 'RUNNING' FOR SHARE`,
+      [scope.id, scope.leaseToken, scope.attempt],
     );
     if (!lease.rowCount) throw new StaleLeaseError(scope.jobId);
     const claimed = await client.query(

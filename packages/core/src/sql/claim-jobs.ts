@@ -101,8 +101,10 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
  * and resource-key start rates (token buckets, debited in the same statement). Count-then-claim is
  * serialized by an advisory lock (global when a cross-pool limit exists, per pool for pool-local
  * caps), so no limit is exceeded at any instant across any number of workers. One fencing token
- * per batch. Claims commit with synchronous_commit off: a claim lost in a crash only means its
- * lease expires. A named prepared statement, planned once per connection.
+ * per batch. Claims commit synchronously (20261202000300_durable_claim): the rows reach the worker
+ * only once the claim — state, attempt, token — is flushed, so a crash of PostgreSQL cannot forget a
+ * claim a worker acts on (that ran jobs twice at one attempt, without a record). A named prepared
+ * statement, planned once per connection.
  */
 export const claimJobs = async (
   db: Db,

@@ -19,7 +19,7 @@ const jobs = (tenant: string, count: number, queue = "q1"): EnqueueInput[] =>
 const burst = async (tenant: string, count: number, queue = "q1") => {
   for (let done = 0; done < count; done += 1000) await enqueueJobs(db.pool, jobs(tenant, Math.min(1000, count - done), queue));
 };
-const ack = (batch: ClaimedJob[]) => completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, result: null })));
+const ack = (batch: ClaimedJob[]) => completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.ceil(p * values.length) - 1]!;
 
 beforeEach(async () => {
