@@ -1,10 +1,11 @@
 // A throwaway PostgreSQL cluster that a crash test may restart with `pg_ctl restart -m immediate`
 // (the shared test server on :5432 must never be restarted: other suites run on it). It uses the
-// machine's PostgreSQL binaries (PORTER_PG_BIN, default /usr/lib/postgresql/15/bin). initdb
+// machine's PostgreSQL binaries (PORTER_PG_BIN, default the newest /usr/lib/postgresql/<v>/bin,
+// 15 on this machine). initdb
 // refuses to run as root, so as root every binary runs as the `postgres` OS user (`runuser`),
 // with the data directory in a temp folder that user owns.
 import { execFile, execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,7 +24,7 @@ export type RestartableClusterOptions = {
   isMigrated?: boolean;
   /** Extra `postgresql.conf` settings, e.g. `{ max_connections: "300" }`. */
   settings?: Record<string, string>;
-  /** Directory of `initdb`/`pg_ctl`. Default PORTER_PG_BIN or /usr/lib/postgresql/15/bin. */
+  /** Directory of `initdb`/`pg_ctl`. Default PORTER_PG_BIN, else the newest /usr/lib/postgresql/<v>/bin. */
   binDir?: string;
 };
 
@@ -49,7 +50,19 @@ export type RestartableCluster = {
   tailLog: (lines?: number) => string;
 };
 
-const DEFAULT_BIN = "/usr/lib/postgresql/15/bin";
+/** The newest Debian-layout PostgreSQL install that has initdb. */
+function defaultBinDir(): string {
+  const root = "/usr/lib/postgresql";
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => existsSync(join(root, v, "bin", "initdb")))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (!versions[0]) {
+    throw new Error(`no PostgreSQL server binaries in ${root}/<version>/bin (apt-get install postgresql), or set PORTER_PG_BIN`);
+  }
+  return join(root, versions[0], "bin");
+}
 
 /**
  * Creates (initdb, ~1 s) and starts a PostgreSQL cluster of its own on a free port. Settings
@@ -59,7 +72,7 @@ const DEFAULT_BIN = "/usr/lib/postgresql/15/bin";
  * leaves it behind: it is a temp directory `porter-pg-*`).
  */
 export async function startRestartableCluster(opts: RestartableClusterOptions = {}): Promise<RestartableCluster> {
-  const binDir = opts.binDir ?? process.env.PORTER_PG_BIN ?? DEFAULT_BIN;
+  const binDir = opts.binDir ?? process.env.PORTER_PG_BIN ?? defaultBinDir();
   const database = opts.database ?? "porter";
   const isRoot = process.getuid?.() === 0;
   const root = mkdtempSync(join(tmpdir(), "porter-pg-"));
