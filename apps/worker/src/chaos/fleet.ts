@@ -111,6 +111,11 @@ export class WorkerFleet {
   /** SIGTERMs every live worker (a graceful drain) and waits for all exits, replacements included. */
   async stop(timeoutMs = 30_000): Promise<void> {
     await Promise.allSettled([...this.starting]);
+    // bin/worker.ts installs its SIGTERM handler just after "worker started" is logged: a signal
+    // in that window kills the process undrained (reported in docs/chaos.md); a drain is asked
+    // only of a worker that has been up for a second.
+    const newest = Math.max(0, ...this.members.map((m) => m.readyAt ?? 0));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, newest + 1_000 - Date.now())));
     const live = this.members.filter((m) => m.exit === undefined);
     for (const member of live) {
       member.stoppedAt = Date.now();
