@@ -1,12 +1,21 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { claimJobs, handBackJobs, heartbeatWorker, registerWorker, stopWorker, type ClaimedJob } from "@porter/core";
+import {
+  claimJobs,
+  handBackJobs,
+  heartbeatWorker,
+  registerWorker,
+  startJobs,
+  stopWorker,
+  WORKER_HEARTBEAT_INTERVAL_MS,
+  type ClaimedJob,
+} from "@porter/core";
 import type pg from "pg";
 import { defaultHandlerRegistry, type HandlerRegistry } from "../handlers";
 import type { Logger } from "../logger";
 import { Attempt, type AttemptDeps } from "./attempt";
 import { Completer } from "./completer";
-import { HandedBackError } from "./errors";
+import { HandedBackError, isConnectionError } from "./errors";
 import { LeaseKeeper } from "./lease-keeper";
 import { NotificationListener } from "./listener";
 import { MaintenanceLeader, type MaintenanceLeaderOptions } from "./maintenance-leader";
@@ -63,8 +72,14 @@ export type WorkerOptions = {
   flushIntervalMs?: number;
   /** Completer: a batch this large is written at once. Default 500. */
   flushBatch?: number;
-  /** Worker liveness row update. Default 5 000 ms. */
+  /**
+   * Worker liveness row update. Default `WORKER_HEARTBEAT_INTERVAL_MS` (@porter/core
+   * worker-liveness.ts); the maintenance leader counts a worker lost after `WORKER_LOST_AFTER_MS`
+   * without one and releases its jobs, so a longer interval than that default is unsafe.
+   */
   workerHeartbeatMs?: number;
+  /** How long `start` waits for an unreachable database (a server restarting) before failing. Default 60 000 ms. */
+  startTimeoutMs?: number;
   /** Take part in maintenance leadership. Default true. */
   maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs" | "vacuumEveryMs">;
 };
@@ -91,7 +106,26 @@ const DEFAULTS = {
   maxBufferMs: 2_000,
   prefetchWindowMs: 50,
   prefetchMax: 1_000,
-  workerHeartbeatMs: 5_000,
+  workerHeartbeatMs: WORKER_HEARTBEAT_INTERVAL_MS,
+  startTimeoutMs: 60_000,
+};
+
+/**
+ * Runs `fn` until it does not fail with a connection error (PostgreSQL restarting: 57P03, refused,
+ * terminated), with capped backoff and a log line per failure, for at most `timeoutMs`.
+ */
+const untilReachable = async <T>(fn: () => Promise<T>, logger: Logger, what: string, timeoutMs: number): Promise<T> => {
+  const deadline = Date.now() + timeoutMs;
+  for (let failures = 1; ; failures++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!isConnectionError(error) || Date.now() >= deadline) throw error;
+      const retryInMs = jitter(Math.min(250 * 2 ** failures, 5000));
+      logger.warn(`database not reachable (${what}); retrying`, { err: error, retryInMs });
+      await sleep(retryInMs);
+    }
+  }
 };
 
 /**
@@ -114,8 +148,14 @@ export class PorterWorker {
   private rateSince = performance.now();
   private startRate = 0;
   private readonly attemptDeps: AttemptDeps;
-  /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. */
+  /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. Not started (`isStarted` false). */
   private readonly buffer: Array<{ job: ClaimedJob; at: number }> = [];
+  /** Buffered jobs given a slot, waiting for the next start statement (`startJobs`). */
+  private readonly starting: ClaimedJob[] = [];
+  /** Slots held by jobs leaving the buffer: waiting for or inside the start statement. */
+  private startingCount = 0;
+  private startFlight: Promise<void> | undefined;
+  private isStartScheduled = false;
   private bufferTimer: NodeJS.Timeout | undefined;
   private readonly attempts = new Map<string, Attempt>();
   private readonly waker = new Waker();
@@ -202,9 +242,13 @@ export class PorterWorker {
 
   /** Looks up the pool, registers the worker and starts claiming. */
   static async start(options: WorkerOptions): Promise<PorterWorker> {
-    const { rows } = await options.db.query<{ worker_concurrency: number }>(`SELECT worker_concurrency FROM pools WHERE id = $1`, [
-      options.poolId,
-    ]);
+    const timeoutMs = options.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
+    const { rows } = await untilReachable(
+      () => options.db.query<{ worker_concurrency: number }>(`SELECT worker_concurrency FROM pools WHERE id = $1`, [options.poolId]),
+      options.logger,
+      "reading the pool",
+      timeoutMs,
+    );
     const pool = rows[0];
     if (!pool) throw new Error(`unknown pool "${options.poolId}"`);
     const concurrency = options.concurrency ?? pool.worker_concurrency;
@@ -240,14 +284,20 @@ export class PorterWorker {
   }
 
   private async begin(): Promise<void> {
-    await registerWorker(this.options.db, {
-      id: this.id,
-      poolId: this.options.poolId,
-      host: os.hostname(),
-      pid: process.pid,
-      version: this.version,
-      concurrency: this.concurrency,
-    });
+    await untilReachable(
+      () =>
+        registerWorker(this.options.db, {
+          id: this.id,
+          poolId: this.options.poolId,
+          host: os.hostname(),
+          pid: process.pid,
+          version: this.version,
+          concurrency: this.concurrency,
+        }),
+      this.logger,
+      "registering the worker",
+      this.options.startTimeoutMs ?? DEFAULTS.startTimeoutMs,
+    );
     this.logger.info("worker started", { concurrency: this.concurrency, version: this.version, handlers: [...this.handlers.keys()] });
     this.leaseKeeper.start();
     this.listener.start();
@@ -282,7 +332,10 @@ export class PorterWorker {
         const claimStartedAt = performance.now();
         const nudgesBefore = this.nudges;
         try {
-          jobs = await claimJobs(this.options.db, { poolId: this.options.poolId, workerId: this.id, limit: free });
+          // The jobs for free slots start at once and are marked started by the claim itself; the
+          // prefetched rest are marked when they leave the buffer (`startBuffered`).
+          const slots = Math.max(0, this.concurrency - this.attempts.size - this.startingCount - this.buffer.length);
+          jobs = await claimJobs(this.options.db, { poolId: this.options.poolId, workerId: this.id, limit: free, start: slots });
           errors = 0;
           this.logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
         } catch (error) {
@@ -296,7 +349,10 @@ export class PorterWorker {
         this.isClaiming = false;
         if (this.isDrainingFlag && jobs.length > 0) this.logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         const at = Date.now();
-        for (const job of jobs) this.buffer.push({ job, at });
+        for (const job of jobs) {
+          if (job.isStarted) this.launch(job);
+          else this.buffer.push({ job, at });
+        }
         this.pump();
         // A short claim means the queue is empty for now — unless work was announced while it ran
         // (its NOTIFY may have come after the claim's snapshot): then claim again.
@@ -314,7 +370,7 @@ export class PorterWorker {
 
   /** How many more jobs this worker may hold: free slots plus the prefetch, minus the buffer. */
   private room(): number {
-    return this.concurrency + this.prefetchNow - this.attempts.size - this.buffer.length;
+    return this.concurrency + this.prefetchNow - this.attempts.size - this.startingCount - this.buffer.length;
   }
 
   /** The prefetch ceiling: the fixed option, or the jobs started in the prefetch window at the current rate. */
@@ -335,10 +391,14 @@ export class PorterWorker {
     return Math.min(max, Math.max(this.concurrency, Math.round(this.startRate * window)));
   }
 
-  /** Starts buffered jobs while slots are free. */
+  /** Gives free slots to buffered jobs (they start once marked started: `startBuffered`). */
   private pump(): void {
     const hadBuffer = this.buffer.length > 0;
-    while (this.attempts.size < this.concurrency && this.buffer.length > 0) this.launch(this.buffer.shift()!.job);
+    while (this.attempts.size + this.startingCount < this.concurrency && this.buffer.length > 0) {
+      this.starting.push(this.buffer.shift()!.job);
+      this.startingCount += 1;
+    }
+    this.scheduleStarts();
     const ceiling = this.prefetchCeiling();
     if (this.prefetchNow > ceiling) {
       this.prefetchNow = ceiling;
@@ -376,6 +436,50 @@ export class PorterWorker {
       this.logger.debug("handed back buffered jobs", { n: jobs.length });
     } catch (error) {
       this.logger.warn("could not hand back buffered jobs; they run again once their leases expire", { err: error, n: jobs.length });
+    }
+  }
+
+  /**
+   * Buffered jobs given a slot are marked started in one statement for all that left the buffer in
+   * this turn of the event loop (one statement in flight; those arriving meanwhile go in the next),
+   * and only then run: a prefetched job whose worker dies before that is released as `not_started`
+   * and keeps its attempt.
+   */
+  private scheduleStarts(): void {
+    if (this.isStartScheduled || this.startFlight || this.starting.length === 0) return;
+    this.isStartScheduled = true;
+    setImmediate(() => {
+      this.isStartScheduled = false;
+      if (this.startFlight || this.starting.length === 0) return;
+      this.startFlight = this.startBuffered(this.starting.splice(0)).finally(() => {
+        this.startFlight = undefined;
+        this.scheduleStarts();
+      });
+    });
+  }
+
+  private async startBuffered(batch: ClaimedJob[]): Promise<void> {
+    let lost: Set<string>;
+    for (let failures = 1; ; failures++) {
+      try {
+        lost = new Set((await startJobs(this.options.db, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })))).lost);
+        break;
+      } catch (error) {
+        if (!isConnectionError(error) || failures >= 5) {
+          // Never run unmarked: these leases expire unheartbeated and are released as not started.
+          this.logger.warn("could not mark prefetched jobs started; they are released when their leases expire", { err: error, n: batch.length });
+          lost = new Set(batch.map((j) => j.id));
+          break;
+        }
+        await sleep(jitter(Math.min(100 * 2 ** failures, 2000)));
+      }
+    }
+    this.startingCount -= batch.length;
+    if (lost.size > 0) this.logger.debug("prefetched jobs lost their lease before they started", { n: lost.size });
+    for (const job of batch) if (!lost.has(job.id)) this.launch(job);
+    if (lost.size > 0) {
+      this.pump();
+      this.waker.wake();
     }
   }
 
@@ -462,8 +566,11 @@ export class PorterWorker {
     this.waker.wake();
     this.logger.info("draining: stopped claiming", { running: this.attempts.size, graceMs });
     await this.loopDone;
+    while (this.startFlight) await this.startFlight; // jobs being started become attempts (run within the grace)
     clearTimeout(this.bufferTimer);
-    const buffered = this.buffer.splice(0).map((b) => b.job);
+    const given = this.starting.splice(0); // given a slot, never sent to be started: back with the buffer
+    this.startingCount -= given.length;
+    const buffered = [...given, ...this.buffer.splice(0).map((b) => b.job)];
     if (buffered.length > 0) await this.handBackBuffered(buffered);
     await this.heartbeatWorker();
 
