@@ -99,7 +99,8 @@ export class WorkerFleet {
       `SELECT pid, client_port FROM pg_stat_activity WHERE application_name = $1 AND datname = $2`,
       [LISTEN_APPLICATION_NAME, database],
     );
-    const owners = await Promise.all(rows.map(async (row) => ({ row, member: await this.ownerOf(row.client_port) })));
+    const ports = await localPortOwners();
+    const owners = rows.map((row) => ({ row, member: this.members.find((m) => m.process.child.pid === ports.get(row.client_port)) }));
     // Only a connection whose owner is a live member of this fleet: the kill must be attributable.
     const alive = owners.filter((o) => o.member && o.member.exit === undefined && o.member.killedAt === undefined);
     const chosen = alive[Math.floor(random() * alive.length)];
@@ -184,15 +185,22 @@ export class WorkerFleet {
     member.readyAt = typeof started.time === "number" ? started.time : Date.now();
     return member;
   }
-
-  /** The fleet member whose process owns the local TCP port `port` (from `ss -tnp`). */
-  private async ownerOf(port: number): Promise<FleetMember | undefined> {
-    try {
-      const { stdout } = await run("ss", ["-tnpH", "state", "established", `( sport = :${port} )`]);
-      const pid = Number(/pid=(\d+)/.exec(stdout)?.[1]);
-      return this.members.find((m) => m.process.child.pid === pid);
-    } catch {
-      return undefined;
-    }
-  }
 }
+
+/** Local TCP port → pid of the process owning the socket, from one `ss -tnp` call. */
+const localPortOwners = async (): Promise<Map<number, number>> => {
+  const owners = new Map<number, number>();
+  try {
+    const { stdout } = await run("ss", ["-tnpH", "state", "established"]);
+    for (const line of stdout.split("\n")) {
+      // Recv-Q Send-Q Local:Port Peer:Port users:(("node",pid=123,fd=20))
+      const fields = line.trim().split(/\s+/);
+      const port = Number(fields[2]?.split(":").pop());
+      const pid = Number(/pid=(\d+)/.exec(line)?.[1]);
+      if (port && pid) owners.set(port, pid);
+    }
+  } catch {
+    // no ss: no owner known, no kill
+  }
+  return owners;
+};

@@ -16,6 +16,9 @@ export type Check = { name: string; expected: string; observed: string; isOk: bo
  */
 export const UNCOUNTED_OUTCOMES = ["handed_back", "not_started"];
 
+/** No SIGKILL this long after the server is back: the workers that lived through it must recover by themselves. */
+export const QUIET_AFTER_RESTART_MS = 5_000;
+
 export type ChaosFacts = {
   db: pg.Pool;
   fleet: WorkerFleet;
@@ -114,8 +117,8 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
   // emit an 'error' that nothing of Porter's listens to.
   checks.push(zeroCheck("producer connection errors nothing handled (a crash)", facts.unhandledClientErrors));
 
-  // 8. Every worker that lived through a restart (ready before it, not killed by the suite
-  // before the end) finished work again after it.
+  // 8. Every worker that lived through a restart (ready before it, not SIGKILLed until the quiet
+  // time after it was over) finished work again after it, before any later SIGKILL.
   const { rows: finishedRows } = await db.query<{ last_worker: string | null; finished_at: Date }>(
     `SELECT last_worker, finished_at FROM finished_jobs`,
   );
@@ -126,12 +129,17 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
   let survivorCount = 0;
   const idle: string[] = [];
   for (const restart of facts.restarts) {
+    const backAt = restart.at + restart.ms;
     const survivors = facts.fleet.members.filter(
-      (m) => m.readyAt !== undefined && m.readyAt < restart.at && m.killedAt === undefined && !facts.fleet.unexpectedExits().includes(m),
+      (m) =>
+        m.readyAt !== undefined &&
+        m.readyAt < restart.at &&
+        (m.killedAt === undefined || m.killedAt >= backAt + QUIET_AFTER_RESTART_MS) &&
+        !facts.fleet.unexpectedExits().includes(m),
     );
     survivorCount += survivors.length;
     for (const m of survivors) {
-      if (!finishes.some((f) => f.workerId === m.workerId && f.at > restart.at)) {
+      if (!finishes.some((f) => f.workerId === m.workerId && f.at > restart.at && f.at <= (m.killedAt ?? Number.POSITIVE_INFINITY))) {
         idle.push(`w${m.index} (${m.workerId}) finished nothing after the restart at ${new Date(restart.at).toISOString()}`);
       }
     }

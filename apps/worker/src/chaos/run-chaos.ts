@@ -10,7 +10,7 @@ import { createPool } from "@porter/db/pool";
 import { startRestartableCluster } from "@porter/db/testing/restartable-cluster";
 import { seedDemo } from "../../../../prisma/seed";
 import { WorkerFleet, type FleetMember, type ListenKill } from "./fleet";
-import { checkInvariants, type Check } from "./invariants";
+import { checkInvariants, QUIET_AFTER_RESTART_MS, type Check } from "./invariants";
 import { MixProducer, ORDERS_TABLE_SQL, TransactionalProducer, type JobKind } from "./producers";
 import { formatReport } from "./report";
 
@@ -67,8 +67,6 @@ export type ChaosActions = {
 /** One immediate restart: when it was issued, how long until the server accepted connections again. */
 export type Restart = { at: number; ms: number; commitsInLastSecond: number };
 
-/** No SIGKILL this long after the server is back: the workers that lived through it must recover by themselves. */
-const QUIET_AFTER_RESTART_MS = 5_000;
 
 export type ChaosReport = { isOk: boolean; checks: Check[]; actions: ChaosActions; table: string };
 
