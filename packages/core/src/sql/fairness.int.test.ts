@@ -97,7 +97,7 @@ describe("redrive", () => {
     await burst("A", 2_000);
     // DEAD: single-attempt jobs whose (ghost) worker lost its lease.
     await db.pool.query(
-      `UPDATE jobs SET state = 'RUNNING', attempt = max_attempts, claimed_at = now(), lease_owner = 'ghost',
+      `UPDATE jobs SET state = 'RUNNING', attempt = max_attempts, claimed_at = now(), started_at = now(), lease_owner = 'ghost',
                        lease_token = nextval('lease_token_seq'), lease_until = now() - interval '1 second'`,
     );
     while ((await rescueExpiredLeases(db.pool)).dead > 0);
