@@ -27,7 +27,7 @@ export type FleetMember = {
 };
 
 /** A terminated LISTEN connection and the worker process that held it. */
-export type ListenKill = { at: number; backendPid: number; member: FleetMember | undefined };
+export type ListenKill = { at: number; backendPid: number; member: FleetMember | undefined; candidates: number };
 
 export type FleetOptions = {
   connectionString: string;
@@ -106,7 +106,7 @@ export class WorkerFleet {
     const chosen = alive[Math.floor(random() * alive.length)];
     if (!chosen) return undefined;
     await admin.query(`SELECT pg_terminate_backend($1)`, [chosen.row.pid]);
-    return { at: Date.now(), backendPid: chosen.row.pid, member: chosen.member };
+    return { at: Date.now(), backendPid: chosen.row.pid, member: chosen.member, candidates: alive.length };
   }
 
   /** SIGTERMs every live worker (a graceful drain) and waits for all exits, replacements included. */

@@ -155,7 +155,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
           const kill = await fleet.killListenConnection(db, "porter", random).catch(() => undefined);
           if (kill?.member) {
             listenKills.push(kill);
-            progress(`terminated the LISTEN connection of w${kill.member.index} at +${Date.now() - t0} ms`);
+            progress(`terminated the LISTEN connection of w${kill.member.index} (of ${kill.candidates} live listeners) at +${Date.now() - t0} ms`);
             break;
           }
           await sleep(200);
