@@ -150,10 +150,8 @@ export class PorterWorker {
   private readonly attemptDeps: AttemptDeps;
   /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. Not started (`isStarted` false). */
   private readonly buffer: Array<{ job: ClaimedJob; at: number }> = [];
-  /** Buffered jobs given a slot, waiting for the next start statement (`startJobs`). */
+  /** Buffered jobs launched since the last start statement was sent (`startJobs`). */
   private readonly starting: ClaimedJob[] = [];
-  /** Slots held by jobs leaving the buffer: waiting for or inside the start statement. */
-  private startingCount = 0;
   private startFlight: Promise<void> | undefined;
   private isStartScheduled = false;
   private bufferTimer: NodeJS.Timeout | undefined;
@@ -334,7 +332,7 @@ export class PorterWorker {
         try {
           // The jobs for free slots start at once and are marked started by the claim itself; the
           // prefetched rest are marked when they leave the buffer (`startBuffered`).
-          const slots = Math.max(0, this.concurrency - this.attempts.size - this.startingCount - this.buffer.length);
+          const slots = Math.max(0, this.concurrency - this.attempts.size - this.buffer.length);
           jobs = await claimJobs(this.options.db, { poolId: this.options.poolId, workerId: this.id, limit: free, start: slots });
           errors = 0;
           this.logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
@@ -370,7 +368,7 @@ export class PorterWorker {
 
   /** How many more jobs this worker may hold: free slots plus the prefetch, minus the buffer. */
   private room(): number {
-    return this.concurrency + this.prefetchNow - this.attempts.size - this.startingCount - this.buffer.length;
+    return this.concurrency + this.prefetchNow - this.attempts.size - this.buffer.length;
   }
 
   /** The prefetch ceiling: the fixed option, or the jobs started in the prefetch window at the current rate. */
@@ -391,12 +389,13 @@ export class PorterWorker {
     return Math.min(max, Math.max(this.concurrency, Math.round(this.startRate * window)));
   }
 
-  /** Gives free slots to buffered jobs (they start once marked started: `startBuffered`). */
+  /** Starts buffered jobs while slots are free; their start marks follow in one statement (`markStarted`). */
   private pump(): void {
     const hadBuffer = this.buffer.length > 0;
-    while (this.attempts.size + this.startingCount < this.concurrency && this.buffer.length > 0) {
-      this.starting.push(this.buffer.shift()!.job);
-      this.startingCount += 1;
+    while (this.attempts.size < this.concurrency && this.buffer.length > 0) {
+      const { job } = this.buffer.shift()!;
+      this.starting.push(job);
+      this.launch(job);
     }
     this.scheduleStarts();
     const ceiling = this.prefetchCeiling();
@@ -440,10 +439,13 @@ export class PorterWorker {
   }
 
   /**
-   * Buffered jobs given a slot are marked started in one statement for all that left the buffer in
-   * this turn of the event loop (one statement in flight; those arriving meanwhile go in the next),
-   * and only then run: a prefetched job whose worker dies before that is released as `not_started`
-   * and keeps its attempt.
+   * Jobs leaving the buffer are marked started in one statement for all that left it in this turn
+   * of the event loop (one statement in flight; those leaving meanwhile go in the next). The
+   * statement is sent at once, before their handlers do anything that could kill the worker, but
+   * not waited for: a slot never waits on it (waiting cost burn-down 3.6× — a round trip per slot
+   * per job). A worker SIGKILLed with jobs in its buffer leaves them unmarked: released as
+   * `not_started`, their attempts not counted. A job whose lease was lost before its mark (rescued,
+   * cancelled) is stopped like any lost lease.
    */
   private scheduleStarts(): void {
     if (this.isStartScheduled || this.startFlight || this.starting.length === 0) return;
@@ -459,27 +461,27 @@ export class PorterWorker {
   }
 
   private async startBuffered(batch: ClaimedJob[]): Promise<void> {
-    let lost: Set<string>;
     for (let failures = 1; ; failures++) {
       try {
-        lost = new Set((await startJobs(this.options.db, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })))).lost);
-        break;
+        const { lost } = await startJobs(this.options.db, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })));
+        // Lost: rescued, re-claimed or finished meanwhile (an attempt may even have been acked
+        // already: closed, so this is a no-op for it).
+        const byId = new Map(batch.map((j) => [j.id, j]));
+        for (const id of lost) {
+          const attempt = this.attempts.get(id);
+          // The same attempt, not a later claim of the same row by this worker.
+          if (attempt && attempt.job.leaseToken === byId.get(id)?.leaseToken) attempt.loseLease();
+        }
+        return;
       } catch (error) {
         if (!isConnectionError(error) || failures >= 5) {
-          // Never run unmarked: these leases expire unheartbeated and are released as not started.
-          this.logger.warn("could not mark prefetched jobs started; they are released when their leases expire", { err: error, n: batch.length });
-          lost = new Set(batch.map((j) => j.id));
-          break;
+          // Their attempts run on; rescued meanwhile, one would be recorded `not_started` (its late
+          // results are refused by the fence, its effects are ledgered).
+          this.logger.warn("could not mark prefetched jobs started", { err: error, n: batch.length });
+          return;
         }
         await sleep(jitter(Math.min(100 * 2 ** failures, 2000)));
       }
-    }
-    this.startingCount -= batch.length;
-    if (lost.size > 0) this.logger.debug("prefetched jobs lost their lease before they started", { n: lost.size });
-    for (const job of batch) if (!lost.has(job.id)) this.launch(job);
-    if (lost.size > 0) {
-      this.pump();
-      this.waker.wake();
     }
   }
 
@@ -566,11 +568,8 @@ export class PorterWorker {
     this.waker.wake();
     this.logger.info("draining: stopped claiming", { running: this.attempts.size, graceMs });
     await this.loopDone;
-    while (this.startFlight) await this.startFlight; // jobs being started become attempts (run within the grace)
     clearTimeout(this.bufferTimer);
-    const given = this.starting.splice(0); // given a slot, never sent to be started: back with the buffer
-    this.startingCount -= given.length;
-    const buffered = [...given, ...this.buffer.splice(0).map((b) => b.job)];
+    const buffered = this.buffer.splice(0).map((b) => b.job);
     if (buffered.length > 0) await this.handBackBuffered(buffered);
     await this.heartbeatWorker();
 
