@@ -48,7 +48,12 @@ export class WorkerFleet {
   /** Replacements being started (awaited by `stop`). */
   private readonly starting = new Set<Promise<unknown>>();
 
-  constructor(private readonly options: FleetOptions) {}
+  constructor(private readonly options: FleetOptions) {
+    // If the suite's own process dies (an uncaught error, Ctrl-C), its workers must not outlive it.
+    process.once("exit", () => {
+      for (const member of this.members) if (member.process.child.exitCode === null) member.process.child.kill("SIGKILL");
+    });
+  }
 
   /** Starts `size` workers and waits until each has logged "worker started". */
   async start(): Promise<void> {
