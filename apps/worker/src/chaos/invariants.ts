@@ -183,6 +183,21 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
   const shared = [...tokenOwners].filter(([, owners]) => owners.size > 1).map(([token, owners]) => `token ${token}: ${[...owners].join(", ")}`);
   checks.push(zeroCheck("lease tokens handed to two workers", shared));
 
+  // 12b. An attempt recorded `not_started` did not start: it applied no effect in its window
+  // (the ledger row carries the attempt number and when it was applied).
+  const { rows: ranAnyway } = await db.query<{ job_id: string; attempt: number; applied_at: Date }>(
+    `SELECT e.job_id::text, e.attempt, e.applied_at
+       FROM job_effects e
+       JOIN job_attempts a ON a.job_id = e.job_id AND a.attempt = e.attempt AND a.outcome::text = 'not_started'
+      WHERE e.applied_at BETWEEN a.started_at AND a.finished_at`,
+  );
+  checks.push(
+    zeroCheck(
+      "attempts recorded not_started that applied an effect",
+      ranAnyway.map((r) => `${r.job_id} attempt ${r.attempt}: effect applied at ${r.applied_at.toISOString()}`),
+    ),
+  );
+
   // 13. A worker whose results were refused ran an attempt: that attempt must have a record.
   const unrecorded = facts.fleet
     .logs()
