@@ -43,6 +43,8 @@ type JobFact = {
   max_attempts: number;
   error: unknown;
   lease_until: Date | null;
+  /** The lease holder of a live job; the worker of the last attempt of a finished one. */
+  worker: string | null;
   is_live: boolean;
 };
 
@@ -64,10 +66,11 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
   const { db } = facts;
   const { rows: jobs } = await db.query<JobFact>(
     `SELECT job_id::text, id::text AS row_id, job_type, payload, state::text, attempt, max_attempts, last_error AS error,
-            lease_until, true AS is_live
+            lease_until, lease_owner AS worker, true AS is_live
        FROM jobs
      UNION ALL
-     SELECT job_id::text, id::text, job_type, payload, state::text, attempt, max_attempts, error, NULL, false FROM finished_jobs`,
+     SELECT job_id::text, id::text, job_type, payload, state::text, attempt, max_attempts, error, NULL, last_worker, false
+       FROM finished_jobs`,
   );
   const { rows: attempts } = await db.query<AttemptFact>(
     `SELECT job_id::text, attempt, worker_id, lease_token::text, outcome::text, finished_at FROM job_attempts ORDER BY id`,
@@ -198,7 +201,9 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
     ),
   );
 
-  // 13. A worker whose results were refused ran an attempt: that attempt must have a record.
+  // 13. A worker whose results were refused ran an attempt: that attempt must have a record — a
+  // job_attempts row of that worker, or the finished row of a success it wrote (an ack that
+  // committed while the connection died is retried and refused: its record is the finished row).
   const unrecorded = facts.fleet
     .logs()
     .filter(({ line }) => line.msg === "results refused: the lease is no longer held by this worker")
@@ -207,11 +212,13 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
     )
     .filter(({ member, rowId }) => {
       const job = byRow.get(rowId);
-      return !job || !(attemptsOf.get(job.job_id) ?? []).some((a) => a.worker_id === member.workerId);
+      if (!job) return true;
+      if (job.state === "SUCCEEDED" && job.worker === member.workerId) return false;
+      return !(attemptsOf.get(job.job_id) ?? []).some((a) => a.worker_id === member.workerId);
     })
     .map(({ member, rowId }) => {
       const job = byRow.get(rowId);
-      return `w${member.index} (${member.workerId}) ran row ${rowId}${job ? ` = job ${job.job_id}, ${job.state} at attempt ${job.attempt}` : ""}: results refused, no attempt of it recorded`;
+      return `w${member.index} (${member.workerId}) ran row ${rowId}${job ? ` = job ${job.job_id}, ${job.state} at attempt ${job.attempt} by ${job.worker}` : ""}: results refused, no attempt of it recorded`;
     });
   checks.push(zeroCheck("refused results whose attempt has no record", unrecorded));
 

@@ -229,6 +229,10 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       jobsTotal: Number(rows[0]!.n),
     };
     const isOk = checks.every((c) => c.isOk);
+    if (!isOk && options.logDir) {
+      await mkdir(options.logDir, { recursive: true });
+      await cluster.dump(join(options.logDir, "porter.dump")).catch((error: unknown) => progress(`pg_dump failed: ${String(error)}`));
+    }
     return { isOk, checks, actions, table: formatReport(checks, actions) };
   } finally {
     await fleet.killAll();

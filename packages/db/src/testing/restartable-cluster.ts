@@ -48,6 +48,8 @@ export type RestartableCluster = {
   stop: () => Promise<void>;
   /** The last `lines` lines of the server log. */
   tailLog: (lines?: number) => string;
+  /** `pg_dump -Fc` of `database` into `file` (evidence of a failed run; restore with pg_restore). */
+  dump: (file: string) => Promise<void>;
 };
 
 /** The newest Debian-layout PostgreSQL install that has initdb. */
@@ -149,6 +151,9 @@ export async function startRestartableCluster(opts: RestartableClusterOptions = 
       restartImmediate: () => exec("pg_ctl", ["-D", dataDir, "-l", logFile, "-m", "immediate", "-w", "-t", "120", "restart"]),
       stop: async () => stopSync(),
       tailLog: (lines = 40) => tail(logFile, lines),
+      dump: async (file) => {
+        await run(join(binDir, "pg_dump"), ["-Fc", "-f", file, connectionString], { timeout: 120_000 });
+      },
     };
   } catch (error) {
     stopSync();
