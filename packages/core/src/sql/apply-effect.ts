@@ -14,7 +14,7 @@ export type EffectScope = { id: string; jobId: string; tenantId: string; attempt
 /**
  * `ctx.effect(key, fn)`: runs `fn` at most once per (tenant, key), ever. In one transaction it
  * locks the job row under the caller's lease — token and attempt (FOR SHARE: lease rescue waits, and a stale attempt
- * is refused with StaleLeaseError), claims the ledger row, runs `fn` with the transaction's client
+ * is refused with StaleLeaseError), marks the attempt started if its mark has not landed yet, claims the ledger row, runs `fn` with the transaction's client
  * — so database writes made through it commit together with the ledger row — and stores `fn`'s
  * result. When the key was applied before (by an earlier attempt or another job of the tenant),
  * `fn` is not run and the stored result is returned.
@@ -36,6 +36,10 @@ export const applyEffect = async <T>(
       [scope.id, scope.leaseToken, scope.attempt],
     );
     if (!lease.rowCount) throw new StaleLeaseError(scope.jobId);
+    // An attempt that applies an effect has started, whatever became of its start mark (sent
+    // asynchronously for a prefetched job: sql/start-jobs.ts): marked in the effect's transaction,
+    // it can never be recorded `not_started`. Writes only while the mark is missing (rare).
+    await client.query(`UPDATE jobs SET started_at = clock_timestamp() WHERE id = $1 AND started_at IS NULL`, [scope.id]);
     const claimed = await client.query(
       `INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
       [scope.tenantId, key, scope.jobId, scope.attempt],

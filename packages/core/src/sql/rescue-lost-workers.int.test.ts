@@ -2,6 +2,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/fixtures";
 import { WORKER_LOST_AFTER_MS } from "../worker-liveness";
+import { applyEffect } from "./apply-effect";
 import { claimJobs } from "./claim-jobs";
 import { enqueueJobs } from "./enqueue-jobs";
 import { rescueExpiredLeases } from "./rescue-expired-leases";
@@ -93,6 +94,16 @@ describe("rescueLostWorkers", () => {
 });
 
 describe("attempts that never started", () => {
+  it("an attempt that applied an effect counts as started even when its start mark never landed", async () => {
+    const [job] = await enqueue(1);
+    const [claimed] = await claimJobs(db.pool, { poolId: "p1", workerId: "w-effect", limit: 1, start: 0 });
+    expect(claimed).toMatchObject({ jobId: job!.job_id, isStarted: false });
+    await applyEffect(db.pool, { id: claimed!.id, jobId: claimed!.jobId, tenantId: "tenant_A", attempt: claimed!.attempt, leaseToken: claimed!.leaseToken }, "fx", async () => 1);
+    expect(await rescueExpiredLeases(db.pool, { now: later(301_000) })).toMatchObject({ notStarted: 0 });
+    expect(await attempts([claimed!.jobId])).toEqual([{ job_id: claimed!.jobId, attempt: 1, outcome: "lease_expired", code: "LEASE_EXPIRED" }]);
+  });
+
+
   it("are not counted when their lease expires either; once marked started they are", async () => {
     await enqueue(2);
     const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w-x", limit: 2, start: 0 });
