@@ -222,7 +222,7 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
       worker.kill("SIGKILL");
       const killedAt = Date.now();
       await expect(row.getByText("lost")).toBeVisible({ timeout: 30_000 });
-      // 3 heartbeat intervals (15 s) + the page's 3 s refresh, with room for a loaded machine.
+      // WORKER_LOST_AFTER_MS (10 s) + the page's 3 s refresh, with room for a loaded machine.
       expect(Date.now() - killedAt).toBeLessThan(28_000);
       await expect(pool.getByText("no live worker")).toBeVisible();
       await shot(page, "pools-worker-lost");

@@ -11,7 +11,7 @@ while (done < total) {
   const jobs = await claimJobs(pool, { poolId: "bench", workerId: "p", limit: batch });
   const b = performance.now();
   if (!jobs.length) break;
-  await completeJobs(pool, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, result: null })));
+  await completeJobs(pool, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })));
   ackMs += performance.now() - b; claimMs += b - a; done += jobs.length;
 }
 const s = (performance.now() - t0) / 1000;

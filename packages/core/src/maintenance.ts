@@ -3,6 +3,7 @@ import { agePriorities } from "./sql/age-priorities";
 import { expireJobs } from "./sql/expire-jobs";
 import { pruneFinished } from "./sql/prune-finished";
 import { rescueExpiredLeases, type RescueOutcome } from "./sql/rescue-expired-leases";
+import { rescueLostWorkers } from "./sql/rescue-lost-workers";
 import { recoverResourceLimits } from "./sql/throttle";
 import { pruneWorkers } from "./sql/workers";
 
@@ -10,6 +11,8 @@ import { pruneWorkers } from "./sql/workers";
 export const MAINTENANCE_LOCK_KEY = 0x706f7274; // "port"
 
 export type MaintenanceReport = RescueOutcome & {
+  /** Of the rescued jobs, those released from lost workers (stale heartbeat row) before their lease ended. */
+  fromLostWorkers: number;
   expiredQueued: number;
   promoted: number;
   aged: number;
@@ -19,19 +22,28 @@ export type MaintenanceReport = RescueOutcome & {
 };
 
 /**
- * One maintenance pass: rescue expired leases, expire passed deadlines (and promote due retries),
+ * One maintenance pass: release the jobs of lost workers (worker-liveness.ts), rescue expired leases, expire passed deadlines (and promote due retries),
  * age waiting priorities, recover throttled resource keys' limits, prune finished jobs past
  * retention and forgotten workers. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
 export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date; batch?: number } = {}): Promise<MaintenanceReport> => {
-  const rescue = await rescueExpiredLeases(db, params);
+  const lost = await rescueLostWorkers(db, params);
+  const leases = await rescueExpiredLeases(db, params);
+  const rescue: RescueOutcome = {
+    requeued: lost.requeued + leases.requeued,
+    dead: lost.dead + leases.dead,
+    cancelled: lost.cancelled + leases.cancelled,
+    expired: lost.expired + leases.expired,
+    notStarted: lost.notStarted + leases.notStarted,
+  };
+  const fromLostWorkers = lost.requeued + lost.dead + lost.cancelled + lost.expired;
   const expire = await expireJobs(db, params);
   const { aged } = await agePriorities(db, params);
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
-  return { ...rescue, expiredQueued: expire.expired, promoted: expire.promoted, aged, limitsRecovered, pruned: prune.pruned, workersPruned };
+  return { ...rescue, fromLostWorkers, expiredQueued: expire.expired, promoted: expire.promoted, aged, limitsRecovered, pruned: prune.pruned, workersPruned };
 };
 
 /**

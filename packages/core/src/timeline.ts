@@ -6,7 +6,7 @@ export type AttemptRow = {
   started_at: Date;
   finished_at: Date;
   heartbeat_at: Date | null;
-  outcome: "succeeded" | "failed" | "timed_out" | "lease_expired" | "cancelled" | "handed_back";
+  outcome: "succeeded" | "failed" | "timed_out" | "lease_expired" | "cancelled" | "handed_back" | "not_started";
   error: Record<string, unknown> | null;
   retry_at: Date | null;
 };
@@ -19,6 +19,7 @@ const OUTCOME_KIND: Record<AttemptRow["outcome"], string> = {
   lease_expired: "lease_expired",
   cancelled: "attempt_cancelled",
   handed_back: "handed_back",
+  not_started: "not_started",
 };
 
 /**

@@ -23,17 +23,21 @@ export type CreatePoolOptions = {
   /** How long `connect()` waits for a connection before failing. Default 10 000 ms. */
   connectionTimeoutMillis?: number;
   /**
-   * Called when an idle connection fails (server restart, network loss). The pool discards the
-   * connection and opens a new one on next use; without a listener pg would crash the process.
-   * Default: ignore (the next query on a broken server reports the failure itself).
+   * Called when a connection fails (server restart, network loss, `pg_terminate_backend`), idle
+   * or checked out. The pool discards an idle one and opens a new one on next use; a checked-out
+   * one fails its pending and later queries, and is destroyed when released. Without a listener
+   * pg would crash the process with an unhandled 'error' event. Default: ignore (the caller's
+   * query reports the failure itself).
    */
   onError?: (error: Error) => void;
 };
 
 /**
  * Creates a `pg.Pool` for `connectionString` with Porter's defaults (max 10 connections,
- * statement_timeout off, an `error` listener so a dropped idle connection never crashes the
- * process). The caller owns the pool and must `end()` it.
+ * statement_timeout off). Every connection it opens gets an `error` listener for its whole life,
+ * so a connection dying while idle or while checked out (a transaction, an effect) never crashes
+ * the process: pg's pool only listens to idle clients, and a checked-out client emits 'error'
+ * when its server goes away. The caller owns the pool and must `end()` it.
  */
 export function createPool(connectionString: string, opts: CreatePoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -46,19 +50,51 @@ export function createPool(connectionString: string, opts: CreatePoolOptions = {
   });
   const onError = opts.onError ?? (() => {});
   pool.on("error", onError);
+  pool.on("connect", (client) => client.on("error", onError));
   return pool;
 }
 
+/** A client checked out by {@link checkout}; `release` returns it, or destroys it when broken. */
+export type CheckedOut = { client: pg.PoolClient; release: (error?: Error) => void };
+
 /**
- * Runs `fn` inside `BEGIN … COMMIT` on one connection checked out of `pool`, and returns its
- * result. If `fn` throws, the transaction is rolled back and the error rethrown. The connection is
- * always released; one whose ROLLBACK failed is destroyed rather than returned to the pool.
+ * Checks a client out of `pool` with an `error` listener for as long as it is out, whatever pool
+ * it is (one from {@link createPool} has one already; a caller's own pool may not). A connection
+ * that dies meanwhile fails the pending query (with a connection error the caller can retry) and
+ * is destroyed on release instead of being returned to the pool.
+ */
+export async function checkout(pool: pg.Pool): Promise<CheckedOut> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost ??= error;
+  };
+  client.on("error", onError);
+  let isReleased = false;
+  return {
+    client,
+    release: (error) => {
+      if (isReleased) return;
+      isReleased = true;
+      client.removeListener("error", onError);
+      client.release(error ?? lost);
+    },
+  };
+}
+
+/**
+ * Runs `fn` inside `BEGIN … COMMIT` on one connection checked out of `pool` ({@link checkout}),
+ * and returns its result. If `fn` throws, the transaction is rolled back and the error rethrown.
+ * The connection is always released; one whose ROLLBACK failed or whose connection died is
+ * destroyed rather than returned to the pool. A connection lost mid-transaction fails the call with
+ * the connection error (when it was lost during COMMIT, the outcome is unknown: retry with the same
+ * idempotency key).
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
   fn: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
-  const client = await pool.connect();
+  const { client, release } = await checkout(pool);
   let broken: Error | undefined;
   try {
     await client.query("BEGIN");
@@ -73,7 +109,7 @@ export async function withTransaction<T>(
     }
     throw error;
   } finally {
-    client.release(broken);
+    release(broken);
   }
 }
 

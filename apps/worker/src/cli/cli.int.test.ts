@@ -32,7 +32,7 @@ const makeDeadJob = async (): Promise<string> => {
   await failJobs(db.pool, [
     {
       id: claimed!.id,
-      leaseToken: claimed!.leaseToken,
+      leaseToken: claimed!.leaseToken, attempt: claimed!.attempt,
       outcome: "failed",
       error: { code: "BOOM", class: "permanent", message: "boom", worker_version: "test", attempt: 1, trace_id: claimed!.traceId, last_checkpoint: null },
       next: { state: "DEAD" },
@@ -217,7 +217,7 @@ describe("porter CLI", () => {
     await running;
     const paused = await db.pool.query(`SELECT paused FROM queues WHERE id = 'diag'`);
     expect(paused.rows[0]?.paused).toBe(true);
-    await completeJobs(db.pool, claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, result: { ok: true } })));
+    await completeJobs(db.pool, claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: { ok: true } })));
     const drained = await drain;
     expect(drained.code, drained.stderr).toBe(0);
     expect(drained.json).toMatchObject({ drained: true, queues: ["diag"], running: 0, paused: ["diag"] });

@@ -86,7 +86,7 @@ export class Attempt {
   }
 
   get ref(): LeaseRef {
-    return { id: this.job.id, leaseToken: this.job.leaseToken };
+    return { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt };
   }
 
   /** Runs the attempt; resolves once its outcome is buffered (or discarded) and the slot is free. */
@@ -254,7 +254,7 @@ export class Attempt {
       return;
     }
     if (this.deps.logger.isLevelEnabled("debug")) this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });
-    void this.deps.completer.ack({ id: this.job.id, leaseToken: this.job.leaseToken, result }, () =>
+    void this.deps.completer.ack({ id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result }, () =>
       this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()),
     );
   }

@@ -89,7 +89,7 @@ describe("caps across worker processes", () => {
     // DEAD jobs to redrive mid-run: single-attempt sleeps whose (ghost) worker lost its lease.
     const toRedrive = await enqueue(db, Array.from({ length: 30 }, () => ({ type: "diag.sleep", payload: { ms: between(50, 200) }, tenant: "t2", maxAttempts: 1 })));
     await db.query(
-      `UPDATE jobs SET state = 'RUNNING', attempt = 1, claimed_at = now(), lease_owner = 'ghost',
+      `UPDATE jobs SET state = 'RUNNING', attempt = 1, claimed_at = now(), started_at = now(), lease_owner = 'ghost',
                        lease_token = nextval('lease_token_seq'), lease_until = now() - interval '1 second'
         WHERE job_id = ANY($1::uuid[])`,
       [toRedrive],

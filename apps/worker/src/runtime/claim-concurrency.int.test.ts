@@ -50,7 +50,7 @@ describe("claim under contention", () => {
             const batch = await claimJobs(connection, { poolId: "race", workerId: `claimer-${claimer}`, limit: 1 + ((claimer * 7 + round) % 50) });
             if (batch.length === 0) return;
             for (const job of batch) claimed.push({ claimer, job });
-            if (round % 2 === 0) await completeJobs(connection, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, result: null })));
+            if (round % 2 === 0) await completeJobs(connection, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })));
           }
         }),
       );

@@ -24,6 +24,7 @@ describe("buildFailure", () => {
     expect(fail(new RetryableError("flaky", { code: "UPSTREAM" }), { lastCheckpoint: { step: 2 } })).toEqual({
       id: "7",
       leaseToken: "42",
+      attempt: 1,
       outcome: "failed",
       next: { state: "RETRY_WAIT", runAt: new Date(now.getTime() + 500) },
       error: { code: "UPSTREAM", class: "retryable", message: "flaky", worker_version: "1.2.3", attempt: 1, trace_id: "trace-1", last_checkpoint: { step: 2 } },

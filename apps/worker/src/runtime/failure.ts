@@ -46,7 +46,7 @@ export const buildFailure = (input: {
     last_checkpoint: input.lastCheckpoint ?? null,
   };
   const outcome = isCancelled ? "cancelled" : failure.class === "timeout" ? "timed_out" : "failed";
-  return { id: job.id, leaseToken: job.leaseToken, outcome, error, next };
+  return { id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome, error, next };
 };
 
 /** A checkpoint is stored as JSON in the structured error; oversized or unserializable ones are summarised. */

@@ -69,7 +69,7 @@ describe("fencing of an abandoned attempt", () => {
         `SELECT id::text, lease_token::text AS token FROM job_attempts WHERE job_id = $1`,
         [id],
       );
-      const stale = { id: (await db.query<{ id: string }>(`SELECT id::text FROM finished_jobs WHERE job_id = $1`, [id])).rows[0]!.id, leaseToken: rows[0]!.token };
+      const stale = { id: (await db.query<{ id: string }>(`SELECT id::text FROM finished_jobs WHERE job_id = $1`, [id])).rows[0]!.id, leaseToken: rows[0]!.token, attempt: 1 };
       expect(await completeJobs(db, [{ ...stale, result: { late: true } }])).toEqual({ completed: [], stale: [stale.id] });
       expect(await extendLeases(db, [stale])).toEqual({ extended: [], lost: [stale.id] });
       expect(

@@ -1,12 +1,21 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { claimJobs, handBackJobs, heartbeatWorker, registerWorker, stopWorker, type ClaimedJob } from "@porter/core";
+import {
+  claimJobs,
+  handBackJobs,
+  heartbeatWorker,
+  registerWorker,
+  startJobs,
+  stopWorker,
+  WORKER_HEARTBEAT_INTERVAL_MS,
+  type ClaimedJob,
+} from "@porter/core";
 import type pg from "pg";
 import { defaultHandlerRegistry, type HandlerRegistry } from "../handlers";
 import type { Logger } from "../logger";
 import { Attempt, type AttemptDeps } from "./attempt";
 import { Completer } from "./completer";
-import { HandedBackError } from "./errors";
+import { HandedBackError, isConnectionError } from "./errors";
 import { LeaseKeeper } from "./lease-keeper";
 import { NotificationListener } from "./listener";
 import { MaintenanceLeader, type MaintenanceLeaderOptions } from "./maintenance-leader";
@@ -63,8 +72,14 @@ export type WorkerOptions = {
   flushIntervalMs?: number;
   /** Completer: a batch this large is written at once. Default 500. */
   flushBatch?: number;
-  /** Worker liveness row update. Default 5 000 ms. */
+  /**
+   * Worker liveness row update. Default `WORKER_HEARTBEAT_INTERVAL_MS` (@porter/core
+   * worker-liveness.ts); the maintenance leader counts a worker lost after `WORKER_LOST_AFTER_MS`
+   * without one and releases its jobs, so a longer interval than that default is unsafe.
+   */
   workerHeartbeatMs?: number;
+  /** How long `start` waits for an unreachable database (a server restarting) before failing. Default 60 000 ms. */
+  startTimeoutMs?: number;
   /** Take part in maintenance leadership. Default true. */
   maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs" | "vacuumEveryMs">;
 };
@@ -91,7 +106,26 @@ const DEFAULTS = {
   maxBufferMs: 2_000,
   prefetchWindowMs: 50,
   prefetchMax: 1_000,
-  workerHeartbeatMs: 5_000,
+  workerHeartbeatMs: WORKER_HEARTBEAT_INTERVAL_MS,
+  startTimeoutMs: 60_000,
+};
+
+/**
+ * Runs `fn` until it does not fail with a connection error (PostgreSQL restarting: 57P03, refused,
+ * terminated), with capped backoff and a log line per failure, for at most `timeoutMs`.
+ */
+const untilReachable = async <T>(fn: () => Promise<T>, logger: Logger, what: string, timeoutMs: number): Promise<T> => {
+  const deadline = Date.now() + timeoutMs;
+  for (let failures = 1; ; failures++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (!isConnectionError(error) || Date.now() >= deadline) throw error;
+      const retryInMs = jitter(Math.min(250 * 2 ** failures, 5000));
+      logger.warn(`database not reachable (${what}); retrying`, { err: error, retryInMs });
+      await sleep(retryInMs);
+    }
+  }
 };
 
 /**
@@ -114,8 +148,12 @@ export class PorterWorker {
   private rateSince = performance.now();
   private startRate = 0;
   private readonly attemptDeps: AttemptDeps;
-  /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. */
+  /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. Not started (`isStarted` false). */
   private readonly buffer: Array<{ job: ClaimedJob; at: number }> = [];
+  /** Buffered jobs launched since the last start statement was sent (`startJobs`). */
+  private readonly starting: ClaimedJob[] = [];
+  private startFlight: Promise<void> | undefined;
+  private isStartScheduled = false;
   private bufferTimer: NodeJS.Timeout | undefined;
   private readonly attempts = new Map<string, Attempt>();
   private readonly waker = new Waker();
@@ -202,9 +240,13 @@ export class PorterWorker {
 
   /** Looks up the pool, registers the worker and starts claiming. */
   static async start(options: WorkerOptions): Promise<PorterWorker> {
-    const { rows } = await options.db.query<{ worker_concurrency: number }>(`SELECT worker_concurrency FROM pools WHERE id = $1`, [
-      options.poolId,
-    ]);
+    const timeoutMs = options.startTimeoutMs ?? DEFAULTS.startTimeoutMs;
+    const { rows } = await untilReachable(
+      () => options.db.query<{ worker_concurrency: number }>(`SELECT worker_concurrency FROM pools WHERE id = $1`, [options.poolId]),
+      options.logger,
+      "reading the pool",
+      timeoutMs,
+    );
     const pool = rows[0];
     if (!pool) throw new Error(`unknown pool "${options.poolId}"`);
     const concurrency = options.concurrency ?? pool.worker_concurrency;
@@ -240,14 +282,20 @@ export class PorterWorker {
   }
 
   private async begin(): Promise<void> {
-    await registerWorker(this.options.db, {
-      id: this.id,
-      poolId: this.options.poolId,
-      host: os.hostname(),
-      pid: process.pid,
-      version: this.version,
-      concurrency: this.concurrency,
-    });
+    await untilReachable(
+      () =>
+        registerWorker(this.options.db, {
+          id: this.id,
+          poolId: this.options.poolId,
+          host: os.hostname(),
+          pid: process.pid,
+          version: this.version,
+          concurrency: this.concurrency,
+        }),
+      this.logger,
+      "registering the worker",
+      this.options.startTimeoutMs ?? DEFAULTS.startTimeoutMs,
+    );
     this.logger.info("worker started", { concurrency: this.concurrency, version: this.version, handlers: [...this.handlers.keys()] });
     this.leaseKeeper.start();
     this.listener.start();
@@ -282,7 +330,10 @@ export class PorterWorker {
         const claimStartedAt = performance.now();
         const nudgesBefore = this.nudges;
         try {
-          jobs = await claimJobs(this.options.db, { poolId: this.options.poolId, workerId: this.id, limit: free });
+          // The jobs for free slots start at once and are marked started by the claim itself; the
+          // prefetched rest are marked when they leave the buffer (`startBuffered`).
+          const slots = Math.max(0, this.concurrency - this.attempts.size - this.buffer.length);
+          jobs = await claimJobs(this.options.db, { poolId: this.options.poolId, workerId: this.id, limit: free, start: slots });
           errors = 0;
           this.logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
         } catch (error) {
@@ -296,7 +347,10 @@ export class PorterWorker {
         this.isClaiming = false;
         if (this.isDrainingFlag && jobs.length > 0) this.logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         const at = Date.now();
-        for (const job of jobs) this.buffer.push({ job, at });
+        for (const job of jobs) {
+          if (job.isStarted) this.launch(job);
+          else this.buffer.push({ job, at });
+        }
         this.pump();
         // A short claim means the queue is empty for now — unless work was announced while it ran
         // (its NOTIFY may have come after the claim's snapshot): then claim again.
@@ -335,10 +389,15 @@ export class PorterWorker {
     return Math.min(max, Math.max(this.concurrency, Math.round(this.startRate * window)));
   }
 
-  /** Starts buffered jobs while slots are free. */
+  /** Starts buffered jobs while slots are free; their start marks follow in one statement (`markStarted`). */
   private pump(): void {
     const hadBuffer = this.buffer.length > 0;
-    while (this.attempts.size < this.concurrency && this.buffer.length > 0) this.launch(this.buffer.shift()!.job);
+    while (this.attempts.size < this.concurrency && this.buffer.length > 0) {
+      const { job } = this.buffer.shift()!;
+      this.starting.push(job);
+      this.launch(job);
+    }
+    this.scheduleStarts();
     const ceiling = this.prefetchCeiling();
     if (this.prefetchNow > ceiling) {
       this.prefetchNow = ceiling;
@@ -372,10 +431,57 @@ export class PorterWorker {
 
   private async handBackBuffered(jobs: ClaimedJob[]): Promise<void> {
     try {
-      await handBackJobs(this.options.db, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken })));
+      await handBackJobs(this.options.db, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })));
       this.logger.debug("handed back buffered jobs", { n: jobs.length });
     } catch (error) {
       this.logger.warn("could not hand back buffered jobs; they run again once their leases expire", { err: error, n: jobs.length });
+    }
+  }
+
+  /**
+   * Jobs leaving the buffer are marked started in one statement for all that left it in this turn
+   * of the event loop (one statement in flight; those leaving meanwhile go in the next). The
+   * statement is sent at once, before their handlers do anything that could kill the worker, but
+   * not waited for: a slot never waits on it (waiting cost burn-down 3.6× — a round trip per slot
+   * per job). A worker SIGKILLed with jobs in its buffer leaves them unmarked: released as
+   * `not_started`, their attempts not counted. A job whose lease was lost before its mark (rescued,
+   * cancelled) is stopped like any lost lease.
+   */
+  private scheduleStarts(): void {
+    if (this.isStartScheduled || this.startFlight || this.starting.length === 0) return;
+    this.isStartScheduled = true;
+    setImmediate(() => {
+      this.isStartScheduled = false;
+      if (this.startFlight || this.starting.length === 0) return;
+      this.startFlight = this.startBuffered(this.starting.splice(0)).finally(() => {
+        this.startFlight = undefined;
+        this.scheduleStarts();
+      });
+    });
+  }
+
+  private async startBuffered(batch: ClaimedJob[]): Promise<void> {
+    for (let failures = 1; ; failures++) {
+      try {
+        const { lost } = await startJobs(this.options.db, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })));
+        // Lost: rescued, re-claimed or finished meanwhile (an attempt may even have been acked
+        // already: closed, so this is a no-op for it).
+        const byId = new Map(batch.map((j) => [j.id, j]));
+        for (const id of lost) {
+          const attempt = this.attempts.get(id);
+          // The same attempt, not a later claim of the same row by this worker.
+          if (attempt && attempt.job.leaseToken === byId.get(id)?.leaseToken) attempt.loseLease();
+        }
+        return;
+      } catch (error) {
+        if (!isConnectionError(error) || failures >= 5) {
+          // Their attempts run on; rescued meanwhile, one would be recorded `not_started` (its late
+          // results are refused by the fence, its effects are ledgered).
+          this.logger.warn("could not mark prefetched jobs started", { err: error, n: batch.length });
+          return;
+        }
+        await sleep(jitter(Math.min(100 * 2 ** failures, 2000)));
+      }
     }
   }
 

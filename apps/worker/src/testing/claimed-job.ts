@@ -24,5 +24,6 @@ export const claimedJob = (over: Partial<ClaimedJob> = {}, now = new Date("2026-
   backoffCapMs: 60_000,
   cancelRequested: false,
   resourceKeyId: null,
+  isStarted: true,
   ...over,
 });

@@ -52,7 +52,7 @@ const starve = async (ms: number): Promise<Run> => {
       const low = batch.find((c) => c.jobId === lowJob!.job_id);
       if (low) run.low = { waitS: (low.claimedAt.getTime() - low.createdAt.getTime()) / 1000, priority: low.priority };
       run.highClaimed += batch.length - (low ? 1 : 0);
-      await completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, result: null })));
+      await completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
     }
   };
   const maintenance = async () => {

@@ -26,6 +26,12 @@ export type ClaimedJob = {
   cancelRequested: boolean;
   /** The queue's resource key (a provider's 429 reported against it slows it for everyone). */
   resourceKeyId: string | null;
+  /**
+   * The claim marked this attempt started (it goes into a free slot now). False for a prefetched
+   * job: it must be marked with `startJobs` before its handler runs, and until then an attempt
+   * rescued from it is not counted (`not_started`).
+   */
+  isStarted: boolean;
 };
 
 /**
@@ -53,7 +59,7 @@ const claimTypes = {
 /** The claim's columns, in order (rows come back as arrays: no per-row keyed object to build and collect). */
 const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
                   max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
-                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id`;
+                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started`;
 
 // prettier-ignore
 type ClaimRow = [
@@ -61,6 +67,7 @@ type ClaimRow = [
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
   deadlineAt: Date | null, traceId: string, createdAt: Date, claimedAt: Date, leaseToken: string, leaseUntil: Date,
   leaseSeconds: number, backoffBaseMs: number, backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null,
+  isStarted: boolean,
 ];
 
 const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
@@ -86,6 +93,7 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   backoffCapMs: r[19],
   cancelRequested: r[20],
   resourceKeyId: r[21],
+  isStarted: r[22],
 });
 
 /**
@@ -101,18 +109,24 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
  * and resource-key start rates (token buckets, debited in the same statement). Count-then-claim is
  * serialized by an advisory lock (global when a cross-pool limit exists, per pool for pool-local
  * caps), so no limit is exceeded at any instant across any number of workers. One fencing token
- * per batch. Claims commit with synchronous_commit off: a claim lost in a crash only means its
- * lease expires. A named prepared statement, planned once per connection.
+ * per batch. Claims commit synchronously (20261202000300_durable_claim): the rows reach the worker
+ * only once the claim — state, attempt, token — is flushed, so a crash of PostgreSQL cannot forget a
+ * claim a worker acts on (that ran jobs twice at one attempt, without a record). A named prepared
+ * statement, planned once per connection.
+ *
+ * `start` (default: all of them): how many of the claimed jobs, in claim order, go into free slots
+ * at once and are marked started by the claim itself; the rest are the worker's prefetch, marked
+ * started by `startJobs` when they leave its buffer (20261202000301_not_started_attempts).
  */
 export const claimJobs = async (
   db: Db,
-  params: { poolId: string; workerId: string; limit: number; now?: Date },
+  params: { poolId: string; workerId: string; limit: number; start?: number; now?: Date },
 ): Promise<ClaimedJob[]> => {
   if (params.limit <= 0) return [];
   const { rows } = await db.query<ClaimRow>({
     name: "porter.claim",
-    text: `SELECT ${CLAIM_COLUMNS} FROM porter_claim($1, $2, $3, $4)`,
-    values: [params.poolId, params.workerId, params.limit, params.now ?? null],
+    text: `SELECT ${CLAIM_COLUMNS} FROM porter_claim($1, $2, $3, $4, $5)`,
+    values: [params.poolId, params.workerId, params.limit, params.now ?? null, Math.max(0, params.start ?? params.limit)],
     rowMode: "array",
     types: claimTypes,
   });

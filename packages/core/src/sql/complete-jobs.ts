@@ -1,13 +1,14 @@
 import type { Db } from "../db";
+import type { LeaseRef } from "./extend-leases";
 import { insertFinished } from "./finish";
 
-export type Completion = { id: string; leaseToken: string; result: unknown };
+export type Completion = LeaseRef & { result: unknown };
 export type CompleteOutcome = { completed: string[]; stale: string[] };
 
 /**
  * Acks a batch of attempts: each job's result and its SUCCEEDED transition commit together, in
  * one statement, after the handler's effects. A row matches only while it is RUNNING under the
- * same fencing token; anything else (rescued, cancelled, re-claimed) is reported as stale and left
+ * same fencing token and attempt; anything else (rescued, cancelled, re-claimed) is reported as stale and left
  * untouched. Runs with synchronous_commit on: an ack is a promise of durability. The successful
  * attempt needs no `job_attempts` row: the finished row holds its claim time, worker and end
  * (the timeline reads them from there), which saves a write and two index entries per job.
@@ -17,15 +18,15 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
   const { rows } = await db.query<{ id: string }>({
     name: "porter.complete",
     text: `WITH input AS (
-       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS t(id, token, result)
+       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $5::int[]) AS t(id, token, result, attempt)
      ), at AS (SELECT coalesce($4::timestamptz, clock_timestamp()) AS t),
      done AS (
        DELETE FROM jobs j USING input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING'
+        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING'
        RETURNING j.*, i.result
      ), fin AS (${insertFinished({ state: "'SUCCEEDED'", finishedAt: "(SELECT t FROM at)", result: "done.result::jsonb", partial: "false" })})
      SELECT id::text FROM done`,
-    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), items.map((i) => JSON.stringify(i.result ?? null)), now ?? null],
+    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), items.map((i) => JSON.stringify(i.result ?? null)), now ?? null, items.map((i) => i.attempt)],
   });
   const completed = new Set(rows.map((r) => r.id));
   return { completed: [...completed], stale: items.map((i) => i.id).filter((id) => !completed.has(id)) };

@@ -116,7 +116,7 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     const coalescer = singles.get(db) ?? singles.set(db, new SingleEnqueues(db)).get(db)!;
     return [await coalescer.add(prepared[0]!, options.notify !== false)];
   }
-  const vfts = isOwnTransaction && !hasAdmissionLimits ? await reserveVirtualTime(db, prepared) : undefined;
+  const vfts = isOwnTransaction && !hasAdmissionLimits ? await reserveVirtualTime(db, prepared, { isOwnStatement: true }) : undefined;
   const notifyPools =
     options.notify === false ? [] : [...new Set(prepared.filter((p) => p.runAt <= now).map((p) => p.poolId))];
 
@@ -125,7 +125,9 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     // where the queue defers, its jobs are accepted into the lowest class (priority 0).
     const deferred = await admit(client, prepared.map((p) => ({ tenantId: p.input.tenant_id, queueId: p.queueId, policy: p.policy })), now);
     for (const i of deferred) prepared[i]!.priority = 0;
-    const vftsNow = vfts ?? (await reserveVirtualTime(client, prepared));
+    // Inside the transaction that carries the insert (the caller's, or ours under admission):
+    // committed with it, at the durability its owner chose — never turned asynchronous here.
+    const vftsNow = vfts ?? (await reserveVirtualTime(client, prepared, { isOwnStatement: false }));
     // Chunk by chunk: while PostgreSQL inserts one, Node serializes the next (two cores at work).
     const inserted = new Set<string>();
     let next = chunkArrays(prepared.slice(0, CHUNK), vftsNow, now);
@@ -397,11 +399,19 @@ const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: Set<str
 /**
  * Weighted fair queuing (docs/scheduling.md): each (queue, tenant) group of n jobs reserves the
  * virtual finish times max(last_vft, queue clock) + 1/w … + n/w, in input order. One statement,
- * rows locked in (queue, tenant) order (no deadlock between producers), committed asynchronously
- * when it runs on its own: a reservation lost in a crash or left unused by a refused batch only
- * moves the tenant's clock forward a little. Returns each job's vft by its input position.
+ * rows locked in (queue, tenant) order (no deadlock between producers).
+ *
+ * `isOwnStatement`: the statement runs on Porter's pool in a transaction of its own (autocommit),
+ * before the insert's transaction. Only then does it commit with synchronous_commit off, which is
+ * safe because it holds nothing acknowledged: a reservation lost in a crash (or left unused by a
+ * refused batch) only moves the tenant's clock forward a little, and the jobs' own insert commits
+ * durably afterwards. Otherwise it runs inside the transaction that carries the insert — a
+ * producer's own transaction, or Porter's under admission control — and must not touch its
+ * settings: `set_config(…, true)` lasts until that transaction ends, so it would make the caller's
+ * COMMIT (its rows and the acknowledged jobs) asynchronous, lost in a crash. Returns each job's
+ * vft by its input position.
  */
-const reserveVirtualTime = async (db: Db, prepared: Prepared[]): Promise<number[]> => {
+const reserveVirtualTime = async (db: Db, prepared: Prepared[], options: { isOwnStatement: boolean }): Promise<number[]> => {
   const groups = new Map<string, { queue_id: string; tenant_id: string; members: Prepared[] }>();
   for (const p of prepared) {
     const key = `${p.queueId}\u0000${p.input.tenant_id}`;
@@ -410,10 +420,8 @@ const reserveVirtualTime = async (db: Db, prepared: Prepared[]): Promise<number[
     groups.set(key, group);
   }
   const { rows } = await db.query<{ queue_id: string; tenant_id: string; last_vft: number; weight: number }>({
-    name: "porter.reserve_vft",
-    text: `WITH g AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(queue_id text, tenant_id text, n int)),
-           async AS (SELECT set_config('synchronous_commit', 'off', true))
-           ${reserveClocksSql("g", "async")}`,
+    name: options.isOwnStatement ? "porter.reserve_vft_async" : "porter.reserve_vft",
+    text: options.isOwnStatement ? RESERVE_VFT_ASYNC_SQL : RESERVE_VFT_SQL,
     values: [JSON.stringify([...groups.values()].map((g) => ({ queue_id: g.queue_id, tenant_id: g.tenant_id, n: g.members.length })))],
   });
   const vfts: number[] = new Array(prepared.length);
@@ -423,3 +431,7 @@ const reserveVirtualTime = async (db: Db, prepared: Prepared[]): Promise<number[
   }
   return vfts;
 };
+
+const RESERVE_VFT_GROUPS = `WITH g AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(queue_id text, tenant_id text, n int))`;
+const RESERVE_VFT_SQL = `${RESERVE_VFT_GROUPS} ${reserveClocksSql("g")}`;
+const RESERVE_VFT_ASYNC_SQL = `${RESERVE_VFT_GROUPS}, async AS (SELECT set_config('synchronous_commit', 'off', true)) ${reserveClocksSql("g", "async")}`;

@@ -1,6 +1,12 @@
 import type { Db } from "../db";
 
-export type LeaseRef = { id: string; leaseToken: string };
+/**
+ * A lease as its holder knows it: the row, the fencing token and the attempt number the claim
+ * returned. Every write of the holder (ack, fail, heartbeat, hand-back, effect) matches all three
+ * against the RUNNING row, so a token handed out twice — say a sequence value reused after a crash
+ * — still cannot pass for another attempt.
+ */
+export type LeaseRef = { id: string; leaseToken: string; attempt: number };
 export type ExtendOutcome = {
   /** Leases extended; `leaseUntil` ≤ now means the bound (deadline, max runtime) was reached. */
   extended: Array<{ id: string; leaseUntil: Date; cancelRequested: boolean }>;
@@ -11,14 +17,23 @@ export type ExtendOutcome = {
 /**
  * Heartbeats a batch of leases. The new lease is `now + lease_seconds` but never past the job's
  * deadline nor `claimed_at + max_runtime_s`. Fenced by token. Lease columns are in no index, so
- * this is a HOT update; it runs with synchronous_commit off (a lost heartbeat only shortens a
- * lease). Reports cancel requests so the worker can signal the handler.
+ * this is a HOT update. Fenced by token and attempt.
+ *
+ * It runs with synchronous_commit off, in a statement of its own on Porter's pool (never inside a
+ * caller's transaction): a crash of PostgreSQL can lose the heartbeats of its last ~200 ms
+ * (wal_writer_delay), nothing else. Lost, a heartbeat leaves the older `lease_until` and
+ * `heartbeat_at`: the lease may then look expired sooner than it is, and the rescue takes the job
+ * back while its worker still runs it — which records that attempt (`lease_expired`), refuses the
+ * worker's later heartbeat, ack and effects by the fence, and runs the job again (effects are
+ * ledgered). No acknowledged result, no claim and no attempt record depends on a heartbeat, and any
+ * later synchronous commit (an ack) flushes the heartbeats before it. Reports cancel requests so
+ * the worker can signal the handler.
  */
 export const extendLeases = async (db: Db, items: LeaseRef[], now?: Date): Promise<ExtendOutcome> => {
   if (items.length === 0) return { extended: [], lost: [] };
   const { rows } = await db.query<{ id: string; lease_until: Date; cancel_requested: boolean }>({
     name: "porter.extend",
-    text: `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)),
+    text: `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $4::int[]) AS t(id, token, attempt)),
      at AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS t, set_config('synchronous_commit', 'off', true))
      UPDATE jobs j
         SET lease_until = greatest(j.lease_until, least((SELECT t FROM at) + q.lease_seconds * interval '1 second',
@@ -26,9 +41,9 @@ export const extendLeases = async (db: Db, items: LeaseRef[], now?: Date): Promi
                                                         j.claimed_at + q.max_runtime_s * interval '1 second')),
             heartbeat_at = (SELECT t FROM at)
        FROM input i, queues q
-      WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING' AND q.id = j.queue_id
+      WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND q.id = j.queue_id
      RETURNING j.id::text, j.lease_until, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
-    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null],
+    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null, items.map((i) => i.attempt)],
   });
   const kept = new Set(rows.map((r) => r.id));
   return {

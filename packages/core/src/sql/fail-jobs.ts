@@ -1,11 +1,10 @@
 import type { TJobError } from "@porter/contracts";
 import type { Db } from "../db";
 import type { FailureDecision } from "../policy/decide";
+import type { LeaseRef } from "./extend-leases";
 import { insertAttempt, insertFinished } from "./finish";
 
-export type Failure = {
-  id: string;
-  leaseToken: string;
+export type Failure = LeaseRef & {
   /** How the attempt ended. */
   outcome: "failed" | "timed_out" | "cancelled";
   error: TJobError;
@@ -18,7 +17,7 @@ export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision[
  * Records failed attempts in one statement: retries go to RETRY_WAIT with their `run_at` (the
  * job stays in the hot table); dead, cancelled and expired jobs move to `finished_jobs` with their
  * structured error, marked partial when they recorded effects. Fenced like the ack: only a RUNNING
- * row under the same token changes; the rest are reported stale. The last attempt's owner and
+ * row under the same token and attempt changes; the rest are reported stale. The last attempt's owner and
  * token stay on a retrying row as history; no check accepts them once the state left RUNNING.
  */
 export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
@@ -26,19 +25,19 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
   const { rows } = await db.query<{ id: string; state: FailureDecision["state"] }>({
     name: "porter.fail",
     text: `WITH input AS (
-       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[])
-         AS t(id, token, next_state, run_at, error, outcome)
+       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $8::int[])
+         AS t(id, token, next_state, run_at, error, outcome, attempt)
      ), at AS (SELECT coalesce($7::timestamptz, clock_timestamp()) AS t),
      retried AS (
        UPDATE jobs j
           SET state = 'RETRY_WAIT', run_at = i.run_at, last_error = i.error::jsonb, lease_until = NULL
          FROM input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING' AND i.next_state = 'RETRY_WAIT'
+        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND i.next_state = 'RETRY_WAIT'
        RETURNING j.*, i.outcome, i.error AS err
      ), retried_att AS (${insertAttempt({ source: "retried AS done", outcome: "done.outcome", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb", retryAt: "done.run_at" })}
      ), done AS (
        DELETE FROM jobs j USING input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING' AND i.next_state <> 'RETRY_WAIT'
+        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND i.next_state <> 'RETRY_WAIT'
        RETURNING j.*, i.next_state, i.outcome, i.error AS err
      ), fin AS (${insertFinished({ state: "done.next_state", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb" })}
      ), att AS (${insertAttempt({ outcome: "done.outcome", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb" })}
@@ -58,6 +57,7 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
       items.map((i) => JSON.stringify(i.error)),
       items.map((i) => i.outcome),
       now ?? null,
+      items.map((i) => i.attempt),
     ],
   });
   const applied = new Set(rows.map((r) => r.id));

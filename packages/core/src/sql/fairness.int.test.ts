@@ -19,7 +19,7 @@ const jobs = (tenant: string, count: number, queue = "q1"): EnqueueInput[] =>
 const burst = async (tenant: string, count: number, queue = "q1") => {
   for (let done = 0; done < count; done += 1000) await enqueueJobs(db.pool, jobs(tenant, Math.min(1000, count - done), queue));
 };
-const ack = (batch: ClaimedJob[]) => completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, result: null })));
+const ack = (batch: ClaimedJob[]) => completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.ceil(p * values.length) - 1]!;
 
 beforeEach(async () => {
@@ -97,7 +97,7 @@ describe("redrive", () => {
     await burst("A", 2_000);
     // DEAD: single-attempt jobs whose (ghost) worker lost its lease.
     await db.pool.query(
-      `UPDATE jobs SET state = 'RUNNING', attempt = max_attempts, claimed_at = now(), lease_owner = 'ghost',
+      `UPDATE jobs SET state = 'RUNNING', attempt = max_attempts, claimed_at = now(), started_at = now(), lease_owner = 'ghost',
                        lease_token = nextval('lease_token_seq'), lease_until = now() - interval '1 second'`,
     );
     while ((await rescueExpiredLeases(db.pool)).dead > 0);

@@ -4,22 +4,22 @@ import { insertAttempt } from "./finish";
 
 /**
  * Drain: returns unfinished leases to READY without burning an attempt (the attempt counter goes
- * back), recording a `handed_back` attempt for the timeline. Fenced by token.
+ * back), recording a `handed_back` attempt for the timeline. Fenced by token and attempt.
  */
 export const handBackJobs = async (db: Db, items: LeaseRef[], now?: Date): Promise<{ handedBack: string[]; stale: string[] }> => {
   if (items.length === 0) return { handedBack: [], stale: [] };
   const { rows } = await db.query<{ id: string }>(
-    `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)),
+    `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $4::int[]) AS t(id, token, attempt)),
      at AS (SELECT coalesce($3::timestamptz, clock_timestamp()) AS t),
      done AS (
        UPDATE jobs j
           SET state = 'READY', attempt = j.attempt - 1, run_at = (SELECT t FROM at), lease_until = NULL
          FROM input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'RUNNING'
+        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING'
        RETURNING j.job_id, j.attempt + 1 AS attempt, j.lease_owner, j.lease_token, j.claimed_at, j.heartbeat_at, j.id
      ), att AS (${insertAttempt({ outcome: "'handed_back'", finishedAt: "(SELECT t FROM at)" })})
      SELECT id::text FROM done`,
-    [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null],
+    [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null, items.map((i) => i.attempt)],
   );
   const done = new Set(rows.map((r) => r.id));
   return { handedBack: [...done], stale: items.map((i) => i.id).filter((id) => !done.has(id)) };

@@ -31,7 +31,7 @@ const running = async (over: Partial<EnqueueInput> = {}): Promise<ClaimedJob> =>
     const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w1", limit: 1 });
     if (claimed.length === 0) throw new Error("nothing claimed");
     if (claimed[0]!.jobId === r!.job_id) return claimed[0]!;
-    await completeJobs(db.pool, [{ id: claimed[0]!.id, leaseToken: claimed[0]!.leaseToken, result: null }]);
+    await completeJobs(db.pool, [{ id: claimed[0]!.id, leaseToken: claimed[0]!.leaseToken, attempt: claimed[0]!.attempt, result: null }]);
   }
 };
 
@@ -40,7 +40,7 @@ const reclaim = async (jobId: string, now: Date): Promise<ClaimedJob> => {
   const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w2", limit: 10_000, now });
   const mine = claimed.find((c) => c.jobId === jobId);
   const others = claimed.filter((c) => c.jobId !== jobId);
-  await completeJobs(db.pool, others.map((c) => ({ id: c.id, leaseToken: c.leaseToken, result: null })));
+  await completeJobs(db.pool, others.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
   if (!mine) throw new Error(`job ${jobId} was not claimable`);
   return mine;
 };
@@ -52,7 +52,7 @@ beforeAll(async () => {
 describe("fencing", () => {
   it("rejects ack, nack and heartbeat from a stale token and changes nothing", async () => {
     const job = await running();
-    const stale = { id: job.id, leaseToken: String(BigInt(job.leaseToken) + 1000n) };
+    const stale = { id: job.id, leaseToken: String(BigInt(job.leaseToken) + 1000n), attempt: job.attempt };
     const before = await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id]);
     expect(await completeJobs(db.pool, [{ ...stale, result: 1 }])).toEqual({ completed: [], stale: [job.id] });
     expect(await failJobs(db.pool, [{ ...stale, outcome: "failed", error: error(1), next: { state: "DEAD" } }])).toEqual({ applied: [], stale: [job.id] });
@@ -63,13 +63,29 @@ describe("fencing", () => {
     expect((await db.pool.query(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = $1`, [job.jobId])).rows[0].n).toBe(0);
   });
 
+  it("rejects the right token with another attempt number: fencing does not rest on the token sequence alone", async () => {
+    const job = await running();
+    // A token handed out twice (a sequence value reused after a crash) must not pass for another attempt.
+    const stale = { id: job.id, leaseToken: job.leaseToken, attempt: job.attempt - 1 };
+    const before = await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id]);
+    expect(await completeJobs(db.pool, [{ ...stale, result: 1 }])).toEqual({ completed: [], stale: [job.id] });
+    expect(await failJobs(db.pool, [{ ...stale, outcome: "failed", error: error(1), next: { state: "DEAD" } }])).toEqual({ applied: [], stale: [job.id] });
+    expect(await extendLeases(db.pool, [stale])).toEqual({ extended: [], lost: [job.id] });
+    expect(await handBackJobs(db.pool, [stale])).toEqual({ handedBack: [], stale: [job.id] });
+    await expect(
+      applyEffect(db.pool, { id: job.id, jobId: job.jobId, tenantId: job.tenantId, attempt: stale.attempt, leaseToken: job.leaseToken }, "k", async () => 1),
+    ).rejects.toBeInstanceOf(StaleLeaseError);
+    expect((await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id])).rows).toEqual(before.rows);
+    expect((await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: 2 }])).completed).toEqual([job.id]);
+  });
+
   it("rejects the old token after a lease was rescued and the job re-claimed", async () => {
     const job = await running();
     await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 120_000) });
     const again = await reclaim(job.jobId, new Date(Date.now() + 121_000));
     expect(again).toMatchObject({ attempt: 2 });
-    expect((await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, result: 1 }])).stale).toEqual([job.id]);
-    expect((await completeJobs(db.pool, [{ id: again.id, leaseToken: again.leaseToken, result: 2 }])).completed).toEqual([job.id]);
+    expect((await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: 1 }])).stale).toEqual([job.id]);
+    expect((await completeJobs(db.pool, [{ id: again.id, leaseToken: again.leaseToken, attempt: again.attempt, result: 2 }])).completed).toEqual([job.id]);
     expect(await getJob(db.pool, job.jobId)).toMatchObject({ status: "SUCCEEDED", result: 2 });
   });
 });
@@ -77,7 +93,7 @@ describe("fencing", () => {
 describe("ack", () => {
   it("commits the result with SUCCEEDED and moves the job out of the hot table", async () => {
     const job = await running();
-    expect(await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, result: { artifact_ref: "s3://x" } }])).toEqual({ completed: [job.id], stale: [] });
+    expect(await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: { artifact_ref: "s3://x" } }])).toEqual({ completed: [job.id], stale: [] });
     expect((await db.pool.query(`SELECT 1 FROM jobs WHERE id = $1`, [job.id])).rowCount).toBe(0);
     const status = await getJob(db.pool, job.jobId);
     expect(status).toMatchObject({ status: "SUCCEEDED", result: { artifact_ref: "s3://x" }, attempt: 1 });
@@ -89,14 +105,14 @@ describe("heartbeat", () => {
   it("extends the lease but never past the max-runtime bound", async () => {
     const job = await running();
     const later = new Date(job.claimedAt.getTime() + 50_000);
-    const { extended } = await extendLeases(db.pool, [{ id: job.id, leaseToken: job.leaseToken }], later);
+    const { extended } = await extendLeases(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt }], later);
     expect(extended[0]!.leaseUntil.getTime()).toBe(job.claimedAt.getTime() + 60_000);
   });
 
   it("reports a cancel request", async () => {
     const job = await running();
     expect(await cancelJob(db.pool, { jobId: job.jobId, actor: "op", reason: "stop" })).toEqual({ job_id: job.jobId, status: "RUNNING" });
-    const { extended } = await extendLeases(db.pool, [{ id: job.id, leaseToken: job.leaseToken }]);
+    const { extended } = await extendLeases(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt }]);
     expect(extended[0]!.cancelRequested).toBe(true);
   });
 });
@@ -105,11 +121,11 @@ describe("failures", () => {
   it("schedules a retry, then kills the job when attempts are exhausted, with a structured error", async () => {
     const job = await running({ max_attempts: 2 });
     const runAt = new Date(Date.now() - 1);
-    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, outcome: "failed", error: { ...error(1), class: "retryable" }, next: { state: "RETRY_WAIT", runAt } }]);
+    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error: { ...error(1), class: "retryable" }, next: { state: "RETRY_WAIT", runAt } }]);
     expect(await stateOf(db.pool, job.jobId)).toBe("RETRY_WAIT");
     const [second] = await claimJobs(db.pool, { poolId: "p1", workerId: "w2", limit: 1 });
     expect(second).toMatchObject({ jobId: job.jobId, attempt: 2 });
-    await failJobs(db.pool, [{ id: second!.id, leaseToken: second!.leaseToken, outcome: "failed", error: error(2), next: { state: "DEAD" } }]);
+    await failJobs(db.pool, [{ id: second!.id, leaseToken: second!.leaseToken, attempt: second!.attempt, outcome: "failed", error: error(2), next: { state: "DEAD" } }]);
     const status = await getJob(db.pool, job.jobId);
     expect(status).toMatchObject({ status: "DEAD", partial: false, error: { code: "BOOM", attempt: 2, last_checkpoint: { step: 2 } } });
     expect(status!.timeline.map((e) => e.kind)).toEqual([
@@ -120,7 +136,7 @@ describe("failures", () => {
   it("marks a dead job that recorded effects as partial", async () => {
     const job = await running();
     await applyEffect(db.pool, job, `fx-${job.jobId}`, async () => "sent");
-    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, outcome: "failed", error: error(1), next: { state: "DEAD" } }]);
+    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error: error(1), next: { state: "DEAD" } }]);
     expect(await getJob(db.pool, job.jobId)).toMatchObject({ status: "DEAD", partial: true });
   });
 });
@@ -144,7 +160,7 @@ describe("lease rescue", () => {
 
   it("cannot overwrite a job acked meanwhile", async () => {
     const job = await running();
-    await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, result: "ok" }]);
+    await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: "ok" }]);
     await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 31_000) });
     expect(await stateOf(db.pool, job.jobId)).toBe("SUCCEEDED");
   });
@@ -154,7 +170,7 @@ describe("lease rescue", () => {
     const acker = await db.pool.connect();
     try {
       await acker.query("BEGIN");
-      await completeJobs(acker, [{ id: job.id, leaseToken: job.leaseToken, result: "ok" }]);
+      await completeJobs(acker, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: "ok" }]);
       // The ack holds the row lock: rescue skips the row rather than touching it.
       const report = await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 31_000) });
       await acker.query("COMMIT");
@@ -169,7 +185,7 @@ describe("lease rescue", () => {
 describe("drain hand-back", () => {
   it("returns the job to READY without burning the attempt", async () => {
     const job = await running();
-    expect((await handBackJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken }])).handedBack).toEqual([job.id]);
+    expect((await handBackJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt }])).handedBack).toEqual([job.id]);
     const { rows } = await db.pool.query(`SELECT state, attempt FROM jobs WHERE id = $1`, [job.id]);
     expect(rows[0]).toEqual({ state: "READY", attempt: 0 });
   });
@@ -181,7 +197,7 @@ describe("cancel", () => {
     expect(await cancelJob(db.pool, { jobId: r!.job_id, actor: "op" })).toEqual({ job_id: r!.job_id, status: "CANCELLED" });
     expect(await cancelJob(db.pool, { jobId: r!.job_id, actor: "op" })).toEqual({ job_id: r!.job_id, status: "CANCELLED" });
     const done = await running();
-    await completeJobs(db.pool, [{ id: done.id, leaseToken: done.leaseToken, result: null }]);
+    await completeJobs(db.pool, [{ id: done.id, leaseToken: done.leaseToken, attempt: done.attempt, result: null }]);
     await expect(cancelJob(db.pool, { jobId: done.jobId, actor: "op" })).rejects.toMatchObject({ code: "CONFLICT" });
   });
 
@@ -212,7 +228,7 @@ describe("redrive", () => {
   const kill = async (over: Partial<EnqueueInput> = {}, withEffect = false) => {
     const job = await running(over);
     if (withEffect) await applyEffect(db.pool, job, `fx-${job.jobId}`, async () => 1);
-    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, outcome: "failed", error: error(1, "REDRIVE_ME"), next: { state: "DEAD" } }]);
+    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error: error(1, "REDRIVE_ME"), next: { state: "DEAD" } }]);
     return job.jobId;
   };
 
@@ -290,9 +306,9 @@ describe("effects ledger", () => {
 describe("retention", () => {
   it("prunes finished jobs past retention with their history, keeps DEAD ones and the hot table", async () => {
     const done = await running();
-    await completeJobs(db.pool, [{ id: done.id, leaseToken: done.leaseToken, result: null }]);
+    await completeJobs(db.pool, [{ id: done.id, leaseToken: done.leaseToken, attempt: done.attempt, result: null }]);
     const dead = await running();
-    await failJobs(db.pool, [{ id: dead.id, leaseToken: dead.leaseToken, outcome: "failed", error: error(1), next: { state: "DEAD" } }]);
+    await failJobs(db.pool, [{ id: dead.id, leaseToken: dead.leaseToken, attempt: dead.attempt, outcome: "failed", error: error(1), next: { state: "DEAD" } }]);
     const [queued] = await enqueueJobs(db.pool, [input()]);
     const { pruned } = await pruneFinished(db.pool, { now: new Date(Date.now() + 7200_000) });
     expect(pruned).toBeGreaterThanOrEqual(1);

@@ -131,7 +131,7 @@ describe("adaptive concurrency (a provider's 429)", () => {
 
     expect(await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 1_000, now: t })).toEqual({ currentLimit: 4, throttledUntil: ms(1_000) });
     // Nothing starts until Retry-After has passed, even with every slot free.
-    await completeJobs(db.pool, first.map((c) => ({ id: c.id, leaseToken: c.leaseToken, result: null })), ms(10));
+    await completeJobs(db.pool, first.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })), ms(10));
     expect(await claim(ms(500))).toEqual([]);
     expect(await claim(ms(999))).toEqual([]);
     expect(await recoverResourceLimits(db.pool, { now: ms(900), calmMs: 0 })).toBe(0); // no recovery while throttled

@@ -23,7 +23,7 @@ const churn = async (n: number) => {
   for (;;) {
     const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 500 });
     if (claimed.length === 0) break;
-    await completeJobs(db.pool, claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, result: null })));
+    await completeJobs(db.pool, claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
   }
 };
 

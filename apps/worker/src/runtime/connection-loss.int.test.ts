@@ -1,0 +1,119 @@
+import { createPool } from "@porter/db/pool";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { defineHandler } from "@porter/sdk";
+import type pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createHandlerRegistry, diagHandlers } from "../handlers";
+import { createLogger } from "../logger";
+import { attemptsOf, createDiagPlane, enqueue, jobRow, waitFor, waitForStates } from "../testing/fixtures";
+import { isConnectionError } from "./errors";
+import { PorterWorker } from "./worker";
+
+// Issue 9, defect 12: a client checked out of the pool for an effect's transaction had no error
+// listener, so PostgreSQL dropping its connection (a restart, pg_terminate_backend) crashed the
+// worker with an unhandled 'error' event. Now the effect fails with a connection error, the
+// attempt is recorded as a retryable failure, and the job succeeds on its next attempt.
+
+const testDb = useTestDatabase();
+let db: pg.Pool;
+const uncaught: unknown[] = [];
+const onUncaught = (error: unknown) => uncaught.push(error);
+
+const deferred = <T>() => {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+};
+let backend = deferred<number>();
+let gate = deferred<void>();
+
+/** An effect whose first attempt holds its transaction open (idle, or in a long statement) until the test lets it go on. */
+const gated = defineHandler({
+  type: "test.gated_effect",
+  run: async (job, ctx) => {
+    const { key, mode } = job.payload as { key: string; mode: "idle" | "busy" };
+    const applied = await ctx.effect(key, async (tx) => {
+      if (job.attempt === 1) {
+        const { rows } = await tx.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`);
+        backend.resolve(rows[0]!.pid);
+        if (mode === "busy") await tx.query(`SELECT pg_sleep(30)`);
+        else await gate.promise;
+      }
+      const { rows } = await tx.query<{ applied: number }>(
+        `INSERT INTO diag_effects (key, applied) VALUES ($1, 1)
+         ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1 RETURNING applied`,
+        [key],
+      );
+      return rows[0]!.applied;
+    });
+    return { applied };
+  },
+});
+
+const terminate = async (pid: number) => {
+  await db.query(`SELECT pg_terminate_backend($1)`, [pid]);
+  await waitFor("the backend to exit", async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [pid])).rowCount === 0);
+};
+
+beforeAll(async () => {
+  process.on("uncaughtException", onUncaught);
+  db = createPool(testDb.connectionString, { max: 4 });
+  await createDiagPlane(db, { queue: { backoff_base_ms: 10 } });
+  await db.query(`INSERT INTO job_types (id, queue_id) VALUES ('test.gated_effect', 'diag')`);
+});
+
+afterEach(() => {
+  backend = deferred<number>();
+  gate = deferred<void>();
+});
+
+afterAll(async () => {
+  process.removeListener("uncaughtException", onUncaught);
+  await db.end();
+});
+
+describe("a worker whose effect's connection dies", () => {
+  it.each(["idle", "busy"] as const)(
+    "survives it (%s in the effect's transaction): the attempt fails retryably and the job succeeds next time",
+    async (mode) => {
+      const workerPool = createPool(testDb.connectionString, { max: 4, applicationName: "porter-worker:test" });
+      const worker = await PorterWorker.start({
+        db: workerPool,
+        connectionString: testDb.connectionString,
+        poolId: "diag-pool",
+        logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
+        concurrency: 2,
+        maintenance: false,
+        handlers: createHandlerRegistry([...diagHandlers, gated]),
+      });
+      try {
+        const key = `gated-${mode}`;
+        const [id] = await enqueue(db, [{ type: "test.gated_effect", payload: { key, mode } }]);
+        await terminate(await backend.promise);
+        await new Promise((resolve) => setTimeout(resolve, 200)); // the client sees its socket close
+        gate.resolve();
+
+        await waitForStates(db, [id!], ["SUCCEEDED"]);
+        expect(uncaught).toEqual([]);
+        expect(await jobRow(db, id!)).toMatchObject({ attempt: 2, result: { applied: 1 } });
+        const attempts = await attemptsOf(db, id!);
+        expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+          [1, "failed"],
+          [2, "succeeded"],
+        ]);
+        expect(attempts[0]!.error).toMatchObject({ class: "retryable" });
+        const { code, message } = attempts[0]!.error!;
+        expect(isConnectionError(Object.assign(new Error(message), code === "UNKNOWN" ? {} : { code }))).toBe(true);
+        // The effect was rolled back with its transaction the first time and applied once in all.
+        expect((await db.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
+        // The worker goes on with new work on the same pool.
+        const [next] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+        await waitForStates(db, [next!], ["SUCCEEDED"]);
+      } finally {
+        gate.resolve();
+        await worker.drain({ graceMs: 0 });
+        await workerPool.end();
+      }
+    },
+  );
+});

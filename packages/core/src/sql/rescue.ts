@@ -1,0 +1,96 @@
+import { insertAttempt, insertFinished } from "./finish";
+
+/**
+ * The rescue of RUNNING jobs whose worker is gone, shared by `rescueExpiredLeases` (the lease ran
+ * out) and `rescueLostWorkers` (the worker's heartbeat row went stale): one statement that locks
+ * the selected rows with SKIP LOCKED and re-checks `state = 'RUNNING'` in every write, so a job
+ * acked meanwhile is never overwritten, and the lost worker's late ack finds its fence gone.
+ *
+ * Per row: a cancel requested → CANCELLED; past its deadline → EXPIRED. An attempt that started
+ * burns: with attempts left the job is READY again (outcome `lease_expired`, its error kept as
+ * `last_error`), otherwise DEAD. An attempt that never started (`started_at` NULL: a prefetched job
+ * still in its worker's buffer) is not counted: READY with the attempt number back, recorded as
+ * `not_started`. Every rescued attempt gets its `job_attempts` row.
+ *
+ * Parameters: $1 now (null: the clock), $2 batch size, then the caller's. `select` is a predicate
+ * on `j` (the job row) and `(SELECT t FROM at)`; `code` and `message` are SQL expressions for the
+ * started attempts' structured error.
+ */
+export const rescueSql = (opts: { select: string; code: string; message: string }): string => `
+  WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
+  expired AS (
+    SELECT j.id, j.started_at IS NOT NULL AS is_started, j.attempt AS ended_attempt,
+           CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'CANCELLED'
+                WHEN j.deadline_at IS NOT NULL AND j.deadline_at <= (SELECT t FROM at) THEN 'EXPIRED'
+                WHEN j.started_at IS NOT NULL AND j.attempt >= j.max_attempts THEN 'DEAD'
+                ELSE 'READY' END AS next_state
+      FROM jobs j
+     WHERE j.state = 'RUNNING' AND (${opts.select})
+     ORDER BY j.lease_until
+     LIMIT $2
+     FOR UPDATE SKIP LOCKED
+  ), err AS (
+    SELECT e.id,
+           CASE WHEN e.is_started
+                THEN jsonb_build_object('code', ${opts.code}, 'class', 'lease_expired', 'message', ${opts.message},
+                       'worker_version', NULL, 'attempt', j.attempt, 'trace_id', j.trace_id, 'last_checkpoint', NULL,
+                       'worker_id', j.lease_owner)
+                ELSE jsonb_build_object('code', 'NOT_STARTED', 'class', 'lease_expired',
+                       'message', 'claimed by worker ' || coalesce(j.lease_owner, '?') || ' into its prefetch buffer, released before it started ('
+                                  || ${opts.message} || '); not counted against max_attempts',
+                       'worker_version', NULL, 'attempt', j.attempt, 'trace_id', j.trace_id, 'last_checkpoint', NULL,
+                       'worker_id', j.lease_owner)
+           END AS error
+      FROM expired e JOIN jobs j ON j.id = e.id
+  ), requeued AS (
+    UPDATE jobs j
+       SET state = 'READY', run_at = (SELECT t FROM at), lease_until = NULL,
+           attempt = j.attempt - (NOT e.is_started)::int,
+           last_error = CASE WHEN e.is_started THEN err.error ELSE j.last_error END
+      FROM expired e JOIN err ON err.id = e.id
+     WHERE j.id = e.id AND e.next_state = 'READY' AND j.state = 'RUNNING'
+    RETURNING j.*, err.error AS err, e.is_started, e.ended_attempt
+  ), requeued_att AS (${insertAttempt({
+    source: "requeued AS done",
+    attempt: "done.ended_attempt",
+    outcome: "CASE WHEN done.is_started THEN 'lease_expired' ELSE 'not_started' END",
+    finishedAt: "(SELECT t FROM at)",
+    error: "done.err",
+  })}
+  ), done AS (
+    DELETE FROM jobs j USING expired e, err
+     WHERE j.id = e.id AND err.id = e.id AND e.next_state <> 'READY' AND j.state = 'RUNNING'
+    RETURNING j.*, e.next_state, e.is_started, err.error AS err
+  ), fin AS (${insertFinished({
+    state: "done.next_state",
+    finishedAt: "(SELECT t FROM at)",
+    error: "done.err",
+    attempt: "done.attempt - (NOT done.is_started)::int",
+  })}
+  ), att AS (${insertAttempt({
+    outcome: "CASE WHEN done.next_state = 'CANCELLED' THEN 'cancelled' WHEN NOT done.is_started THEN 'not_started' ELSE 'lease_expired' END",
+    finishedAt: "(SELECT t FROM at)",
+    error: "done.err",
+  })}
+  ), ev AS (
+    INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
+    SELECT job_id, (SELECT t FROM at), lower(next_state), attempt, lease_owner,
+           jsonb_build_object('code', err ->> 'code') FROM done
+  )
+  SELECT 'READY' AS state, count(*)::text AS n, count(*) FILTER (WHERE NOT is_started)::text AS not_started FROM requeued
+  UNION ALL SELECT next_state, count(*)::text, count(*) FILTER (WHERE NOT is_started)::text FROM done GROUP BY next_state`;
+
+/** What a rescue did: jobs requeued and finished, by state; `notStarted` of them had not started (not counted). */
+export type RescueOutcome = { requeued: number; dead: number; cancelled: number; expired: number; notStarted: number };
+
+/** Reads the counts of a {@link rescueSql} statement. */
+export const rescueOutcome = (rows: Array<{ state: string; n: string; not_started: string }>): RescueOutcome => {
+  const count = (state: string) => rows.filter((r) => r.state === state).reduce((n, r) => n + Number(r.n), 0);
+  return {
+    requeued: count("READY"),
+    dead: count("DEAD"),
+    cancelled: count("CANCELLED"),
+    expired: count("EXPIRED"),
+    notStarted: rows.reduce((n, r) => n + Number(r.not_started), 0),
+  };
+};

@@ -1,0 +1,266 @@
+-- Attempts that never started are not counted (issue 9, defect 16). A worker claims its free
+-- slots plus a prefetch; a prefetched job waits in the worker's buffer until a slot frees. When the
+-- worker died (SIGKILL), every such job lost an attempt although its handler never ran.
+--
+-- * jobs.started_at: when the current attempt's handler was allowed to start; NULL while the job
+--   only sits in a worker's buffer. A claim marks the first p_start rows (its free slots: they start
+--   at once) in the claim itself; the worker marks the others when they leave its buffer, before
+--   their handler runs (packages/core/src/sql/start-jobs.ts, one statement per batch of starts).
+--   No index: a HOT update.
+-- * attempt_outcome 'not_started': the record of an attempt rescued before it started (its
+--   worker was lost, or its lease expired, while it was buffered). Such an attempt does not count:
+--   the job's attempt number goes back, as for a drain's hand-back.
+-- * porter_claim takes p_start and returns `started`; otherwise it is 20261202000300's.
+ALTER TYPE attempt_outcome ADD VALUE 'not_started';
+ALTER TABLE jobs ADD COLUMN started_at timestamptz(6);
+-- Attempts running at upgrade time were claimed by workers that start everything they claim.
+UPDATE jobs SET started_at = claimed_at WHERE state = 'RUNNING';
+
+DROP FUNCTION porter_claim(text, text, integer, timestamptz);
+CREATE FUNCTION porter_claim(p_pool text, p_worker text, p_limit integer, p_now timestamptz, p_start integer)
+RETURNS TABLE (
+  id bigint, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority integer,
+  idempotency_key text, attempt integer, max_attempts integer, timeout_s integer, deadline_at timestamptz,
+  trace_id text, created_at timestamptz, claimed_at timestamptz, lease_token bigint, lease_until timestamptz,
+  lease_seconds integer, backoff_base_ms integer, backoff_cap_ms integer, cancel_requested boolean,
+  resource_key_id text, started boolean
+) LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz;
+  v_token bigint;
+  v_unlimited boolean := false;
+BEGIN
+  -- Priority aging rewrites waiting rows of this pool's aging queues under this lock, taken
+  -- exclusively (porter_age): a claim skipping the rows it holds would hand out lower-priority work,
+  -- or nothing, while higher-priority work is ready. Claims share it, so they still run concurrently.
+  -- Taken first, before the claim locks below (aging takes no other lock: no deadlock).
+  IF EXISTS (SELECT 1 FROM queues q WHERE q.pool_id = p_pool AND q.aging_s IS NOT NULL) THEN
+    PERFORM pg_advisory_xact_lock_shared(hashtext('porter.aging:' || p_pool));
+  END IF;
+  -- Count-then-claim must not race. Limits that span pools (tenant quotas and start rates,
+  -- resource keys) take one global claim lock; caps local to the pool take the pool's lock; with
+  -- no limit at all claims run concurrently (SKIP LOCKED keeps them apart). The statement below
+  -- takes a new snapshot, so it sees every claim committed before the lock was granted.
+  IF EXISTS (SELECT 1 FROM tenants t WHERE t.max_running IS NOT NULL OR t.start_rate_per_second IS NOT NULL)
+     OR EXISTS (SELECT 1 FROM queues q JOIN resource_keys rk ON rk.id = q.resource_key_id
+                 WHERE q.pool_id = p_pool
+                   AND (rk.concurrency_limit IS NOT NULL OR rk.current_limit IS NOT NULL OR rk.rate_per_second IS NOT NULL)) THEN
+    PERFORM pg_advisory_xact_lock(hashtext('porter.claim'));
+  ELSIF EXISTS (SELECT 1 FROM pools p WHERE p.id = p_pool AND p.concurrency_cap IS NOT NULL)
+     OR EXISTS (SELECT 1 FROM queues q WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused) THEN
+    PERFORM pg_advisory_xact_lock(hashtext('porter.claim:' || p_pool));
+  ELSE
+    v_unlimited := true;
+  END IF;
+  v_now := coalesce(p_now, clock_timestamp());
+  v_token := nextval('lease_token_seq');
+
+  IF v_unlimited THEN
+    -- No cap, quota, rate or resource-key limit applies to this pool: nothing to count, so no
+    -- window ranking — per (queue, tenant with claimable work) the best jobs up to about twice the
+    -- tenant's weighted share of the batch (all of it when it is alone), merged in
+    -- (priority DESC, vft) order. The same order as the full claim below.
+    RETURN QUERY
+    WITH active AS (
+      SELECT q.id AS queue_id, fc.tenant_id, t.weight
+        FROM queues q
+        JOIN fair_clocks fc ON fc.queue_id = q.id
+        JOIN tenants t ON t.id = fc.tenant_id
+       WHERE q.pool_id = p_pool AND NOT q.paused
+         AND EXISTS (SELECT 1 FROM jobs j
+                      WHERE j.queue_id = q.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                        AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
+    ), shares AS (
+      SELECT a.*, count(*) OVER () AS n, sum(a.weight) OVER () AS total FROM active a
+    ), cand AS (
+      SELECT c.ctid AS tid, c.id, c.priority, c.vft
+        FROM shares s
+        CROSS JOIN LATERAL (
+          SELECT j.ctid, j.id, j.priority, j.vft
+            FROM jobs j
+           WHERE j.queue_id = s.queue_id AND j.tenant_id = s.tenant_id
+             AND j.state IN ('READY', 'RETRY_WAIT')
+             AND j.run_at <= v_now
+             AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+           ORDER BY j.priority DESC, j.vft, j.id
+           LIMIT CASE WHEN s.n = 1 THEN p_limit
+                      ELSE least(p_limit, 2 * ceil(p_limit * s.weight::float8 / s.total)::int + 1) END
+           FOR UPDATE SKIP LOCKED
+        ) c
+    ), picked AS (
+      -- rn: the claim's order; the first p_start rows go straight into free slots (started now).
+      SELECT cand.tid, row_number() OVER (ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
+        FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit
+    ), claimed AS (
+      UPDATE jobs j
+         SET state = 'RUNNING',
+             attempt = j.attempt + 1,
+             claimed_at = v_now,
+             lease_owner = p_worker,
+             lease_token = v_token,
+             lease_until = least(v_now + q.lease_seconds * interval '1 second',
+                                 coalesce(j.deadline_at, 'infinity'),
+                                 v_now + q.max_runtime_s * interval '1 second'),
+             heartbeat_at = NULL,
+             started_at = CASE WHEN picked.rn <= p_start THEN v_now END
+        FROM picked, queues q
+       WHERE j.ctid = picked.tid AND q.id = j.queue_id -- the row version this statement locked above
+      RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
+                j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
+                j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
+                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at
+    ), clocks AS (
+      UPDATE queues q SET vclock = m.vft
+        FROM (SELECT c.queue_id, max(c.vft) AS vft FROM claimed c GROUP BY c.queue_id) m
+       WHERE q.id = m.queue_id AND q.vclock < m.vft
+         AND q.id IN (SELECT q2.id FROM queues q2 WHERE q2.id IN (SELECT c.queue_id FROM claimed c) FOR UPDATE SKIP LOCKED)
+    )
+    SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
+           c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
+           c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
+           c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL
+      FROM claimed c;
+    RETURN;
+  END IF;
+
+  RETURN QUERY
+  WITH pool_room AS (
+    SELECT CASE WHEN p.concurrency_cap IS NULL THEN p_limit
+                ELSE least(p_limit, p.concurrency_cap - (SELECT count(*) FROM jobs r JOIN queues q ON q.id = r.queue_id
+                                                         WHERE r.state = 'RUNNING' AND q.pool_id = p.id))::int
+           END AS free
+      FROM pools p WHERE p.id = p_pool
+  ), rk_room AS (
+    -- Resource keys: the adaptive limit (or the configured one) minus RUNNING jobs of every queue
+    -- using the key, whatever its pool; and the key's start-rate tokens. Throttled keys: none.
+    SELECT rk.id,
+           CASE WHEN rk.throttled_until > v_now THEN 0
+                ELSE least(
+                  CASE WHEN rk.current_limit IS NULL AND rk.concurrency_limit IS NULL THEN p_limit
+                       ELSE coalesce(least(rk.current_limit, rk.concurrency_limit), rk.current_limit, rk.concurrency_limit)
+                            - (SELECT count(*) FROM jobs r JOIN queues q2 ON q2.id = r.queue_id
+                                WHERE r.state = 'RUNNING' AND q2.resource_key_id = rk.id) END,
+                  floor(porter_tokens(b.tokens, b.updated_at, rk.rate_per_second,
+                                      coalesce(rk.burst, greatest(1, rk.rate_per_second)), v_now)))
+           END::int AS free
+      FROM resource_keys rk
+      LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
+     WHERE rk.id IN (SELECT q.resource_key_id FROM queues q WHERE q.pool_id = p_pool)
+  ), qs AS (
+    SELECT q.id, q.resource_key_id,
+           greatest(0, least(p_limit,
+             CASE WHEN q.concurrency_cap IS NULL THEN p_limit
+                  ELSE q.concurrency_cap - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.queue_id = q.id) END,
+             coalesce((SELECT rr.free FROM rk_room rr WHERE rr.id = q.resource_key_id), p_limit)))::int AS free
+      FROM queues q
+     WHERE q.pool_id = p_pool AND NOT q.paused
+  ), active AS (
+    -- Tenants with claimable work in each queue that has room (one index probe each).
+    SELECT qs.id AS queue_id, fc.tenant_id, t.weight, qs.free AS queue_free
+      FROM qs
+      JOIN fair_clocks fc ON fc.queue_id = qs.id
+      JOIN tenants t ON t.id = fc.tenant_id
+     WHERE qs.free > 0
+       AND EXISTS (SELECT 1 FROM jobs j
+                    WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                      AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
+  ), t_room AS (
+    -- Tenant quota (RUNNING across all queues) and start-rate tokens.
+    SELECT t.id,
+           least(coalesce(t.max_running - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.tenant_id = t.id), p_limit),
+                 floor(porter_tokens(b.tokens, b.updated_at, t.start_rate_per_second,
+                                     greatest(1, t.start_rate_per_second), v_now)))::int AS free
+      FROM tenants t
+      LEFT JOIN rate_buckets b ON b.scope = 'tenant_start' AND b.key = t.id
+     WHERE t.id IN (SELECT a.tenant_id FROM active a)
+  ), cand AS (
+    -- Per (queue, tenant): the best jobs in (priority DESC, vft) order, skipping locked rows, at most
+    -- the room left and about twice the tenant's weighted share of this batch (the rest of its
+    -- share comes in the next batch), so a claim locks few rows it will not take.
+    SELECT c.id, c.queue_id, c.tenant_id, c.priority, c.vft
+      FROM active a
+      CROSS JOIN LATERAL (
+        SELECT j.id, j.queue_id, j.tenant_id, j.priority, j.vft
+          FROM jobs j
+         WHERE j.queue_id = a.queue_id AND j.tenant_id = a.tenant_id
+           AND j.state IN ('READY', 'RETRY_WAIT')
+           AND j.run_at <= v_now
+           AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+         ORDER BY j.priority DESC, j.vft, j.id
+         LIMIT greatest(0, least(a.queue_free,
+                                 coalesce((SELECT tr.free FROM t_room tr WHERE tr.id = a.tenant_id), p_limit),
+                                 2 * ceil(p_limit * a.weight::float8
+                                          / (SELECT sum(a2.weight) FROM active a2 WHERE a2.queue_id = a.queue_id))::int + 1))
+         FOR UPDATE SKIP LOCKED
+      ) c
+  ), ranked AS (
+    SELECT cand.*, qs.resource_key_id,
+           row_number() OVER (PARTITION BY cand.queue_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS qn,
+           row_number() OVER (PARTITION BY cand.tenant_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS tn,
+           row_number() OVER (PARTITION BY qs.resource_key_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
+      FROM cand JOIN qs ON qs.id = cand.queue_id
+  ), picked AS (
+    SELECT r.id, r.vft, row_number() OVER (ORDER BY r.priority DESC, r.vft, r.id) AS rn
+      FROM ranked r
+      JOIN qs ON qs.id = r.queue_id
+      LEFT JOIN t_room tr ON tr.id = r.tenant_id
+      LEFT JOIN rk_room rr ON rr.id = r.resource_key_id
+     WHERE r.qn <= qs.free
+       AND (tr.free IS NULL OR r.tn <= tr.free)
+       AND (r.resource_key_id IS NULL OR r.rn <= rr.free)
+     ORDER BY r.priority DESC, r.vft, r.id
+     LIMIT greatest(0, least(p_limit, coalesce((SELECT pr.free FROM pool_room pr), 0)))
+  ), claimed AS (
+    UPDATE jobs j
+       SET state = 'RUNNING',
+           attempt = j.attempt + 1,
+           claimed_at = v_now,
+           lease_owner = p_worker,
+           lease_token = v_token,
+           lease_until = least(v_now + q.lease_seconds * interval '1 second',
+                               coalesce(j.deadline_at, 'infinity'),
+                               v_now + q.max_runtime_s * interval '1 second'),
+           heartbeat_at = NULL,
+           started_at = CASE WHEN picked.rn <= p_start THEN v_now END
+      FROM picked, queues q
+     WHERE j.id = picked.id AND q.id = j.queue_id
+    RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
+                j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
+                j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
+                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at
+  ), clocks AS (
+    -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
+    -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
+    -- claimers never wait on each other here — no lock-order deadlock across a pool's queues.
+    UPDATE queues q SET vclock = m.vft
+      FROM (SELECT c.queue_id, max(c.vft) AS vft FROM claimed c GROUP BY c.queue_id) m
+     WHERE q.id = m.queue_id AND q.vclock < m.vft
+       AND q.id IN (SELECT q2.id FROM queues q2 WHERE q2.id IN (SELECT c.queue_id FROM claimed c) FOR UPDATE SKIP LOCKED)
+  ), tenant_tokens AS (
+    INSERT INTO rate_buckets (scope, key, tokens, updated_at)
+    SELECT 'tenant_start', t.id,
+           porter_tokens(b.tokens, b.updated_at, t.start_rate_per_second, greatest(1, t.start_rate_per_second), v_now) - n.n,
+           v_now
+      FROM (SELECT c.tenant_id, count(*) AS n FROM claimed c GROUP BY c.tenant_id) n
+      JOIN tenants t ON t.id = n.tenant_id AND t.start_rate_per_second IS NOT NULL
+      LEFT JOIN rate_buckets b ON b.scope = 'tenant_start' AND b.key = t.id
+    ON CONFLICT (scope, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
+  ), resource_tokens AS (
+    INSERT INTO rate_buckets (scope, key, tokens, updated_at)
+    SELECT 'resource', rk.id,
+           porter_tokens(b.tokens, b.updated_at, rk.rate_per_second, coalesce(rk.burst, greatest(1, rk.rate_per_second)), v_now) - n.n,
+           v_now
+      FROM (SELECT c.rk_id, count(*) AS n FROM claimed c WHERE c.rk_id IS NOT NULL GROUP BY c.rk_id) n
+      JOIN resource_keys rk ON rk.id = n.rk_id AND rk.rate_per_second IS NOT NULL
+      LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
+    ON CONFLICT (scope, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
+  )
+  SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
+         c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
+         c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
+         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL
+    FROM claimed c;
+END
+$$;
+
