@@ -116,4 +116,36 @@ describe("stop signals reach the worker however it was started", () => {
     await expectOneCleanDrain(worker, workerId, pgid);
   });
 
+  it("a SIGTERM while the worker is still starting (here: waiting on a lock) is kept: it drains once up and exits 0", async () => {
+    // The worker registers its row while another session holds the workers table: its start waits,
+    // as it does on a restarting database, with its signal handlers already installed.
+    const locker = await db.connect();
+    try {
+      await locker.query("BEGIN");
+      await locker.query("LOCK TABLE workers IN ACCESS EXCLUSIVE MODE");
+      const worker = spawnWorker({ connectionString: testDb.connectionString, pool, via: "bin", detached: true, args: ["--concurrency", "2"] });
+      spawned.push(worker);
+      groups.push(worker.child.pid!);
+      await waitFor(
+        "the starting worker to wait on the lock",
+        async () =>
+          ((await db.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [`porter-worker:${pool}`])).rowCount ?? 0) > 0,
+        { timeoutMs: 60_000 },
+      );
+      worker.child.kill("SIGTERM");
+      await sleep(300);
+      await locker.query("ROLLBACK");
+      const exit = await worker.exited;
+      expect(exit).toMatchObject({ code: 0 });
+      const logs = worker.logs();
+      expect(logs.some((line) => line.msg === "signal received while starting: draining once started")).toBe(true);
+      expect(logs.some((line) => line.msg === "drained; exiting")).toBe(true);
+      const started = logs.find((line) => line.msg === "worker started");
+      const { rows } = await db.query<{ stopped: boolean }>(`SELECT stopped_at IS NOT NULL AS stopped FROM workers WHERE id = $1`, [started?.workerId]);
+      expect(rows).toEqual([{ stopped: true }]);
+    } finally {
+      await locker.query("ROLLBACK").catch(() => undefined);
+      locker.release();
+    }
+  });
 });

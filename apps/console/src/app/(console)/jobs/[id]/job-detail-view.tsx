@@ -232,7 +232,7 @@ export function JobDetailView({ jobId }: { jobId: string }) {
                     <td>{dateTime(a.started_at)}</td>
                     <td className="num">{a.duration_ms === null ? `${duration(Date.now() - new Date(a.started_at).getTime())} so far` : duration(a.duration_ms)}</td>
                     <td>
-                      <Tag tone={a.outcome === "succeeded" ? "ok" : a.outcome === "running" ? "info" : a.outcome === "handed_back" ? "neutral" : "bad"}>{a.outcome}</Tag>
+                      <Tag tone={a.outcome === "succeeded" ? "ok" : a.outcome === "running" ? "info" : a.outcome === "handed_back" || a.outcome === "not_started" ? "neutral" : "bad"}>{a.outcome}</Tag>
                       {a.outcome === "lease_expired" ? (
                         <Tag tone="warn" title="The worker lost its lease; the attempt may have run to completion elsewhere">
                           possible duplicate
