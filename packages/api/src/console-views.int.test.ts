@@ -1,5 +1,6 @@
 import { claimJobs, completeJobs, enqueueJobs, failJobs, redriveJobs, WORKER_LOST_AFTER_MS } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/fixtures";
+import { withTransaction } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import { consoleCaller, sessionOf } from "./testing/console";
@@ -19,10 +20,14 @@ beforeAll(async () => {
 describe("audit.list", () => {
   it("pages over more than two pages newest first in numeric id order, without repeats or gaps", async () => {
     // 130 rows: ids cross 9 → 10 and 99 → 100, where text order and numeric order part.
-    await db.pool.query(
-      `INSERT INTO audit_log (actor, action, object_type, object_id, reason)
-       SELECT 'user:pager@example.com', 'queue.pause', 'queue', 'q' || g, 'paging ' || g FROM generate_series(1, 130) g`,
-    );
+    // The actor comes from the transaction (audit_log's trigger), as for every audit writer.
+    await withTransaction(db.pool, async (tx) => {
+      await tx.query(`SELECT set_config('porter.actor', 'user:pager@example.com', true)`);
+      await tx.query(
+        `INSERT INTO audit_log (action, object_type, object_id, reason)
+         SELECT 'queue.pause', 'queue', 'q' || g, 'paging ' || g FROM generate_series(1, 130) g`,
+      );
+    });
     const expected = (
       await db.pool.query<{ id: string }>(`SELECT a.id::text AS id FROM audit_log a WHERE actor = 'user:pager@example.com' ORDER BY a.id DESC`)
     ).rows.map((r) => r.id);
@@ -71,11 +76,11 @@ describe("jobs.get attempts", () => {
     for (let life = 0; life < 3; life++) {
       const job = await claim();
       const error = { code: "BOOM", class: "permanent" as const, message: "boom", worker_version: "t", attempt: job.attempt, trace_id: "t", last_checkpoint: null };
-      await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, outcome: "failed", error, next: { state: "DEAD" } }]);
+      await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error, next: { state: "DEAD" } }]);
       await redriveJobs(db.pool, { jobIds: [jobId], actor: "user:test", reason: `life ${life + 1}` });
     }
     const last = await claim();
-    await completeJobs(db.pool, [{ id: last.id, leaseToken: last.leaseToken, result: { ok: true } }]);
+    await completeJobs(db.pool, [{ id: last.id, leaseToken: last.leaseToken, attempt: last.attempt, result: { ok: true } }]);
 
     const { attempts } = await viewer().jobs.get({ job_id: jobId });
     expect(attempts.map((a) => [a.run, a.attempt, a.redrive, a.outcome])).toEqual([

@@ -152,8 +152,8 @@ const main = async (): Promise<void> => {
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);
   try {
-    const warning = privilegeWarning(await inspectConnectionRole(db));
-    if (warning) logger.warn(warning);
+    // Start first: it waits for a database that is still starting up (a restart), where a query of
+    // our own before it would fail at once and end the process.
     worker = await PorterWorker.start({
       db,
       connectionString,
@@ -172,6 +172,12 @@ const main = async (): Promise<void> => {
     process.exit(1);
   }
 
+  void inspectConnectionRole(db)
+    .then((role) => {
+      const warning = privilegeWarning(role);
+      if (warning) logger.warn(warning);
+    })
+    .catch((error: unknown) => logger.warn("could not check the connection's privileges", { err: error }));
   if (isStopPending) {
     logger.info("worker started after a stop signal: draining");
     drain(worker);
