@@ -37,8 +37,9 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   rate_buckets: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // Append-only for the application: no UPDATE, DELETE or TRUNCATE, whatever the triggers say.
   audit_log: ["SELECT", "INSERT"],
-  // The migrator's ledger: the runtime never reads or writes it.
+  // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
+  _porter_routines: [],
 };
 
 /**

@@ -4,6 +4,7 @@ export { createPool, inTransaction, withTransaction, type CreatePoolOptions, typ
 export { createPrisma, type CreatePrismaOptions } from "./prisma";
 export {
   defaultMigrationsDir,
+  describeProgress,
   migrate,
   migrationChecksum,
   MigrationError,
@@ -15,6 +16,16 @@ export {
   type MigrationFile,
   type MigrationProgress,
 } from "./migrator";
+export {
+  defaultRoutinesDir,
+  readRoutines,
+  routineDrift,
+  ROUTINES_TABLE,
+  type RoutineDrift,
+  type RoutineFile,
+  type RoutineProgress,
+  type RoutinesResult,
+} from "./routines";
 export {
   applyRuntimeRole,
   DEFAULT_RUNTIME_ROLE,

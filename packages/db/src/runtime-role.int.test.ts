@@ -169,7 +169,7 @@ describe("the migrator and the runtime role", () => {
     });
     await mkdir(join(dir, "001_new"));
     await writeFile(join(dir, "001_new", "migration.sql"), "CREATE TABLE login_attempts (id int PRIMARY KEY);\n");
-    const error = await migrate(empty.connectionString, { migrationsDir: dir }).catch((e: unknown) => e as Error);
+    const error = await migrate(empty.connectionString, { migrationsDir: dir, routinesDir: false }).catch((e: unknown) => e as Error);
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toContain('"login_attempts"');
     expect((error as Error).message).toContain("packages/db/src/grants.ts");

@@ -1,21 +1,13 @@
--- Auth hardening (issue 9, defects 6, 7 and api_keys.last_used_at of 10).
-
--- Session revocation: every console session (JWT) carries the version it was issued under; sign-out,
--- a password change or reset, a role change and disabling the account bump it, so every cookie
--- issued before stops working (checked per request, cached for a few seconds).
-ALTER TABLE users ADD COLUMN session_version integer NOT NULL DEFAULT 0;
-
--- Producer calls per second allowed to this key (token bucket, burst = max(1, rate));
--- null = the console's default (PORTER_API_KEY_RATE).
-ALTER TABLE api_keys ADD COLUMN rate_per_second double precision CHECK (rate_per_second > 0);
-
--- rate_buckets gains scopes: 'api_key' (calls of a key), 'api_key_fail' (failed secrets for a real
--- key id), 'api_key_fail_addr' (failed key authentications from a client address),
--- 'signin_account' / 'signin_addr' (failed console sign-ins per email and per client address).
-
--- The producer hot path in one round trip: authenticate a key, charge its call to the key's rate
--- bucket, and note last_used_at (at most once a minute). See packages/core/src/sql/authenticate-key.ts.
-CREATE FUNCTION porter_authenticate_key(p_id text, p_secret_hash text, p_address text, p_now timestamptz,
+-- porter_authenticate_key: the producer hot path in one round trip (called by
+-- packages/core/src/sql/authenticate-key.ts): authenticate an API key, charge its call to the key's
+-- rate bucket, and note last_used_at (at most once a minute). A routine: this file is its one
+-- source, re-applied by the migrator whenever its checksum changes.
+--
+-- Outcomes: 'throttled' (too many failed secrets for this key id or from this address: refused
+-- before the secret is looked at), 'invalid' (unknown, revoked or wrong secret: one failure charged
+-- to the address, and to the key id when it names a real key), 'rate_limited' (with the seconds
+-- until the next token), 'ok'. rate_buckets scopes: 'api_key', 'api_key_fail', 'api_key_fail_addr'.
+CREATE OR REPLACE FUNCTION porter_authenticate_key(p_id text, p_secret_hash text, p_address text, p_now timestamptz,
                                         p_default_rate double precision,
                                         p_fail_rate double precision, p_fail_burst double precision)
 RETURNS TABLE (outcome text, tenant_ids text[], job_types text[], retry_after_s double precision)

@@ -1,8 +1,22 @@
--- Porter: initial data model. Mirrors prisma/schema.prisma (checked by schema-drift.int.test.ts);
--- what Prisma cannot express (partial indexes, storage parameters, triggers, checks) lives here.
+-- Porter's schema: tables, indexes, constraints. Mirrors prisma/schema.prisma (checked by
+-- packages/db/src/schema-drift.int.test.ts); what Prisma cannot express (partial indexes, storage
+-- parameters, checks) lives here.
+--
+-- The baseline squashes the eleven migrations of issues 1–9 (listed in `replaces` next to this
+-- file): a fresh database gets the same schema from this one file, and a database migrated with
+-- the old chain has this migration recorded as applied without running it (the migrator checks
+-- that every replaced name is in its ledger). Columns are in the order the old chain left them
+-- (a column added by ALTER TABLE comes last), so both databases dump identically.
+--
+-- Migrations hold schema only. Functions and triggers are routines: their one, current source is
+-- packages/core/src/sql/routines/*.sql, which the migrator (re)creates after the migrations
+-- whenever a file's checksum changes.
 
 CREATE TYPE job_state AS ENUM ('READY', 'RUNNING', 'RETRY_WAIT', 'SUCCEEDED', 'DEAD', 'CANCELLED', 'EXPIRED');
-CREATE TYPE attempt_outcome AS ENUM ('succeeded', 'failed', 'timed_out', 'lease_expired', 'cancelled', 'handed_back');
+-- not_started: the record of an attempt rescued before its handler started (its worker was lost,
+-- or its lease expired, while it waited in the worker's prefetch buffer); such an attempt does not
+-- count: the job's attempt number goes back, as for a drain's hand-back.
+CREATE TYPE attempt_outcome AS ENUM ('succeeded', 'failed', 'timed_out', 'lease_expired', 'cancelled', 'handed_back', 'not_started');
 CREATE TYPE role AS ENUM ('viewer', 'operator', 'admin');
 
 -- Fencing tokens: every claim statement draws one value; a re-claimed job always gets a new one.
@@ -26,7 +40,9 @@ CREATE TABLE resource_keys (
   current_limit     integer,
   throttled_until   timestamptz(6),
   created_at        timestamptz(6) NOT NULL DEFAULT now(),
-  updated_at        timestamptz(6) NOT NULL DEFAULT now()
+  updated_at        timestamptz(6) NOT NULL DEFAULT now(),
+  -- When the adaptive limit last moved (halved on a 429, raised by one while calm).
+  adapted_at        timestamptz(6)
 );
 
 CREATE TABLE queues (
@@ -50,7 +66,11 @@ CREATE TABLE queues (
   paused               boolean NOT NULL DEFAULT false,
   resource_key_id      text REFERENCES resource_keys(id),
   created_at           timestamptz(6) NOT NULL DEFAULT now(),
-  updated_at           timestamptz(6) NOT NULL DEFAULT now()
+  updated_at           timestamptz(6) NOT NULL DEFAULT now(),
+  -- Weighted fair queuing: the virtual time of the work the queue handed out (the claim advances it).
+  vclock               double precision NOT NULL DEFAULT 0,
+  -- Over a tenant's admission limits: 'reject' (429 + Retry-After) or 'defer' (accepted at priority 0).
+  admission            text NOT NULL DEFAULT 'reject' CHECK (admission IN ('reject', 'defer'))
 );
 CREATE INDEX queues_pool_id_idx ON queues (pool_id);
 
@@ -76,7 +96,9 @@ CREATE TABLE tenants (
   max_attempts    integer CHECK (max_attempts > 0),
   status_origins  text[] NOT NULL DEFAULT '{}',
   created_at      timestamptz(6) NOT NULL DEFAULT now(),
-  updated_at      timestamptz(6) NOT NULL DEFAULT now()
+  updated_at      timestamptz(6) NOT NULL DEFAULT now(),
+  -- Jobs started per second for the tenant (token bucket, burst = max(1, rate)); null = unlimited.
+  start_rate_per_second double precision CHECK (start_rate_per_second > 0)
 );
 
 -- The hot table: live jobs only. Lease columns (lease_until, heartbeat_at, lease_owner) are in no
@@ -89,7 +111,6 @@ CREATE TABLE jobs (
   queue_id            text NOT NULL,
   tenant_id           text NOT NULL,
   payload             jsonb NOT NULL,
-  payload_hash        text NOT NULL,
   priority            integer NOT NULL,
   idempotency_key     text NOT NULL,
   state               job_state NOT NULL CHECK (state IN ('READY', 'RUNNING', 'RETRY_WAIT')),
@@ -110,7 +131,17 @@ CREATE TABLE jobs (
   cancel_requested_at timestamptz(6),
   cancel_reason       text,
   last_error          jsonb,
-  redrive_count       integer NOT NULL DEFAULT 0
+  redrive_count       integer NOT NULL DEFAULT 0,
+  -- Weighted fair queuing: the job's virtual finish time, set at enqueue,
+  --   vft = max(tenant's last vft in the queue, queue's virtual clock) + k / weight;
+  -- claims take jobs in (priority DESC, vft) order.
+  vft                 double precision NOT NULL DEFAULT 0,
+  -- The producer's priority once aging has raised `priority` (null: never aged).
+  base_priority       integer,
+  -- When the current attempt's handler was allowed to start; NULL while the job only sits in a
+  -- worker's prefetch buffer. The claim marks the rows that go straight into free slots, the worker
+  -- the others when they leave its buffer (packages/core/src/sql/start-jobs.ts). No index: a HOT update.
+  started_at          timestamptz(6)
 ) WITH (
   fillfactor = 70,
   autovacuum_vacuum_scale_factor = 0.01,
@@ -119,23 +150,32 @@ CREATE TABLE jobs (
   autovacuum_vacuum_cost_delay = 0
 );
 CREATE UNIQUE INDEX jobs_job_id_key ON jobs (job_id);
--- Claimable work in claim order, per queue. Holds READY and RETRY_WAIT only, so it shrinks as
--- work is claimed and stays an index scan at millions of finished or running jobs.
-CREATE INDEX jobs_claim_idx ON jobs (queue_id, priority DESC, run_at, id)
+-- Claimable work in claim order, per (queue, tenant): the claim probes each tenant listed in
+-- fair_clocks with one scan. Holds READY and RETRY_WAIT only, so it shrinks as work is claimed and
+-- stays an index scan at millions of finished or running jobs.
+CREATE INDEX jobs_claim_idx ON jobs (queue_id, tenant_id, priority DESC, vft, id)
   WHERE state IN ('READY', 'RETRY_WAIT');
 -- Running work per queue and tenant: caps are counted here, and lease rescue scans it.
 CREATE INDEX jobs_running_idx ON jobs (queue_id, tenant_id) WHERE state = 'RUNNING';
 -- Deadline expiry of live work.
 CREATE INDEX jobs_deadline_idx ON jobs (deadline_at) WHERE deadline_at IS NOT NULL;
+-- Priority aging (maintenance, queues with aging_s): the oldest waiting jobs below the top
+-- priority, per queue, oldest first.
+CREATE INDEX jobs_aging_idx ON jobs (queue_id, run_at) WHERE state IN ('READY', 'RETRY_WAIT') AND priority < 100;
 
+-- Terminal jobs. Few indexes: every ack inserts one row here, and each index is one more entry to
+-- write (and WAL to log) per finished job. The primary key is job_id, how every reader finds a
+-- finished job; job ids are UUIDv7 (Unix milliseconds first, from the clock reading that becomes
+-- created_at), so job_id order is creation order and the console's jobs browser pages both tables by
+-- job_id DESC. The bigint id is only carried so that a redrive puts the row back into `jobs` under
+-- its id; nothing looks a finished job up by it.
 CREATE TABLE finished_jobs (
-  id                  bigint PRIMARY KEY,
+  id                  bigint NOT NULL,
   job_id              uuid NOT NULL,
   job_type            text NOT NULL,
   queue_id            text NOT NULL,
   tenant_id           text NOT NULL,
   payload             jsonb NOT NULL,
-  payload_hash        text NOT NULL,
   priority            integer NOT NULL,
   idempotency_key     text NOT NULL,
   state               job_state NOT NULL CHECK (state IN ('SUCCEEDED', 'DEAD', 'CANCELLED', 'EXPIRED')),
@@ -156,22 +196,23 @@ CREATE TABLE finished_jobs (
   finished_at         timestamptz(6) NOT NULL,
   result              jsonb,
   error               jsonb,
-  partial             boolean NOT NULL DEFAULT false
+  partial             boolean NOT NULL DEFAULT false,
+  CONSTRAINT finished_jobs_pkey PRIMARY KEY (job_id)
 );
-CREATE UNIQUE INDEX finished_jobs_job_id_key ON finished_jobs (job_id);
+-- Retention (per queue and state) and per-queue recent completions; the tenant's history.
 CREATE INDEX finished_jobs_queue_id_state_finished_at_idx ON finished_jobs (queue_id, state, finished_at);
 CREATE INDEX finished_jobs_tenant_id_finished_at_idx ON finished_jobs (tenant_id, finished_at);
-CREATE INDEX finished_jobs_finished_at_idx ON finished_jobs (finished_at);
 
+-- (tenant, idempotency_key) → job, live or finished. A conflict compares the incoming job type and
+-- payload with the stored job's (jsonb equality ignores key order), which this row points at; no
+-- payload hash is stored. Retention deletes keys by their primary key.
 CREATE TABLE idempotency_keys (
   tenant_id       text NOT NULL,
   idempotency_key text NOT NULL,
   job_id          uuid NOT NULL,
-  payload_hash    text NOT NULL,
   created_at      timestamptz(6) NOT NULL DEFAULT now(),
   PRIMARY KEY (tenant_id, idempotency_key)
 );
-CREATE INDEX idempotency_keys_job_id_idx ON idempotency_keys (job_id);
 
 CREATE TABLE job_attempts (
   id           bigserial PRIMARY KEY,
@@ -224,7 +265,10 @@ CREATE TABLE api_keys (
   created_by   text NOT NULL DEFAULT '',
   created_at   timestamptz(6) NOT NULL DEFAULT now(),
   last_used_at timestamptz(6),
-  revoked_at   timestamptz(6)
+  revoked_at   timestamptz(6),
+  -- Producer calls per second allowed to this key (token bucket, burst = max(1, rate));
+  -- null = the console's default (PORTER_API_KEY_RATE).
+  rate_per_second double precision CHECK (rate_per_second > 0)
 );
 
 CREATE TABLE users (
@@ -234,7 +278,10 @@ CREATE TABLE users (
   password_hash text NOT NULL,
   role          role NOT NULL,
   created_at    timestamptz(6) NOT NULL DEFAULT now(),
-  disabled_at   timestamptz(6)
+  disabled_at   timestamptz(6),
+  -- Session revocation: every console session (JWT) carries the version it was issued under;
+  -- sign-out, a password change or reset, a role change and disabling the account bump it.
+  session_version integer NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX users_email_key ON users (email);
 
@@ -252,13 +299,8 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_object_type_object_id_idx ON audit_log (object_type, object_id);
 CREATE INDEX audit_log_at_idx ON audit_log (at);
 
--- The audit log is append-only at the database level, whatever role the application uses.
-CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  RAISE EXCEPTION 'audit_log is append-only' USING ERRCODE = 'insufficient_privilege';
-END $$;
-CREATE TRIGGER audit_log_no_update BEFORE UPDATE OR DELETE OR TRUNCATE ON audit_log
-  FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+-- Append-only, and stamped with the database's clock and the writer's `porter.actor`, by the
+-- triggers of packages/core/src/sql/routines/audit.sql.
 
 CREATE TABLE workers (
   id           text PRIMARY KEY,
@@ -274,3 +316,33 @@ CREATE TABLE workers (
   stopped_at   timestamptz(6)
 );
 CREATE INDEX workers_pool_id_idx ON workers (pool_id);
+
+-- Weighted fair queuing: each (queue, tenant) that ever enqueued, with its last virtual finish
+-- time. The claim probes the tenants listed here for ready work. The statements that insert jobs
+-- (enqueue's reservation, redrive: packages/core/src/sql/fair-clock.ts) write these rows; anything
+-- else that inserts jobs must insert their (queue, tenant) row too, or the claim will not look at
+-- that tenant.
+CREATE TABLE fair_clocks (
+  queue_id text NOT NULL,
+  tenant_id text NOT NULL,
+  last_vft double precision NOT NULL,
+  PRIMARY KEY (queue_id, tenant_id)
+);
+
+-- Token buckets (packages/core/src/sql/routines/tokens.sql for the arithmetic). scope:
+-- 'tenant_start' and 'resource' (claim start rates), 'tenant_admit' (tenant admission), 'api_key'
+-- (calls of a key), 'api_key_fail' (failed secrets for a real key id), 'api_key_fail_addr' (failed
+-- key authentications from a client address), 'signin_account' / 'signin_addr' (failed console
+-- sign-ins per email and per client address).
+CREATE TABLE rate_buckets (
+  scope text NOT NULL,
+  key text NOT NULL,
+  tokens double precision NOT NULL,
+  updated_at timestamptz(6) NOT NULL,
+  PRIMARY KEY (scope, key)
+);
+
+-- Roles and privileges are not here: the migrator creates the least-privilege runtime role and
+-- grants it from packages/db/src/grants.ts (role names are per deployment; migrations stay
+-- role-agnostic). VACUUM of the hot table: the maintenance leader runs it where the role holds
+-- MAINTAIN (PostgreSQL >= 17); elsewhere autovacuum alone, with the settings `jobs` has above.

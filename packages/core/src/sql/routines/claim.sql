@@ -1,21 +1,48 @@
--- Claims commit durably (issue 9, defect 13). porter_claim used to run
--- `set_config('synchronous_commit', 'off', true)`, so a claim — the job's RUNNING state, its
--- attempt number and the lease token taken from lease_token_seq in the same commit — could be
--- acknowledged to the worker and then lost in a crash of PostgreSQL. The worker ran the job
--- anyway; after recovery the row was READY at the old attempt again, the sequence could hand the
--- same token out twice, and a second worker ran the same attempt with no `job_attempts` row for
--- the first. A claim that a worker acts on must never be forgotten: the claim now commits with the
--- server's synchronous_commit (on by default), so the rows are returned only once the claim is
--- flushed to WAL. It costs one WAL flush per claim batch (docs/performance.md).
+-- porter_claim: the claim, in one function call (packages/core/src/sql/claim-jobs.ts calls it and
+-- decodes its rows; docs/scheduling.md describes the policy it enforces). A routine: this file is
+-- the function's one source, re-applied by the migrator whenever its checksum changes
+-- (packages/db/src/migrator.ts); packages/core/src/sql/routines/drift.int.test.ts fails when a
+-- migrated database's function differs from it.
 --
--- The function below is 20261201000000_claim_fast_path's, unchanged but for that one line.
-CREATE OR REPLACE FUNCTION porter_claim(p_pool text, p_worker text, p_limit integer, p_now timestamptz)
+-- Why a function: one round trip instead of four (BEGIN, lock, claim, COMMIT), and PL/pgSQL caches
+-- the statement plans per session (no re-plan per claim).
+--
+-- Shape:
+-- * Locks first. The aging lock of the pool is taken shared (porter_age takes it exclusively:
+--   aging.sql); then, when a limit applies, one claim lock so that count-then-claim cannot race:
+--   limits that span pools (tenant quotas and start rates, resource keys) take the global
+--   `porter.claim` lock, caps local to the pool (pool or queue concurrency caps) the pool's lock.
+--   The statement that follows takes a new snapshot (READ COMMITTED, VOLATILE function), so it sees
+--   every claim committed before the lock was granted.
+-- * Fast path (v_unlimited): no cap, quota, rate or resource-key limit applies to the pool, so the
+--   claim takes no lock and counts nothing; it skips the window ranking the limits need, merges the
+--   per-(queue, tenant) scans of jobs_claim_idx directly, and updates the row version it locked by
+--   its ctid instead of a second primary-key probe.
+-- * Limited path: room per pool, resource key (adaptive limit, token bucket), queue and tenant
+--   (quota, start-rate tokens); candidates per (queue, tenant) in (priority DESC, vft) order,
+--   ranked per queue, tenant and resource key, cut to each room; then the queues' virtual clocks
+--   and the token buckets (tokens.sql) follow the work handed out.
+-- * Weighted fair queuing: each job's virtual finish time (vft) is set at enqueue
+--   (packages/core/src/sql/fair-clock.ts); claims take jobs in (priority DESC, vft) order, one
+--   index scan per (queue, tenant) listed in fair_clocks.
+-- * Both paths return only what a worker uses (the cancel request as a flag). The first p_start rows
+--   (the worker's free slots) are marked started (jobs.started_at) in the claim itself; the others
+--   wait in the worker's prefetch buffer and are marked by start-jobs.ts (an attempt rescued before
+--   it started is not counted).
+-- * Claims commit with the server's synchronous_commit (on by default): the rows are returned only
+--   once the claim is flushed to WAL, so a claim a worker acts on is never forgotten in a crash (it
+--   would hand the same lease token out twice).
+--
+-- Its signature changed twice (4 → 5 arguments): the migrator drops an overload this file no
+-- longer creates. A change of the returned columns needs `DROP FUNCTION IF EXISTS` first (CREATE OR
+-- REPLACE cannot change a return type).
+CREATE OR REPLACE FUNCTION porter_claim(p_pool text, p_worker text, p_limit integer, p_now timestamptz, p_start integer)
 RETURNS TABLE (
   id bigint, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority integer,
   idempotency_key text, attempt integer, max_attempts integer, timeout_s integer, deadline_at timestamptz,
   trace_id text, created_at timestamptz, claimed_at timestamptz, lease_token bigint, lease_until timestamptz,
   lease_seconds integer, backoff_base_ms integer, backoff_cap_ms integer, cancel_requested boolean,
-  resource_key_id text
+  resource_key_id text, started boolean
 ) LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
@@ -81,7 +108,9 @@ BEGIN
            FOR UPDATE SKIP LOCKED
         ) c
     ), picked AS (
-      SELECT cand.tid FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit
+      -- rn: the claim's order; the first p_start rows go straight into free slots (started now).
+      SELECT cand.tid, row_number() OVER (ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
+        FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit
     ), claimed AS (
       UPDATE jobs j
          SET state = 'RUNNING',
@@ -92,13 +121,14 @@ BEGIN
              lease_until = least(v_now + q.lease_seconds * interval '1 second',
                                  coalesce(j.deadline_at, 'infinity'),
                                  v_now + q.max_runtime_s * interval '1 second'),
-             heartbeat_at = NULL
+             heartbeat_at = NULL,
+             started_at = CASE WHEN picked.rn <= p_start THEN v_now END
         FROM picked, queues q
        WHERE j.ctid = picked.tid AND q.id = j.queue_id -- the row version this statement locked above
       RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
                 j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
                 j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
-                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id
+                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at
     ), clocks AS (
       UPDATE queues q SET vclock = m.vft
         FROM (SELECT c.queue_id, max(c.vft) AS vft FROM claimed c GROUP BY c.queue_id) m
@@ -108,7 +138,7 @@ BEGIN
     SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
            c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
            c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
-           c.cancel_requested_at IS NOT NULL, c.rk_id
+           c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL
       FROM claimed c;
     RETURN;
   END IF;
@@ -190,7 +220,7 @@ BEGIN
            row_number() OVER (PARTITION BY qs.resource_key_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
       FROM cand JOIN qs ON qs.id = cand.queue_id
   ), picked AS (
-    SELECT r.id, r.vft
+    SELECT r.id, r.vft, row_number() OVER (ORDER BY r.priority DESC, r.vft, r.id) AS rn
       FROM ranked r
       JOIN qs ON qs.id = r.queue_id
       LEFT JOIN t_room tr ON tr.id = r.tenant_id
@@ -210,13 +240,14 @@ BEGIN
            lease_until = least(v_now + q.lease_seconds * interval '1 second',
                                coalesce(j.deadline_at, 'infinity'),
                                v_now + q.max_runtime_s * interval '1 second'),
-           heartbeat_at = NULL
+           heartbeat_at = NULL,
+           started_at = CASE WHEN picked.rn <= p_start THEN v_now END
       FROM picked, queues q
      WHERE j.id = picked.id AND q.id = j.queue_id
     RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
                 j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
                 j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
-                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id
+                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at
   ), clocks AS (
     -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
     -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
@@ -247,8 +278,7 @@ BEGIN
   SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
          c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
          c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
-         c.cancel_requested_at IS NOT NULL, c.rk_id
+         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL
     FROM claimed c;
 END
 $$;
-
