@@ -4,7 +4,7 @@ import { createRequire } from "node:module";
 import { join, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
-import { migrate } from "@porter/db/migrator";
+import { describeProgress, migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { isPortFree } from "@porter/db/embedded-process";
 import { seedDemo, type SeedDemoResult } from "../../../../../prisma/seed";
@@ -132,7 +132,7 @@ export const runLauncher = async (): Promise<number> => {
     say("migrating…");
     const migrated = await migrate(databaseUrl, {
       runtimeRole: appRole.spec,
-      onProgress: (p) => say(p.status === "applied" ? `  applied ${p.name} (${p.durationMs} ms)` : `  up to date ${p.name}`),
+      onProgress: (p) => say(describeProgress(p)),
     });
     say(`migrations: ${migrated.applied.length} applied, ${migrated.skipped} already applied; console and workers connect as ${migrated.runtimeRole?.name}`);
     checkpoint();
