@@ -45,7 +45,7 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
 /**
  * Tables whose VACUUM the runtime role may run (the maintenance leader vacuums the hot table).
  * Granted as MAINTAIN on PostgreSQL 17 and later; older servers have no such privilege, and
- * autovacuum's per-table settings (migration 20261202000100_runtime_role) do the work instead.
+ * autovacuum's per-table settings (`jobs` in the baseline migration) do the work instead.
  */
 export const RUNTIME_MAINTAIN_TABLES: readonly string[] = ["jobs"];
 

@@ -8,7 +8,7 @@ import type { Db } from "../db";
  * (`jobs_aging_idx`), so low-priority work reaches the top class within aging_s (+ one tick) and
  * then competes by virtual time, where it is older than anything arriving since. The producer's
  * priority is kept in `base_priority` (and restored on the finished row). One `porter_age` call
- * (prisma/migrations/20261130020000_scheduling): the pass holds the aging lock of the pools it
+ * (packages/core/src/sql/routines/aging.sql): the pass holds the aging lock of the pools it
  * touches, so their claims wait for it (a few ms) rather than skip the rows it is rewriting.
  */
 export const agePriorities = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ aged: number }> => {

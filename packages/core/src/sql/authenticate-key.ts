@@ -30,8 +30,8 @@ const KEY_PATTERN = /^pk_([a-z0-9]{12})_([A-Za-z0-9_-]{32,})$/;
 
 /**
  * The producer API's authentication, rate limit and `last_used_at` in ONE statement (one round
- * trip on the benchmarked enqueue path): `porter_authenticate_key` (migration
- * 20261202000200_auth_hardening) refuses a key id or address with too many recent failures, checks
+ * trip on the benchmarked enqueue path): `porter_authenticate_key`
+ * (packages/core/src/sql/routines/authenticate-key.sql) refuses a key id or address with too many recent failures, checks
  * the secret's SHA-256 against `api_keys`, charges failures to the `api_key_fail*` buckets, takes a
  * token from the key's `api_key` bucket and writes `last_used_at` at most once a minute. All state
  * is in `rate_buckets`, so the limits hold across console processes. The hash is compared in SQL:

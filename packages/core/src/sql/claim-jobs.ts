@@ -98,8 +98,8 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
 
 /**
  * Claims up to `limit` jobs of a pool for one worker, atomically, in one round trip: the
- * `porter_claim` function (prisma/migrations/20261130020000_scheduling, with the fast path of
- * 20261201000000_claim_fast_path when no limit applies to the pool; docs/scheduling.md).
+ * `porter_claim` function (packages/core/src/sql/routines/claim.sql, with its fast path when no
+ * limit applies to the pool; docs/scheduling.md).
  *
  * Order: per (queue, tenant with claimable work) an index scan of `jobs_claim_idx` in
  * (priority DESC, vft) order with FOR UPDATE SKIP LOCKED — vft being the job's virtual finish
