@@ -30,10 +30,8 @@ export const isTerminal = (state: JobState): state is TerminalState =>
 /** True for states the claim statement may pick up (once `run_at` has been reached). */
 export const isClaimable = (state: JobState): boolean => state === "READY" || state === "RETRY_WAIT";
 
-/** True when a cancel request can take effect at once, without the handler's cooperation. */
-export const isCancellableAtOnce = (state: JobState): boolean => isClaimable(state);
-
-const TRANSITIONS: Record<JobState, readonly JobState[]> = {
+/** The state machine's edges; the named transitions that move jobs along them are in sql/transitions.ts. */
+const EDGES: Record<JobState, readonly JobState[]> = {
   READY: ["RUNNING", "CANCELLED", "EXPIRED"],
   RETRY_WAIT: ["READY", "RUNNING", "CANCELLED", "EXPIRED"],
   RUNNING: ["SUCCEEDED", "RETRY_WAIT", "DEAD", "CANCELLED", "READY", "EXPIRED"],
@@ -43,8 +41,21 @@ const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   EXPIRED: [],
 };
 
-/** Whether the state machine allows `from → to` (docs/state-machine.md draws the same table). */
-export const canTransition = (from: JobState, to: JobState): boolean => TRANSITIONS[from].includes(to);
+/** The state a job is created in (enqueue). */
+export const ENTRY_STATE = "READY" as const satisfies JobState;
+/** Terminal states whose jobs retention deletes (DEAD is the dead-letter queue, kept until redriven). */
+export const PRUNABLE_STATES = ["SUCCEEDED", "CANCELLED", "EXPIRED"] as const satisfies readonly TerminalState[];
 
+/**
+ * Whether the state machine allows `from → to` (docs/state-machine.md draws the same table). `null`
+ * is "no job": `null → READY` is the enqueue, `SUCCEEDED/CANCELLED/EXPIRED → null` the retention.
+ */
+export const canTransition = (from: JobState | null, to: JobState | null): boolean => {
+  if (from === null) return to === ENTRY_STATE;
+  if (to === null) return (PRUNABLE_STATES as readonly JobState[]).includes(from);
+  return EDGES[from].includes(to);
+};
+
+/** Every edge between two states (the entry and the retention, with `null`, are not included). */
 export const allTransitions = (): Array<[JobState, JobState]> =>
-  Object.entries(TRANSITIONS).flatMap(([from, tos]) => tos.map((to) => [from as JobState, to] as [JobState, JobState]));
+  Object.entries(EDGES).flatMap(([from, tos]) => tos.map((to) => [from as JobState, to] as [JobState, JobState]));
