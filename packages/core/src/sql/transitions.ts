@@ -15,8 +15,10 @@ export type Transition = {
   to: readonly StateOrNone[];
   /** The exported functions that make it. */
   functions: readonly string[];
-  /** The file that holds its statement (repository-relative). */
+  /** The file that exports the functions and, unless `statement` says otherwise, holds the statement (repository-relative). */
   source: string;
+  /** The file of the statement, when it lives apart from the function (the enqueue's insert, the rescues' shared one). */
+  statement?: string;
   /** The PL/pgSQL routine that holds the statement, when it is one (the claim). */
   routine?: string;
   /** What the edge means, for the diagram. */
@@ -39,7 +41,8 @@ export const JOB_TRANSITIONS = [
     from: [null],
     to: ["READY"],
     functions: ["enqueueJobs"],
-    source: `${SQL}/enqueue-insert.ts`,
+    source: `${SQL}/enqueue-jobs.ts`,
+    statement: `${SQL}/enqueue-insert.ts`,
     label: "durable before job_id is returned",
     guard: "idempotency ledger `ON CONFLICT DO NOTHING`; same key + other payload → 409, whole batch rolled back",
   },
@@ -86,8 +89,9 @@ export const JOB_TRANSITIONS = [
     to: ["READY", "DEAD", "CANCELLED", "EXPIRED"],
     functions: ["rescueExpiredLeases"],
     source: `${SQL}/rescue-expired-leases.ts`,
+    statement: `${SQL}/rescue.ts`,
     label: "lease expired (attempt burned if it started)",
-    guard: "`state = 'RUNNING' AND lease_until < now`, SKIP LOCKED (statement shared with the lost-worker rescue: `sql/rescue.ts`)",
+    guard: "`state = 'RUNNING' AND lease_until < now`, SKIP LOCKED (the statement is shared with the lost-worker rescue)",
   },
   {
     name: "rescue_lost_worker",
@@ -95,6 +99,7 @@ export const JOB_TRANSITIONS = [
     to: ["READY", "DEAD", "CANCELLED", "EXPIRED"],
     functions: ["rescueLostWorkers"],
     source: `${SQL}/rescue-lost-workers.ts`,
+    statement: `${SQL}/rescue.ts`,
     label: "worker lost (stale heartbeat row)",
     guard: "`state = 'RUNNING'` and its worker's `workers` row stale past `WORKER_LOST_AFTER_MS` (not in the first minutes of a restarted server), SKIP LOCKED",
   },
