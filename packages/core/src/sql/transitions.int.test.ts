@@ -104,13 +104,18 @@ describe("the transition table, statically", () => {
     expect(new Set(TRANSITIONS.map((t) => t.name)).size).toBe(TRANSITIONS.length);
   });
 
-  it("names functions that @porter/core exports from the transition's file", () => {
+  it("names functions that @porter/core exports from the transition's file, which names the transition", () => {
     const exported = core as unknown as Record<string, unknown>;
     for (const entry of [...TRANSITIONS, ...STATE_KEEPING_WRITES]) {
       const text = readFileSync(join(ROOT, entry.source), "utf8");
       for (const fn of entry.functions) {
         expect(typeof exported[fn], `${entry.name}: ${fn} exported by @porter/core`).toBe("function");
         expect(text, `${entry.name}: ${fn} defined in ${entry.source}`).toMatch(new RegExp(`export const ${fn}\\b`));
+      }
+    }
+    for (const t of TRANSITIONS) {
+      for (const file of new Set([t.source, statementFile(t)])) {
+        expect(readFileSync(join(ROOT, file), "utf8"), `${file} names its transition \`${t.name}\``).toContain(`\`${t.name}\``);
       }
     }
   });
