@@ -29,6 +29,9 @@ export type Transition = {
 
 const SQL = "packages/core/src/sql";
 
+/** The two rescues share one statement (sql/rescue.ts) and its four ways out of RUNNING. */
+const RESCUE = { from: ["RUNNING"], to: ["READY", "DEAD", "CANCELLED", "EXPIRED"], statement: `${SQL}/rescue.ts` } as const;
+
 /**
  * Every job state change Porter makes. A test checks it both ways (transitions.int.test.ts): each
  * statement in the source that writes a job's state belongs to one of these, and a lifecycle run
@@ -84,22 +87,18 @@ export const JOB_TRANSITIONS = [
     guard: "same fence as the ack; `attempt - 1`",
   },
   {
+    ...RESCUE,
     name: "rescue_expired_lease",
-    from: ["RUNNING"],
-    to: ["READY", "DEAD", "CANCELLED", "EXPIRED"],
     functions: ["rescueExpiredLeases"],
     source: `${SQL}/rescue-expired-leases.ts`,
-    statement: `${SQL}/rescue.ts`,
     label: "lease expired (attempt burned if it started)",
     guard: "`state = 'RUNNING' AND lease_until < now`, SKIP LOCKED (the statement is shared with the lost-worker rescue)",
   },
   {
+    ...RESCUE,
     name: "rescue_lost_worker",
-    from: ["RUNNING"],
-    to: ["READY", "DEAD", "CANCELLED", "EXPIRED"],
     functions: ["rescueLostWorkers"],
     source: `${SQL}/rescue-lost-workers.ts`,
-    statement: `${SQL}/rescue.ts`,
     label: "worker lost (stale heartbeat row)",
     guard: "`state = 'RUNNING'` and its worker's `workers` row stale past `WORKER_LOST_AFTER_MS` (not in the first minutes of a restarted server), SKIP LOCKED",
   },
