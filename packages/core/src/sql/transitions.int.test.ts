@@ -85,6 +85,18 @@ const sourceFiles = (): string[] => {
   return out;
 };
 
+/**
+ * A routine file's (sql/routines/*.sql) state writes, by the function that holds them: each must
+ * be a transition's `routine` (whose edges the pg_proc test and the lifecycle check). Returns the
+ * writes outside every declared routine.
+ */
+const routineStrays = (text: string, routines: readonly string[]): string[] => {
+  const starts = [...text.matchAll(/\bCREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)/gi)];
+  const blocks = [{ name: null as string | null, body: text.slice(0, starts[0]?.index ?? text.length) }];
+  starts.forEach((m, i) => blocks.push({ name: m[1]!, body: text.slice(m.index, starts[i + 1]?.index ?? text.length) }));
+  return blocks.flatMap((b) => (b.name && routines.includes(b.name) ? [] : stateWrites(b.body).map((w) => `${b.name ?? "(outside a function)"}: ${w}`)));
+};
+
 /** The one fragment allowed to hold INSERT INTO finished_jobs on its own: its users are checked instead. */
 const FRAGMENTS = ["packages/core/src/sql/finish.ts"];
 const statementFile = (t: Transition): string => t.statement ?? t.source;
@@ -132,6 +144,13 @@ describe("the transition table, statically", () => {
         expect(writes.filter((w) => w !== "INSERT INTO finished_jobs"), file).toEqual([]);
         continue;
       }
+      if (file.endsWith(".sql")) {
+        const routines = TRANSITIONS.flatMap((t) => (t.routine ? [t.routine] : []));
+        strays.push(...routineStrays(text, routines).map((w) => `${file}: ${w}`));
+        const targets = new Set(TRANSITIONS.filter((t) => t.routine).flatMap((t) => t.to));
+        for (const state of literalTargets(text)) expect(targets.has(state as StateOrNone), `${file} writes state ${state}`).toBe(true);
+        continue;
+      }
       const mine = owners.get(file);
       if (!mine) {
         strays.push(`${file}: ${writes.join(", ")}`);
@@ -155,6 +174,9 @@ describe("the transition table, statically", () => {
       "insertFinished",
     ]);
     expect(stateWrites(`DELETE FROM job_attempts x; INSERT INTO jobs_archive VALUES (1)`)).toEqual([]);
+    const routineFile = `CREATE OR REPLACE FUNCTION porter_claim(p integer) RETURNS void AS $$ UPDATE jobs j SET state = 'RUNNING' $$;
+      CREATE FUNCTION porter_rogue() RETURNS void AS $$ DELETE FROM jobs WHERE true $$;`;
+    expect(routineStrays(routineFile, ["porter_claim"])).toEqual(["porter_rogue: DELETE FROM jobs"]);
   });
 });
 
