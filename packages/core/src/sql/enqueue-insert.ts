@@ -259,7 +259,9 @@ export const reserveVirtualTime = async (db: Db, prepared: Prepared[], options: 
   const vfts: number[] = new Array(prepared.length);
   for (const row of rows) {
     const members = groups.get(`${row.queue_id}\u0000${row.tenant_id}`)!.members;
-    members.forEach((p, i) => (vfts[p.ord] = row.last_vft - (members.length - 1 - i) / row.weight));
+    members.forEach((p, i) => {
+      vfts[p.ord] = row.last_vft - (members.length - 1 - i) / row.weight;
+    });
   }
   return vfts;
 };

@@ -93,7 +93,9 @@ const sourceFiles = (): string[] => {
 const routineStrays = (text: string, routines: readonly string[]): string[] => {
   const starts = [...text.matchAll(/\bCREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)/gi)];
   const blocks = [{ name: null as string | null, body: text.slice(0, starts[0]?.index ?? text.length) }];
-  starts.forEach((m, i) => blocks.push({ name: m[1]!, body: text.slice(m.index, starts[i + 1]?.index ?? text.length) }));
+  starts.forEach((m, i) => {
+    blocks.push({ name: m[1]!, body: text.slice(m.index, starts[i + 1]?.index ?? text.length) });
+  });
   return blocks.flatMap((b) => (b.name && routines.includes(b.name) ? [] : stateWrites(b.body).map((w) => `${b.name ?? "(outside a function)"}: ${w}`)));
 };
 
@@ -169,7 +171,8 @@ describe("the transition table, statically", () => {
   it("recognises a state write in any of its shapes (the scanner itself can fail)", () => {
     expect(stateWrites(`UPDATE jobs j\n SET lease_until = NULL, state = 'READY' FROM x`)).toEqual(["UPDATE jobs SET state"]);
     expect(stateWrites(`UPDATE jobs SET started_at = now() WHERE state = 'RUNNING'`)).toEqual([]);
-    expect(stateWrites("WITH d AS (DELETE FROM jobs j WHERE true RETURNING *) ${insertFinished({ state: \"'DEAD'\" })}")).toEqual([
+    const finishing = "WITH d AS (DELETE FROM jobs j WHERE true RETURNING *) fin AS ($" + `{insertFinished({ state: "'DEAD'" })})`;
+    expect(stateWrites(finishing)).toEqual([
       "DELETE FROM jobs",
       "insertFinished",
     ]);
