@@ -1,20 +1,26 @@
 import type { TJobState } from "@porter/contracts";
 
 /**
- * The states of a job and who moves it. Live states are kept in the `jobs` table; terminal states
- * in `finished_jobs` (a job changes table when it finishes, and back when it is redriven).
+ * The states of a job and who moves it (the named transitions of sql/transitions.ts, in
+ * backticks). Live states are kept in the `jobs` table; terminal states in `finished_jobs` (a job
+ * changes table when it finishes, and back when it is redriven).
  *
- * - READY: waiting to be claimed. Entered by enqueue, lease rescue, drain hand-back, redrive.
- *   Left by a claim (→ RUNNING), cancel (→ CANCELLED) or its deadline (→ EXPIRED).
+ * - READY: waiting to be claimed. Entered by `enqueue`, a rescue (`rescue_expired_lease`,
+ *   `rescue_lost_worker`), drain `hand_back`, `promote` of a due retry, `redrive`. Left by a
+ *   `claim` (→ RUNNING), `cancel` (→ CANCELLED) or its deadline (`expire` → EXPIRED).
  * - RETRY_WAIT: a retryable failure scheduled `run_at` for the next attempt. Claimable again once
- *   `run_at` is reached (maintenance also promotes it to READY then).
- * - RUNNING: claimed under a lease with a fencing token. Left by ack (→ SUCCEEDED), a failure
- *   (→ RETRY_WAIT or DEAD), cancellation (→ CANCELLED), lease expiry (→ READY or DEAD), drain
- *   hand-back (→ READY, the attempt not burned), or its deadline (→ EXPIRED).
+ *   `run_at` is reached (maintenance also promotes it to READY then); `cancel` and `expire` as READY.
+ * - RUNNING: claimed under a lease with a fencing token. Left by the ack (`complete` → SUCCEEDED),
+ *   a failure (`fail` → RETRY_WAIT, DEAD, CANCELLED at a safe point after a cancel request, or
+ *   EXPIRED), a rescue (→ READY, DEAD, CANCELLED or EXPIRED), or drain `hand_back` (→ READY, the
+ *   attempt not burned).
  * - SUCCEEDED: terminal; the result was committed with the transition, after the effects.
- * - DEAD: terminal until an operator redrives it (→ READY); carries a structured error.
+ * - DEAD: terminal until an operator redrives it (→ READY); carries a structured error. Kept by
+ *   retention (the dead-letter queue).
  * - CANCELLED: terminal; queued work is cancelled at once, running work stops at a safe point.
  * - EXPIRED: terminal; `deadline_at` passed before the job could finish.
+ *
+ * SUCCEEDED, CANCELLED and EXPIRED jobs are deleted past their queue's retention (`prune`).
  */
 export type JobState = TJobState;
 
