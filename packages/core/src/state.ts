@@ -1,20 +1,26 @@
 import type { TJobState } from "@porter/contracts";
 
 /**
- * The states of a job and who moves it. Live states are kept in the `jobs` table; terminal states
- * in `finished_jobs` (a job changes table when it finishes, and back when it is redriven).
+ * The states of a job and who moves it (the named transitions of sql/transitions.ts, in
+ * backticks). Live states are kept in the `jobs` table; terminal states in `finished_jobs` (a job
+ * changes table when it finishes, and back when it is redriven).
  *
- * - READY: waiting to be claimed. Entered by enqueue, lease rescue, drain hand-back, redrive.
- *   Left by a claim (→ RUNNING), cancel (→ CANCELLED) or its deadline (→ EXPIRED).
+ * - READY: waiting to be claimed. Entered by `enqueue`, a rescue (`rescue_expired_lease`,
+ *   `rescue_lost_worker`), drain `hand_back`, `promote` of a due retry, `redrive`. Left by a
+ *   `claim` (→ RUNNING), `cancel` (→ CANCELLED) or its deadline (`expire` → EXPIRED).
  * - RETRY_WAIT: a retryable failure scheduled `run_at` for the next attempt. Claimable again once
- *   `run_at` is reached (maintenance also promotes it to READY then).
- * - RUNNING: claimed under a lease with a fencing token. Left by ack (→ SUCCEEDED), a failure
- *   (→ RETRY_WAIT or DEAD), cancellation (→ CANCELLED), lease expiry (→ READY or DEAD), drain
- *   hand-back (→ READY, the attempt not burned), or its deadline (→ EXPIRED).
+ *   `run_at` is reached (maintenance also promotes it to READY then); `cancel` and `expire` as READY.
+ * - RUNNING: claimed under a lease with a fencing token. Left by the ack (`complete` → SUCCEEDED),
+ *   a failure (`fail` → RETRY_WAIT, DEAD, CANCELLED at a safe point after a cancel request, or
+ *   EXPIRED), a rescue (→ READY, DEAD, CANCELLED or EXPIRED), or drain `hand_back` (→ READY, the
+ *   attempt not burned).
  * - SUCCEEDED: terminal; the result was committed with the transition, after the effects.
- * - DEAD: terminal until an operator redrives it (→ READY); carries a structured error.
+ * - DEAD: terminal until an operator redrives it (→ READY); carries a structured error. Kept by
+ *   retention (the dead-letter queue).
  * - CANCELLED: terminal; queued work is cancelled at once, running work stops at a safe point.
  * - EXPIRED: terminal; `deadline_at` passed before the job could finish.
+ *
+ * SUCCEEDED, CANCELLED and EXPIRED jobs are deleted past their queue's retention (`prune`).
  */
 export type JobState = TJobState;
 
@@ -30,10 +36,8 @@ export const isTerminal = (state: JobState): state is TerminalState =>
 /** True for states the claim statement may pick up (once `run_at` has been reached). */
 export const isClaimable = (state: JobState): boolean => state === "READY" || state === "RETRY_WAIT";
 
-/** True when a cancel request can take effect at once, without the handler's cooperation. */
-export const isCancellableAtOnce = (state: JobState): boolean => isClaimable(state);
-
-const TRANSITIONS: Record<JobState, readonly JobState[]> = {
+/** The state machine's edges; the named transitions that move jobs along them are in sql/transitions.ts. */
+const EDGES: Record<JobState, readonly JobState[]> = {
   READY: ["RUNNING", "CANCELLED", "EXPIRED"],
   RETRY_WAIT: ["READY", "RUNNING", "CANCELLED", "EXPIRED"],
   RUNNING: ["SUCCEEDED", "RETRY_WAIT", "DEAD", "CANCELLED", "READY", "EXPIRED"],
@@ -43,8 +47,21 @@ const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   EXPIRED: [],
 };
 
-/** Whether the state machine allows `from → to` (docs/state-machine.md draws the same table). */
-export const canTransition = (from: JobState, to: JobState): boolean => TRANSITIONS[from].includes(to);
+/** The state a job is created in (enqueue). */
+export const ENTRY_STATE = "READY" as const satisfies JobState;
+/** Terminal states whose jobs retention deletes (DEAD is the dead-letter queue, kept until redriven). */
+export const PRUNABLE_STATES = ["SUCCEEDED", "CANCELLED", "EXPIRED"] as const satisfies readonly TerminalState[];
 
+/**
+ * Whether the state machine allows `from → to` (docs/state-machine.md draws the same table). `null`
+ * is "no job": `null → READY` is the enqueue, `SUCCEEDED/CANCELLED/EXPIRED → null` the retention.
+ */
+export const canTransition = (from: JobState | null, to: JobState | null): boolean => {
+  if (from === null) return to === ENTRY_STATE;
+  if (to === null) return (PRUNABLE_STATES as readonly JobState[]).includes(from);
+  return EDGES[from].includes(to);
+};
+
+/** Every edge between two states (the entry and the retention, with `null`, are not included). */
 export const allTransitions = (): Array<[JobState, JobState]> =>
-  Object.entries(TRANSITIONS).flatMap(([from, tos]) => tos.map((to) => [from as JobState, to] as [JobState, JobState]));
+  Object.entries(EDGES).flatMap(([from, tos]) => tos.map((to) => [from as JobState, to] as [JobState, JobState]));

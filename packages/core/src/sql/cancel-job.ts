@@ -19,6 +19,64 @@ export type CancelParams = {
   now?: Date;
 };
 
+/** Who may cancel what, shared by `cancelJob` and the bulk `cancelJobs`. */
+type CancelScope = {
+  jobIds: readonly string[];
+  tenantIds: readonly string[] | null;
+  jobTypes: readonly string[] | null;
+  reason: string | null;
+  actor: string;
+  now: Date | null;
+};
+
+const scopeArgs = (s: CancelScope) => [s.jobIds, s.tenantIds, s.reason, s.actor, s.now, s.jobTypes];
+/** The jobs of $1 within the tenant ($2) and job-type ($6) scope, when given. */
+const IN_SCOPE = `j.job_id = ANY($1::uuid[]) AND ($2::text[] IS NULL OR j.tenant_id = ANY($2)) AND ($6::text[] IS NULL OR j.job_type = ANY($6))`;
+
+/**
+ * Transition `cancel` (sql/transitions.ts): READY/RETRY_WAIT → CANCELLED, at once. The queued
+ * rows leave the hot table and are finished as CANCELLED in one statement, with their `cancelled`
+ * timeline events. Returns the job ids cancelled (others were not queued, or out of scope).
+ */
+export const cancelQueuedJobs = async (client: Db, scope: CancelScope): Promise<string[]> => {
+  const { rows } = await client.query<{ job_id: string }>(
+    `WITH at AS (SELECT coalesce($5::timestamptz, clock_timestamp()) AS t),
+     done AS (
+       DELETE FROM jobs j WHERE ${IN_SCOPE} AND j.state IN ('READY', 'RETRY_WAIT')
+       RETURNING j.*
+     ), fin AS (${insertFinished({ state: "'CANCELLED'", finishedAt: "(SELECT t FROM at)" })})
+     INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
+     SELECT job_id, (SELECT t FROM at), 'cancelled', attempt, $4, jsonb_build_object('reason', $3::text) FROM done
+     RETURNING job_id::text`,
+    scopeArgs(scope),
+  );
+  return rows.map((r) => r.job_id);
+};
+
+/**
+ * Asks RUNNING jobs to stop (no state change: `request_cancel` in sql/transitions.ts): their
+ * workers hear it by NOTIFY and on their next heartbeat, abort the handler's signal and fail the
+ * attempt as CANCELLED when it stops. The first request's time and reason are kept. Returns the
+ * job ids asked.
+ */
+export const requestCancel = async (client: Db, scope: CancelScope): Promise<string[]> => {
+  const { rows } = await client.query<{ job_id: string }>(
+    `WITH at AS (SELECT coalesce($5::timestamptz, clock_timestamp()) AS t),
+     req AS (
+       UPDATE jobs j SET cancel_requested_at = coalesce(j.cancel_requested_at, (SELECT t FROM at)),
+                         cancel_reason = coalesce(j.cancel_reason, $3)
+        WHERE ${IN_SCOPE} AND j.state = 'RUNNING'
+       RETURNING j.id, j.job_id, j.attempt
+     ), ev AS (
+       INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
+       SELECT job_id, (SELECT t FROM at), 'cancel_requested', attempt, $4, jsonb_build_object('reason', $3::text) FROM req
+     )
+     SELECT job_id::text, pg_notify('${CANCEL_CHANNEL}', id::text) FROM req`,
+    scopeArgs(scope),
+  );
+  return rows.map((r) => r.job_id);
+};
+
 /**
  * Cancels a job. Queued work (READY, RETRY_WAIT) is CANCELLED at once. Running work gets a cancel
  * request: its worker hears it (NOTIFY, and on its next heartbeat), aborts the handler's signal and
@@ -28,46 +86,21 @@ export type CancelParams = {
  */
 export const cancelJob = async (db: Db, params: CancelParams): Promise<{ job_id: string; status: TJobState }> =>
   inTransaction(db, async (client) => {
-    const scope = params.tenantIds ? [...params.tenantIds] : null;
-    const types = params.jobTypes ? [...params.jobTypes] : null;
-    const args = [params.jobId, scope, params.reason ?? null, params.actor, params.now ?? null, types];
-    const queued = await client.query(
-      `WITH at AS (SELECT coalesce($5::timestamptz, clock_timestamp()) AS t),
-       done AS (
-         DELETE FROM jobs j
-          WHERE j.job_id = $1 AND j.state IN ('READY', 'RETRY_WAIT') AND ($2::text[] IS NULL OR j.tenant_id = ANY($2))
-            AND ($6::text[] IS NULL OR j.job_type = ANY($6))
-         RETURNING j.*
-       ), fin AS (${insertFinished({ state: "'CANCELLED'", finishedAt: "(SELECT t FROM at)" })})
-       INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
-       SELECT job_id, (SELECT t FROM at), 'cancelled', attempt, $4, jsonb_build_object('reason', $3::text) FROM done
-       RETURNING job_id`,
-      args,
-    );
-    let status: TJobState | null = queued.rowCount ? "CANCELLED" : null;
-    if (!status) {
-      const running = await client.query<{ id: string }>(
-        `WITH at AS (SELECT coalesce($5::timestamptz, clock_timestamp()) AS t),
-         req AS (
-           UPDATE jobs j SET cancel_requested_at = coalesce(j.cancel_requested_at, (SELECT t FROM at)),
-                             cancel_reason = coalesce(j.cancel_reason, $3)
-            WHERE j.job_id = $1 AND j.state = 'RUNNING' AND ($2::text[] IS NULL OR j.tenant_id = ANY($2))
-              AND ($6::text[] IS NULL OR j.job_type = ANY($6))
-           RETURNING j.id, j.job_id, j.attempt
-         ), ev AS (
-           INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
-           SELECT job_id, (SELECT t FROM at), 'cancel_requested', attempt, $4, jsonb_build_object('reason', $3::text) FROM req
-         )
-         SELECT id::text, pg_notify('${CANCEL_CHANNEL}', id::text) FROM req`,
-        args,
-      );
-      if (running.rowCount) status = "RUNNING";
-    }
+    const scope: CancelScope = {
+      jobIds: [params.jobId],
+      tenantIds: params.tenantIds ?? null,
+      jobTypes: params.jobTypes ?? null,
+      reason: params.reason ?? null,
+      actor: params.actor,
+      now: params.now ?? null,
+    };
+    let status: TJobState | null = (await cancelQueuedJobs(client, scope)).length ? "CANCELLED" : null;
+    if (!status && (await requestCancel(client, scope)).length) status = "RUNNING";
     if (!status) {
       const { rows } = await client.query<{ state: TJobState }>(
         `SELECT state FROM finished_jobs
           WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2)) AND ($3::text[] IS NULL OR job_type = ANY($3))`,
-        [params.jobId, scope, types],
+        [params.jobId, scope.tenantIds, scope.jobTypes],
       );
       const finished = rows[0]?.state;
       if (!finished) throw new AppError("NOT_FOUND", { message: `job ${params.jobId} not found` });
@@ -83,3 +116,27 @@ export const cancelJob = async (db: Db, params: CancelParams): Promise<{ job_id:
     }
     return { job_id: params.jobId, status };
   });
+
+/** What a bulk cancel did: queued jobs cancelled at once, running ones asked to stop, the rest skipped. */
+export type BulkCancelOutcome = { cancelled: string[]; cancel_requested: string[]; skipped: string[] };
+
+/**
+ * Cancels many jobs in one transaction (an operator's bulk action), with the statements of
+ * `cancelJob`: READY and RETRY_WAIT jobs move to CANCELLED at once; RUNNING jobs get a cancel
+ * request; finished or unknown ids are skipped. Each changed job gets its timeline event and an
+ * audit row (`job.cancel`), in the same transaction.
+ */
+export const cancelJobs = async (db: Db, params: { jobIds: string[]; actor: string; reason?: string }): Promise<BulkCancelOutcome> => {
+  if (params.jobIds.length === 0) return { cancelled: [], cancel_requested: [], skipped: [] };
+  return inTransaction(db, async (client) => {
+    const scope: CancelScope = { jobIds: params.jobIds, tenantIds: null, jobTypes: null, reason: params.reason ?? null, actor: params.actor, now: null };
+    const cancelled = await cancelQueuedJobs(client, scope);
+    const requested = await requestCancel(client, scope);
+    const touched = new Set([...cancelled, ...requested]);
+    await writeAudit(client, [
+      ...cancelled.map((id) => ({ actor: params.actor, action: "job.cancel", objectType: "job", objectId: id, after: { status: "CANCELLED" }, reason: params.reason ?? null })),
+      ...requested.map((id) => ({ actor: params.actor, action: "job.cancel", objectType: "job", objectId: id, after: { status: "RUNNING", cancel_requested: true }, reason: params.reason ?? null })),
+    ]);
+    return { cancelled, cancel_requested: requested, skipped: params.jobIds.filter((id) => !touched.has(id)) };
+  });
+};

@@ -117,6 +117,7 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
  * `start` (default: all of them): how many of the claimed jobs, in claim order, go into free slots
  * at once and are marked started by the claim itself; the rest are the worker's prefetch, marked
  * started by `startJobs` when they leave its buffer (20261202000301_not_started_attempts).
+ * Transition `claim` (sql/transitions.ts; the routine's UPDATE is the statement).
  */
 export const claimJobs = async (
   db: Db,

@@ -12,6 +12,7 @@ export type CompleteOutcome = { completed: string[]; stale: string[] };
  * untouched. Runs with synchronous_commit on: an ack is a promise of durability. The successful
  * attempt needs no `job_attempts` row: the finished row holds its claim time, worker and end
  * (the timeline reads them from there), which saves a write and two index entries per job.
+ * Transition `complete` (sql/transitions.ts).
  */
 export const completeJobs = async (db: Db, items: Completion[], now?: Date): Promise<CompleteOutcome> => {
   if (items.length === 0) return { completed: [], stale: [] };

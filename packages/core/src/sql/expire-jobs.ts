@@ -5,6 +5,7 @@ import { insertFinished } from "./finish";
  * Moves queued work whose deadline passed to EXPIRED (running work is bounded by its lease, which
  * never outlives the deadline, and is expired by lease rescue). Also promotes RETRY_WAIT jobs whose
  * `run_at` was reached to READY, so counts by state tell the truth (claims take both anyway).
+ * Transitions `expire` and `promote` (sql/transitions.ts).
  */
 export const expireJobs = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ expired: number; promoted: number }> => {
   const { rows } = await db.query<{ expired: string; promoted: string }>(

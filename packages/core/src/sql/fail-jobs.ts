@@ -19,6 +19,7 @@ export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision[
  * structured error, marked partial when they recorded effects. Fenced like the ack: only a RUNNING
  * row under the same token and attempt changes; the rest are reported stale. The last attempt's owner and
  * token stay on a retrying row as history; no check accepts them once the state left RUNNING.
+ * Transition `fail` (sql/transitions.ts).
  */
 export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
   if (items.length === 0) return { applied: [], stale: [] };

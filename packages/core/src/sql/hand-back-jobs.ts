@@ -5,6 +5,7 @@ import { insertAttempt } from "./finish";
 /**
  * Drain: returns unfinished leases to READY without burning an attempt (the attempt counter goes
  * back), recording a `handed_back` attempt for the timeline. Fenced by token and attempt.
+ * Transition `hand_back` (sql/transitions.ts).
  */
 export const handBackJobs = async (db: Db, items: LeaseRef[], now?: Date): Promise<{ handedBack: string[]; stale: string[] }> => {
   if (items.length === 0) return { handedBack: [], stale: [] };

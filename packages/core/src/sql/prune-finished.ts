@@ -4,7 +4,7 @@ import type { Db } from "../db";
  * Retention: deletes finished jobs older than their queue's `retention_s`, with their attempts,
  * events, effects and idempotency keys, in batches. DEAD jobs are the dead-letter queue and are
  * kept until redriven. Only `finished_jobs` and the side tables are touched: the hot table never
- * carries history, so pruning cannot bloat it.
+ * carries history, so pruning cannot bloat it. Transition `prune` (sql/transitions.ts).
  */
 export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ pruned: number }> => {
   const { rows } = await db.query<{ n: string }>(

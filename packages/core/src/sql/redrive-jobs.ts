@@ -27,6 +27,7 @@ export type RedriveOutcome = { redriven: string[]; skipped: Array<{ job_id: stri
  * transaction. Jobs that recorded effects (partial) or whose deadline passed are skipped unless
  * `force`; a forced redrive of an expired deadline clears it. Redriven jobs take their tenants'
  * next virtual finish times, as enqueued jobs do (weighted fair share, docs/scheduling.md).
+ * Transition `redrive` (sql/transitions.ts).
  */
 export const redriveJobs = async (db: Db, params: RedriveParams): Promise<RedriveOutcome> => {
   if (!params.jobIds?.length && !params.filter) {

@@ -13,6 +13,7 @@ const RESCUE_EXPIRED_SQL = rescueSql({
  * Recovers jobs whose worker was lost: RUNNING rows whose lease ran out (see `rescueSql` for
  * what happens to each). A lease expiry burns an attempt that started; one that never started
  * (still in its worker's prefetch buffer) is recorded as `not_started` and not counted.
+ * Transition `rescue_expired_lease` (sql/transitions.ts).
  */
 export const rescueExpiredLeases = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<RescueOutcome> => {
   const { rows } = await db.query<{ state: string; n: string; not_started: string }>(RESCUE_EXPIRED_SQL, [params.now ?? null, params.batch ?? 1000]);

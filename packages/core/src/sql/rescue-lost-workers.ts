@@ -28,7 +28,7 @@ const RESCUE_LOST_SQL = rescueSql({
  * recorded `lease_expired` (code WORKER_LOST); prefetched ones that never started are recorded
  * `not_started` and not counted. A first cheap probe (the RUNNING partial index, the small
  * `workers` table) skips the statement when no lost worker holds a job; the statement re-checks
- * the worker in the same snapshot as its writes.
+ * the worker in the same snapshot as its writes. Transition `rescue_lost_worker` (sql/transitions.ts).
  */
 export const rescueLostWorkers = async (
   db: Db,

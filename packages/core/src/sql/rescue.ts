@@ -14,7 +14,8 @@ import { insertAttempt, insertFinished } from "./finish";
  *
  * Parameters: $1 now (null: the clock), $2 batch size, then the caller's. `select` is a predicate
  * on `j` (the job row) and `(SELECT t FROM at)`; `code` and `message` are SQL expressions for the
- * started attempts' structured error.
+ * started attempts' structured error. The statement of transitions `rescue_expired_lease` and
+ * `rescue_lost_worker` (sql/transitions.ts).
  */
 export const rescueSql = (opts: { select: string; code: string; message: string }): string => `
   WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
