@@ -4,6 +4,8 @@ import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
 import { createContext, useContext, useState, type ReactNode } from "react";
 import { TRPCProvider } from "../lib/trpc";
+import { ConfirmHost } from "./confirm-action";
+import { FlashProvider } from "./flash";
 
 /** The signed-in user, as the server layout read it. */
 export type Viewer = { email: string; name: string; role: Role };
@@ -33,7 +35,10 @@ const makeQueryClient = () =>
     },
   });
 
-/** React Query + tRPC client (plain JSON, batched, same-origin cookies) and the signed-in user. */
+/**
+ * React Query + tRPC client (plain JSON, batched, same-origin cookies), the signed-in user, and the
+ * flash message and confirmation dialog every action shares (`useAction`).
+ */
 export function Providers({ viewer, children }: { viewer: Viewer; children: ReactNode }) {
   const [queryClient] = useState(makeQueryClient);
   const [trpcClient] = useState(() =>
@@ -44,7 +49,11 @@ export function Providers({ viewer, children }: { viewer: Viewer; children: Reac
   return (
     <QueryClientProvider client={queryClient}>
       <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
-        <ViewerContext.Provider value={viewer}>{children}</ViewerContext.Provider>
+        <ViewerContext.Provider value={viewer}>
+          <FlashProvider>
+            <ConfirmHost>{children}</ConfirmHost>
+          </FlashProvider>
+        </ViewerContext.Provider>
       </TRPCProvider>
     </QueryClientProvider>
   );

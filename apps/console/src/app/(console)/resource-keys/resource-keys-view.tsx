@@ -1,6 +1,6 @@
 "use client";
 import { ZResourceKeyCreate, ZResourceKeyFields } from "@porter/api/schemas/control-plane";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { ConfigPage, orNone } from "../../../components/config-page";
 import { useViewer } from "../../../components/providers";
 import { dateTime } from "../../../lib/format";
@@ -9,11 +9,7 @@ import { useTRPC } from "../../../lib/trpc";
 export function ResourceKeysView() {
   const trpc = useTRPC();
   const viewer = useViewer();
-  const queryClient = useQueryClient();
   const list = useQuery(trpc.resourceKeys.list.queryOptions());
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.resourceKeys.pathKey() });
-  const create = useMutation(trpc.resourceKeys.create.mutationOptions({ onSuccess: refresh }));
-  const update = useMutation(trpc.resourceKeys.update.mutationOptions({ onSuccess: refresh }));
   return (
     <ConfigPage
       title="Resource keys"
@@ -30,8 +26,9 @@ export function ResourceKeysView() {
       ]}
       createSchema={ZResourceKeyCreate}
       editSchema={ZResourceKeyFields}
-      onCreate={(values) => create.mutateAsync(values as never)}
-      onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
+      create={trpc.resourceKeys.create.mutationOptions()}
+      update={trpc.resourceKeys.update.mutationOptions()}
+      refreshes={[trpc.resourceKeys]}
       columns={[
         { header: "Key", cell: (k) => k.id },
         { header: "Description", cell: (k) => k.description || "—", isWrapping: true },
