@@ -5,6 +5,7 @@ import type { z } from "zod";
 import { ConfigForm, type FieldSpec } from "./config-form";
 import { DataTable, type Column, type ListQuery } from "./data-table";
 import { Page } from "./page";
+import { useViewer } from "./providers";
 import { Empty } from "./states";
 import { useAction } from "./use-action";
 
@@ -133,7 +134,7 @@ export function useConfigEditor<Row extends { id: string }, TCreate, TCreated ex
 /**
  * A control-plane table page: the rows (a page at a time), and for admins a "New" form and an
  * "Edit" form per row (`useConfigEditor`). Operators and viewers see the table, with the row actions
- * their role allows.
+ * the view gives them (`rowActions`).
  */
 export function ConfigPage<Row extends { id: string }, TCreate, TCreated extends { id: string }, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>({
   title,
@@ -150,9 +151,10 @@ export function ConfigPage<Row extends { id: string }, TCreate, TCreated extends
   columns: ReadonlyArray<Column<Row>>;
   rowActions?: (row: Row) => ReactNode;
   emptyHint?: ReactNode;
-} & Omit<Parameters<typeof useConfigEditor<Row, TCreate, TCreated, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>>[0], "rows">) {
-  const { newButton, editButton, panel } = useConfigEditor({ ...editor, rows: query.data });
-  const hasActions = editor.canEdit || rowActions !== undefined;
+} & Omit<Parameters<typeof useConfigEditor<Row, TCreate, TCreated, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>>[0], "rows" | "canEdit">) {
+  const canEdit = useViewer().can("admin");
+  const { newButton, editButton, panel } = useConfigEditor({ ...editor, rows: query.data, canEdit });
+  const hasActions = canEdit || rowActions !== undefined;
   return (
     <Page title={title} description={intro} actions={newButton}>
       {panel}

@@ -3,12 +3,10 @@ import { ZJobTypeCreate, ZJobTypeFields } from "@porter/api/schemas/control-plan
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { ConfigPage, orNone } from "../../../components/config-page";
-import { useViewer } from "../../../components/providers";
 import { useTRPC } from "../../../lib/trpc";
 
 export function JobTypesView() {
   const trpc = useTRPC();
-  const viewer = useViewer();
   const list = useQuery(trpc.jobTypes.list.queryOptions());
   const queues = useQuery(trpc.queues.list.queryOptions());
   return (
@@ -17,7 +15,6 @@ export function JobTypesView() {
       noun="job type"
       intro="The registry: a job type decides its queue (producers cannot choose one), the payload schema version handlers expect, and optionally its own timeout."
       query={list}
-      canEdit={viewer.can("admin")}
       fields={[
         { name: "id", label: "Job type", kind: "text", isId: true, placeholder: "document.parse" },
         { name: "queue_id", label: "Queue", kind: "select", options: (queues.data ?? []).map((q) => ({ value: q.id, label: q.id })) },

@@ -261,39 +261,9 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
 
   return (
     <form className="filters" onSubmit={submit} aria-label="Filter jobs" key={JSON.stringify(filter)}>
-      <label>
-        Queue
-        <select name="queue" defaultValue={filter.queue_id ?? ""}>
-          <option value="">any</option>
-          {(queues.data ?? []).map((q) => (
-            <option key={q.id} value={q.id}>
-              {q.id}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Job type
-        <select name="type" defaultValue={filter.job_type ?? ""}>
-          <option value="">any</option>
-          {(types.data ?? []).map((t) => (
-            <option key={t.id} value={t.id}>
-              {t.id}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Tenant
-        <select name="tenant" defaultValue={filter.tenant_id ?? ""}>
-          <option value="">any</option>
-          {(tenants.data ?? []).map((t) => (
-            <option key={t.id} value={t.id}>
-              {t.id}
-            </option>
-          ))}
-        </select>
-      </label>
+      <AnyOf label="Queue" name="queue" value={filter.queue_id} rows={queues.data} />
+      <AnyOf label="Job type" name="type" value={filter.job_type} rows={types.data} />
+      <AnyOf label="Tenant" name="tenant" value={filter.tenant_id} rows={tenants.data} />
       <label>
         Created from
         <input type="datetime-local" name="from" defaultValue={toLocalInput(filter.from)} />
@@ -328,5 +298,22 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
         </button>
       </div>
     </form>
+  );
+}
+
+/** A filter select: "any", or one of the control-plane objects by id. */
+function AnyOf({ label, name, value, rows }: { label: string; name: string; value: string | undefined; rows: ReadonlyArray<{ id: string }> | undefined }) {
+  return (
+    <label>
+      {label}
+      <select name={name} defaultValue={value ?? ""}>
+        <option value="">any</option>
+        {(rows ?? []).map((r) => (
+          <option key={r.id} value={r.id}>
+            {r.id}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

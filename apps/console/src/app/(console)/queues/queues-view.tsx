@@ -96,7 +96,6 @@ export function QueuesView() {
       noun="queue"
       intro="Each queue belongs to a pool (lane) and carries its priorities, caps, lease, retry ceiling and backoff. Pausing stops new claims at once; draining pauses and lets running jobs finish."
       query={list}
-      canEdit={viewer.can("admin")}
       fields={fields((pools.data ?? []).map((p) => p.id), (resourceKeys.data ?? []).map((k) => k.id))}
       createSchema={ZQueueCreate}
       editSchema={ZQueueFields}

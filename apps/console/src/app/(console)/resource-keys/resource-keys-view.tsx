@@ -2,13 +2,11 @@
 import { ZResourceKeyCreate, ZResourceKeyFields } from "@porter/api/schemas/control-plane";
 import { useQuery } from "@tanstack/react-query";
 import { ConfigPage, orNone } from "../../../components/config-page";
-import { useViewer } from "../../../components/providers";
 import { dateTime } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
 
 export function ResourceKeysView() {
   const trpc = useTRPC();
-  const viewer = useViewer();
   const list = useQuery(trpc.resourceKeys.list.queryOptions());
   return (
     <ConfigPage
@@ -16,7 +14,6 @@ export function ResourceKeysView() {
       noun="resource key"
       intro="Shared, scarce resources (an LLM provider, OCR, a database) limited across queues and pools. Queues name the key they use."
       query={list}
-      canEdit={viewer.can("admin")}
       fields={[
         { name: "id", label: "Resource key", kind: "text", isId: true, placeholder: "llm" },
         { name: "description", label: "Description", kind: "textarea" },

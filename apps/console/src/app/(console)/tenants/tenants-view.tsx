@@ -3,12 +3,10 @@ import { ZTenantCreate, ZTenantFields } from "@porter/api/schemas/control-plane"
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { ConfigPage, orNone } from "../../../components/config-page";
-import { useViewer } from "../../../components/providers";
 import { useTRPC } from "../../../lib/trpc";
 
 export function TenantsView() {
   const trpc = useTRPC();
-  const viewer = useViewer();
   const list = useQuery(trpc.tenants.list.queryOptions());
   return (
     <ConfigPage
@@ -16,7 +14,6 @@ export function TenantsView() {
       noun="tenant"
       intro="Fair-share weight among tenants with ready work, a ceiling on running jobs, and admission limits (enqueue rate, backlog) that refuse with 429 + Retry-After."
       query={list}
-      canEdit={viewer.can("admin")}
       fields={[
         { name: "id", label: "Tenant id", kind: "text", isId: true, placeholder: "tenant_D" },
         { name: "name", label: "Name", kind: "text" },
