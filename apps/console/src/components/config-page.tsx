@@ -7,10 +7,7 @@ import { DataTable, type Column, type ListQuery } from "./data-table";
 import { Page } from "./page";
 import { useViewer } from "./providers";
 import { Empty } from "./states";
-import { useAction } from "./use-action";
-
-/** A tRPC router (`trpc.queues`) refreshed after a write. */
-type Refreshes = ReadonlyArray<{ pathKey: () => readonly unknown[] }>;
+import { useAction, type Refreshes } from "./use-action";
 
 /** A ConfigForm whose submit is an action (`useAction`): the write, the refresh, the flash message. */
 export function ActionForm<TValues, TInput, TOutput, TError, TContext>({

@@ -4,8 +4,8 @@ import { useConfirm, type Confirmation, type ConfirmValues } from "./confirm-act
 import { useFlash } from "./flash";
 import { errorMessage } from "./states";
 
-/** A tRPC router (`trpc.queues`) whose every query is refreshed after the action. */
-type Refreshes = ReadonlyArray<{ pathKey: () => QueryKey }>;
+/** The tRPC routers (`trpc.queues`) whose every query is refreshed after an action. */
+export type Refreshes = ReadonlyArray<{ pathKey: () => QueryKey }>;
 
 /**
  * One console action — a mutation of @porter/api — with everything around it: the confirmation

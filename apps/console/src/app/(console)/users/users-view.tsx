@@ -13,7 +13,7 @@ import { useViewer } from "../../../components/providers";
 import { Empty } from "../../../components/states";
 import { useAction } from "../../../components/use-action";
 import { ago, dateTime } from "../../../lib/format";
-import { useTRPC, type RouterOutputs } from "../../../lib/trpc";
+import { useTRPC, type RouterInputs, type RouterOutputs } from "../../../lib/trpc";
 
 type User = RouterOutputs["users"]["list"][number];
 
@@ -73,7 +73,7 @@ function UsersAdmin() {
   });
 
   /** A role change or a disable/enable asks first, says what it does, and records a reason. */
-  const confirmChange = (u: User, patch: { role?: Role; disabled?: boolean }) => {
+  const confirmChange = (u: User, patch: Pick<RouterInputs["users"]["update"], "role" | "disabled">) => {
     const isRole = patch.role !== undefined;
     update.confirm({
       title: isRole ? `Change the role of ${u.email}` : `${patch.disabled ? "Disable" : "Enable"} ${u.email}`,
