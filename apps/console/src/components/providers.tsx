@@ -12,13 +12,14 @@ export type Viewer = { email: string; name: string; role: Role };
 
 const ViewerContext = createContext<Viewer | null>(null);
 
-const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
+/** Roles in order of what they may do: each may do everything the ones below it may. */
+export const ROLE_RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 
 /** The signed-in user and `can(role)`: whether they hold at least that role (buttons hide otherwise). */
 export const useViewer = () => {
   const viewer = useContext(ViewerContext);
   if (!viewer) throw new Error("useViewer outside <Providers>");
-  return { ...viewer, can: (role: Role) => RANK[viewer.role] >= RANK[role] };
+  return { ...viewer, can: (role: Role) => ROLE_RANK[viewer.role] >= ROLE_RANK[role] };
 };
 
 const makeQueryClient = () =>

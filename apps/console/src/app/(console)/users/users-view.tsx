@@ -9,7 +9,7 @@ import { ActionForm, useConfigEditor } from "../../../components/config-page";
 import { DataTable, type Column } from "../../../components/data-table";
 import { Dialog } from "../../../components/dialog";
 import { Page } from "../../../components/page";
-import { useViewer } from "../../../components/providers";
+import { ROLE_RANK, useViewer } from "../../../components/providers";
 import { Empty } from "../../../components/states";
 import { useAction } from "../../../components/use-action";
 import { ago, dateTime } from "../../../lib/format";
@@ -30,8 +30,7 @@ const ROLE_CAN: Record<Role, string> = {
   operator: "also cancel, retry and redrive jobs, and pause and drain queues and pools",
   admin: "also change configuration, API keys and users",
 };
-const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
-const isLowering = (from: Role, to: Role) => RANK[to] < RANK[from];
+const isLowering = (from: Role, to: Role) => ROLE_RANK[to] < ROLE_RANK[from];
 
 export function UsersView() {
   const viewer = useViewer();
