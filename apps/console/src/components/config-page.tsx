@@ -91,7 +91,7 @@ export function useConfigEditor<Row extends { id: string }, TCreate, TCreated ex
 
   const panel =
     canEdit && editing ? (
-      <div className="panel" aria-label={title} role="region">
+      <section className="panel" aria-label={title}>
         <h2>{title}</h2>
         {editing === "new" ? (
           <ActionForm
@@ -122,7 +122,7 @@ export function useConfigEditor<Row extends { id: string }, TCreate, TCreated ex
             submitLabel="Save changes"
           />
         ) : null}
-      </div>
+      </section>
     ) : null;
 
   return { newButton, editButton, panel };

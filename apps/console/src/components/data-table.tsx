@@ -219,9 +219,9 @@ export function DataTable<Row>({
                   )}
                   {rowActions ? (
                     <td>
-                      <div className="row-actions in-table" role="group" aria-label={rowLabel ? `Actions for ${rowLabel(row)}` : "Actions"}>
+                      <fieldset className="row-actions in-table" aria-label={rowLabel ? `Actions for ${rowLabel(row)}` : "Actions"}>
                         {rowActions(row)}
-                      </div>
+                      </fieldset>
                     </td>
                   ) : null}
                 </tr>

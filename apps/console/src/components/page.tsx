@@ -46,10 +46,12 @@ export function Page({
           </h1>
           {description ? <p className="intro">{description}</p> : null}
         </div>
-        {actions ? (
-          <div className="row-actions" {...(actionsLabel ? { role: "group", "aria-label": actionsLabel } : {})}>
+        {actions && actionsLabel ? (
+          <fieldset className="row-actions" aria-label={actionsLabel}>
             {actions}
-          </div>
+          </fieldset>
+        ) : actions ? (
+          <div className="row-actions">{actions}</div>
         ) : null}
       </header>
       <FlashMessage />

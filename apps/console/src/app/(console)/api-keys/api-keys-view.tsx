@@ -71,14 +71,17 @@ export function ApiKeysView() {
       description="Producer credentials, scoped to tenants and job types. A key is shown once when created; only a hash of its secret is stored."
       actions={
         isAdmin ? (
-          <button type="button" className="button primary" onClick={() => (setCreating(true), setCreated(null))} disabled={isCreating}>
+          <button type="button" className="button primary" onClick={() => {
+              setCreating(true);
+              setCreated(null);
+            }} disabled={isCreating}>
             New API key
           </button>
         ) : null
       }
     >
       {created ? (
-        <div className="panel secret" role="region" aria-label="New API key">
+        <section className="panel secret" aria-label="New API key">
           <h2>Key {created.id} created — copy it now</h2>
           <p>This is the only time the key is shown. Store it in your secret manager; producers send it as <code>Authorization: Bearer …</code>.</p>
           <div className="secret-row">
@@ -90,7 +93,7 @@ export function ApiKeysView() {
               Done
             </button>
           </div>
-        </div>
+        </section>
       ) : null}
       {isCreating && isAdmin ? (
         <CreateKeyForm
@@ -157,7 +160,7 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
   };
 
   return (
-    <div className="panel" role="region" aria-label="New API key form">
+    <section className="panel" aria-label="New API key form">
       <h2>New API key</h2>
       <form className="config-form" onSubmit={submit} noValidate>
         <div className="fields">
@@ -211,6 +214,6 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
           </button>
         </div>
       </form>
-    </div>
+    </section>
   );
 }

@@ -137,7 +137,7 @@ export function PoolsView() {
                           </h2>
                           <p className="muted">{p.description || "—"}</p>
                         </div>
-                        <div className="row-actions" role="group" aria-label={`Actions for pool ${p.id}`}>
+                        <fieldset className="row-actions" aria-label={`Actions for pool ${p.id}`}>
                           {viewer.can("operator") ? (
                             allPaused ? (
                               <button type="button" className="button small" onClick={() => resume.run({ id: p.id })} disabled={resume.isPending} aria-label={`Resume pool ${p.id}`}>
@@ -156,7 +156,7 @@ export function PoolsView() {
                             )
                           ) : null}
                           {editor.editButton(p)}
-                        </div>
+                        </fieldset>
                       </div>
                       <dl className="kv inline">
                         <dt>Running</dt>
