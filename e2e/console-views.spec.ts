@@ -254,4 +254,33 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     expect(isDark(scrolled)).toBe(true);
     await shot(page, "audit-long-page");
   });
+
+  test("[TABLE][PAGES][KEYBOARD]: a list longer than a page reads 50 rows at a time, and ↓/↑ move between the rows' buttons", async ({ page }) => {
+    await signIn(page, ADMIN, "/tenants");
+    const stamp = Date.now().toString(36);
+    for (let i = 0; i < 55; i++) {
+      const res = await call(page, "tenants.create", { id: `zz-e2e-page-${stamp}-${String(i).padStart(2, "0")}` });
+      expect(res.status, res.text).toBe(200);
+    }
+    await page.reload();
+    const table = page.getByRole("table", { name: "Tenants" });
+    const rows = table.locator("tbody tr");
+    await expect(rows).toHaveCount(50);
+    const pages = page.getByRole("navigation", { name: "Pages of Tenants" });
+    await expect(pages).toContainText(/Showing 1–50 of \d+/);
+    await expect(pages.getByRole("button", { name: "Previous" })).toBeDisabled();
+
+    const first = table.getByRole("button", { name: /^Edit tenant / }).first();
+    const second = table.getByRole("button", { name: /^Edit tenant / }).nth(1);
+    await first.focus();
+    await page.keyboard.press("ArrowDown");
+    await expect(second).toBeFocused();
+    await page.keyboard.press("ArrowUp");
+    await expect(first).toBeFocused();
+
+    await pages.getByRole("button", { name: "Next" }).click();
+    await expect(pages).toContainText(/Showing 51–\d+ of \d+/);
+    await expect(table.getByRole("rowheader", { name: `zz-e2e-page-${stamp}-54` })).toBeVisible();
+    await shot(page, "tenants-page-2");
+  });
 });

@@ -73,7 +73,7 @@ const issuesToErrors = (issues: ReadonlyArray<{ path?: ReadonlyArray<PropertyKey
  * schema the server validates with — showing each problem under its field; server refusals with
  * field issues (an unknown pool, a duplicate id) land on their field too.
  */
-export function ConfigForm({
+export function ConfigForm<T>({
   fields,
   schema,
   initial,
@@ -83,11 +83,11 @@ export function ConfigForm({
   onCancel,
 }: {
   fields: FieldSpec[];
-  schema: z.ZodType;
+  schema: z.ZodType<T>;
   initial?: Record<string, unknown>;
   mode: "create" | "edit";
   submitLabel: string;
-  onSubmit: (values: Record<string, unknown>) => Promise<void>;
+  onSubmit: (values: T) => Promise<void>;
   onCancel?: () => void;
 }) {
   const formId = useId();
@@ -118,7 +118,7 @@ export function ConfigForm({
     setErrors({});
     setBusy(true);
     try {
-      await onSubmit(parsed.data as Record<string, unknown>);
+      await onSubmit(parsed.data);
     } catch (error) {
       const issues: unknown = error instanceof TRPCClientError ? (error.data as { details?: { issues?: unknown } } | undefined)?.details?.issues : undefined;
       if (Array.isArray(issues) && issues.length > 0) {

@@ -1,148 +1,179 @@
 "use client";
+import type { UseMutationOptions } from "@tanstack/react-query";
 import { useState, type ReactNode } from "react";
 import type { z } from "zod";
 import { ConfigForm, type FieldSpec } from "./config-form";
-import { Empty, QueryView } from "./states";
+import { DataTable, type Column, type ListQuery } from "./data-table";
+import { Page } from "./page";
+import { useViewer } from "./providers";
+import { Empty } from "./states";
+import { useAction, type Refreshes } from "./use-action";
 
-export type Column<Row> = { header: string; cell: (row: Row) => ReactNode; isNumeric?: boolean; isWrapping?: boolean };
+/** A ConfigForm whose submit is an action (`useAction`): the write, the refresh, the flash message. */
+export function ActionForm<TValues, TInput, TOutput, TError, TContext>({
+  mutation,
+  toInput,
+  refreshes,
+  success,
+  onDone,
+  ...form
+}: {
+  mutation: UseMutationOptions<TOutput, TError, TInput, TContext>;
+  toInput: (values: TValues) => TInput;
+  refreshes: Refreshes;
+  success: (result: TOutput) => string;
+  onDone: () => void;
+  fields: FieldSpec[];
+  schema: z.ZodType<TValues>;
+  mode: "create" | "edit";
+  initial?: Record<string, unknown>;
+  submitLabel: string;
+}) {
+  const action = useAction(mutation, { refreshes, success, onDone });
+  return (
+    <ConfigForm
+      {...form}
+      onCancel={onDone}
+      onSubmit={async (values) => {
+        await action.runAsync(toInput(values));
+      }}
+    />
+  );
+}
 
 /**
- * A control-plane table page: the rows, and for admins a "New" form and an "Edit" form per row,
- * both validated with the server's zod schemas. Operators and viewers see the table only.
+ * The "New …" and "Edit …" forms of a control-plane object, validated with the server's zod
+ * schemas; a write refreshes `refreshes` and says so in the flash message. `newButton` and
+ * `editButton(row)` open them, `panel` is where they render. Without `update`, objects are only created.
  */
-export function ConfigPage<Row extends { id: string }>({
-  title,
+export function useConfigEditor<Row extends { id: string }, TCreate, TCreated extends { id: string }, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>({
   noun,
-  intro,
-  query,
-  columns,
+  rows,
   fields,
   createSchema,
   editSchema,
-  onCreate,
-  onUpdate,
-  canEdit,
-  rowActions,
-  emptyHint,
   defaults,
+  create,
+  update,
+  refreshes,
+  created = (row) => `Created ${noun} ${row.id}.`,
+  canEdit,
 }: {
-  title: string;
   noun: string;
-  intro: ReactNode;
-  query: { data: Row[] | undefined; error: unknown; isPending: boolean; refetch: () => unknown };
-  columns: Column<Row>[];
+  rows: readonly Row[] | undefined;
   fields: FieldSpec[];
-  createSchema: z.ZodType;
-  editSchema: z.ZodType;
-  onCreate: (values: Record<string, unknown>) => Promise<unknown>;
-  onUpdate: (id: string, patch: Record<string, unknown>) => Promise<unknown>;
-  canEdit: boolean;
-  rowActions?: (row: Row) => ReactNode;
-  emptyHint?: ReactNode;
+  createSchema: z.ZodType<TCreate>;
+  editSchema?: z.ZodType<TEdit>;
   defaults?: Record<string, unknown>;
+  create: UseMutationOptions<TCreated, TCreateError, TCreate, TCreateContext>;
+  update?: UseMutationOptions<TUpdated, TUpdateError, { id: string; patch: TEdit }, TUpdateContext>;
+  refreshes: Refreshes;
+  /** The flash message after a create. */
+  created?: (row: TCreated) => string;
+  canEdit: boolean;
 }) {
   const [editing, setEditing] = useState<string | null>(null);
-  const [flash, setFlash] = useState<string | null>(null);
-  const editingRow = editing && editing !== "new" ? query.data?.find((r) => r.id === editing) : undefined;
+  const close = () => setEditing(null);
+  const editingRow = editing && editing !== "new" ? rows?.find((r) => r.id === editing) : undefined;
+  const title = editing === "new" ? `New ${noun}` : `Edit ${noun} ${editing}`;
 
-  return (
-    <section aria-labelledby="page-title">
-      <header className="page-head">
-        <div>
-          <h1 id="page-title">{title}</h1>
-          <p className="intro">{intro}</p>
-        </div>
-        {canEdit ? (
-          <button type="button" className="button primary" onClick={() => setEditing("new")} disabled={editing === "new"}>
-            New {noun}
-          </button>
+  const newButton = canEdit ? (
+    <button type="button" className="button primary" onClick={() => setEditing("new")} disabled={editing === "new"}>
+      New {noun}
+    </button>
+  ) : null;
+  const editButton = (row: Row) =>
+    canEdit && update ? (
+      <button type="button" className="button small" onClick={() => setEditing(row.id)} aria-label={`Edit ${noun} ${row.id}`}>
+        Edit
+      </button>
+    ) : null;
+
+  const panel =
+    canEdit && editing ? (
+      <section className="panel" aria-label={title}>
+        <h2>{title}</h2>
+        {editing === "new" ? (
+          <ActionForm
+            key="new"
+            mutation={create}
+            toInput={(values) => values}
+            refreshes={refreshes}
+            success={created}
+            onDone={close}
+            fields={fields}
+            schema={createSchema}
+            mode="create"
+            {...(defaults ? { initial: defaults } : {})}
+            submitLabel={`Create ${noun}`}
+          />
+        ) : editingRow && editSchema && update ? (
+          <ActionForm
+            key={editing}
+            mutation={update}
+            toInput={(patch) => ({ id: editingRow.id, patch })}
+            refreshes={refreshes}
+            success={() => `Saved ${noun} ${editingRow.id}.`}
+            onDone={close}
+            fields={fields}
+            schema={editSchema}
+            mode="edit"
+            initial={editingRow}
+            submitLabel="Save changes"
+          />
         ) : null}
-      </header>
-      {flash ? (
-        <p className="flash" role="status">
-          {flash}
-        </p>
-      ) : null}
+      </section>
+    ) : null;
 
-      {canEdit && editing ? (
-        <div className="panel" aria-label={editing === "new" ? `New ${noun}` : `Edit ${noun} ${editing}`} role="region">
-          <h2>{editing === "new" ? `New ${noun}` : `Edit ${noun} ${editing}`}</h2>
-          {editing === "new" || editingRow ? (
-            <ConfigForm
-              key={editing}
-              fields={fields}
-              schema={editing === "new" ? createSchema : editSchema}
-              mode={editing === "new" ? "create" : "edit"}
-              {...(editing === "new" ? (defaults ? { initial: defaults } : {}) : { initial: editingRow as unknown as Record<string, unknown> })}
-              submitLabel={editing === "new" ? `Create ${noun}` : "Save changes"}
-              onCancel={() => setEditing(null)}
-              onSubmit={async (values) => {
-                if (editing === "new") {
-                  await onCreate(values);
-                  setFlash(`Created ${noun} ${String(values.id ?? "")}.`);
-                } else {
-                  await onUpdate(editing, values);
-                  setFlash(`Saved ${noun} ${editing}.`);
-                }
-                setEditing(null);
-              }}
-            />
-          ) : null}
-        </div>
-      ) : null}
+  return { newButton, editButton, panel };
+}
 
-      <QueryView query={query}>
-        {(rows) =>
-          rows.length === 0 ? (
-            <Empty title={`No ${noun}s yet`}>{emptyHint}</Empty>
-          ) : (
-            <div className="table-wrap">
-              <table className="grid">
-                <thead>
-                  <tr>
-                    {columns.map((c) => (
-                      <th key={c.header} scope="col" className={c.isNumeric ? "num" : undefined}>
-                        {c.header}
-                      </th>
-                    ))}
-                    {canEdit || rowActions ? <th scope="col">Actions</th> : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {rows.map((row) => (
-                    <tr key={row.id}>
-                      {columns.map((c, i) =>
-                        i === 0 ? (
-                          <th key={c.header} scope="row">
-                            {c.cell(row)}
-                          </th>
-                        ) : (
-                          <td key={c.header} className={[c.isNumeric ? "num" : "", c.isWrapping ? "wrap" : ""].join(" ").trim() || undefined}>
-                            {c.cell(row)}
-                          </td>
-                        ),
-                      )}
-                      {canEdit || rowActions ? (
-                        <td>
-                          <div className="row-actions in-table">
-                            {rowActions?.(row)}
-                            {canEdit ? (
-                              <button type="button" className="button small" onClick={() => setEditing(row.id)} aria-label={`Edit ${noun} ${row.id}`}>
-                                Edit
-                              </button>
-                            ) : null}
-                          </div>
-                        </td>
-                      ) : null}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )
-        }
-      </QueryView>
-    </section>
+/**
+ * A control-plane table page: the rows (a page at a time), and for admins a "New" form and an
+ * "Edit" form per row (`useConfigEditor`). Operators and viewers see the table, with the row actions
+ * the view gives them (`rowActions`).
+ */
+export function ConfigPage<Row extends { id: string }, TCreate, TCreated extends { id: string }, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>({
+  title,
+  intro,
+  query,
+  columns,
+  rowActions,
+  emptyHint,
+  ...editor
+}: {
+  title: string;
+  intro: ReactNode;
+  query: ListQuery<Row>;
+  columns: ReadonlyArray<Column<Row>>;
+  rowActions?: (row: Row) => ReactNode;
+  emptyHint?: ReactNode;
+} & Omit<Parameters<typeof useConfigEditor<Row, TCreate, TCreated, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>>[0], "rows" | "canEdit">) {
+  const canEdit = useViewer().can("admin");
+  const { newButton, editButton, panel } = useConfigEditor({ ...editor, rows: query.data, canEdit });
+  const hasActions = canEdit || rowActions !== undefined;
+  return (
+    <Page title={title} description={intro} actions={newButton}>
+      {panel}
+      <DataTable
+        query={query}
+        columns={columns}
+        rowKey={(row) => row.id}
+        caption={title}
+        {...(hasActions
+          ? {
+              rowActions: (row: Row) => (
+                <>
+                  {rowActions?.(row)}
+                  {editButton(row)}
+                </>
+              ),
+              rowLabel: (row: Row) => `${editor.noun} ${row.id}`,
+            }
+          : {})}
+        empty={<Empty title={`No ${editor.noun}s yet`}>{emptyHint}</Empty>}
+      />
+    </Page>
   );
 }
 

@@ -1,107 +1,200 @@
 "use client";
-import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { createContext, Fragment, useContext, useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { Dialog } from "./dialog";
 import { errorMessage } from "./states";
 
-/** What a confirmation dialog asks: its title, what the action will do, and the action itself. */
-export type ConfirmRequest = {
+/** What the person confirming chose: the reason, the dialog's checkboxes, and whether this is the dry run. */
+export type ConfirmValues = { reason: string; isDryRun: boolean; options: Readonly<Record<string, boolean>> };
+
+/**
+ * What a confirmation dialog asks before an action runs (`useAction().confirm`). With `dryRun`, the
+ * procedure is first called with `isDryRun` (it counts and changes nothing), the answer is shown, and
+ * confirming waits for it.
+ */
+export type Confirmation<TOutput> = {
   title: string;
   /** What will happen, in numbers where there are some ("12 ready jobs stop being claimed"). */
   summary: ReactNode;
-  /** The confirm button's text, e.g. "Pause queue diag". */
-  confirmLabel: string;
-  /** Runs the action with the reason given; returns the notice shown afterwards. */
-  run: (reason: string) => Promise<string>;
+  /** What the dry run found, once it answered. */
+  dryRun?: (answer: TOutput) => ReactNode;
+  /** Whether the dry run left anything to do (default: yes). */
+  canConfirm?: (answer: TOutput) => boolean;
+  /** The confirm button's text, e.g. "Pause queue diag"; given the dry run's answer when there is one. */
+  confirmLabel: string | ((answer: TOutput | undefined) => string);
+  /** The reason goes to the audit log; "required" (default) refuses to run without one. */
+  reason?: "required" | "optional";
+  /** Checkboxes that change what the action does (and ask the dry run again), e.g. force. */
+  options?: ReadonlyArray<{ name: string; label: string }>;
+  /** The button that closes without acting (default "Cancel"). */
+  dismissLabel?: string;
+  /** An action that cannot be undone (revoke): the confirm button says so by its colour too. */
+  isDestructive?: boolean;
 };
 
 /**
- * A consequential one-object action (pause, drain, a role change) with the console's confirmation
- * step, as `useJobAction` does for jobs: a dialog that says what will happen and asks for a reason,
- * which is required and goes to the audit log. The reason field has focus, Enter confirms,
- * Escape or Cancel closes without changing anything. `start(request)` opens it; `element` renders
- * the dialog; `notice` the outcome.
+ * The console's confirmation step for a consequential action: a dialog that says what will happen
+ * (with a dry run's count where the procedure has one) and asks for a reason kept in the audit log.
+ * The reason field has focus, Enter confirms, Escape or Cancel closes without changing anything; a
+ * refusal stays in the dialog.
  */
-export function useConfirmedAction() {
-  const [request, setRequest] = useState<ConfirmRequest | null>(null);
+function ConfirmDialog<TOutput>({
+  spec,
+  call,
+  run,
+  onClosed,
+}: {
+  spec: Confirmation<TOutput>;
+  /** The procedure alone (the dry run). */
+  call: (values: ConfirmValues) => Promise<TOutput>;
+  /** The action: the procedure, then the refreshes and the flash message. */
+  run: (values: ConfirmValues) => Promise<unknown>;
+  onClosed: () => void;
+}) {
+  const [isOpen, setOpen] = useState(true);
   const [reason, setReason] = useState("");
+  const [reasonError, setReasonError] = useState<string | null>(null);
+  const [options, setOptions] = useState<Record<string, boolean>>({});
+  const hasDryRun = spec.dryRun !== undefined;
+  /** The options the dry run is (or was last) asked with; null without a dry run. */
+  const [asked, setAsked] = useState<Record<string, boolean> | null>(hasDryRun ? {} : null);
+  const [answer, setAnswer] = useState<TOutput | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
-  const [isBusy, setBusy] = useState(false);
-  const [notice, setNotice] = useState<{ tone: "ok" | "bad"; text: string } | null>(null);
+  const [isRunning, setRunning] = useState(false);
   const reasonRef = useRef<HTMLInputElement>(null);
+  const isRequired = (spec.reason ?? "required") === "required";
+  const isAsking = asked !== null && answer === undefined && error === null;
+  const isReady = !hasDryRun || (answer !== undefined && (spec.canConfirm?.(answer) ?? true));
 
-  // Runs after the dialog's own effect has opened it (child effects first), so focus can land.
+  // Runs after the Dialog child's effect has opened it (child effects first), so focus can land.
+  useEffect(() => reasonRef.current?.focus(), []);
+
+  // The dry run, again whenever an option changes; an answer to an older question is dropped.
   useEffect(() => {
-    if (request) reasonRef.current?.focus();
-  }, [request]);
-
-  const start = (next: ConfirmRequest) => {
-    setReason("");
-    setError(null);
-    setNotice(null);
-    setRequest(next);
-  };
-  const close = () => {
-    if (!isBusy) setRequest(null);
-  };
+    if (!asked) return;
+    let isCurrent = true;
+    call({ reason: "", isDryRun: true, options: asked }).then(
+      (found) => isCurrent && setAnswer(found),
+      (e: unknown) => isCurrent && setError(errorMessage(e)),
+    );
+    return () => {
+      isCurrent = false;
+    };
+  }, [asked, call]);
 
   const submit = async (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    if (!request || isBusy) return;
+    if (isRunning || isAsking || !isReady) return;
     const why = reason.trim();
-    if (!why) {
-      setError("Give a reason: it is kept in the audit log.");
+    if (isRequired && !why) {
+      setReasonError("Give a reason: it is kept in the audit log.");
       reasonRef.current?.focus();
       return;
     }
-    setBusy(true);
+    setReasonError(null);
     setError(null);
+    setRunning(true);
     try {
-      const text = await request.run(why);
-      setNotice({ tone: "ok", text });
-      setRequest(null);
+      await run({ reason: why, isDryRun: false, options });
+      setOpen(false);
     } catch (e) {
       setError(errorMessage(e));
     } finally {
-      setBusy(false);
+      setRunning(false);
     }
   };
 
-  const element = (
-    <Dialog open={request !== null} title={request?.title ?? ""} onClose={close}>
-      {request ? (
-        <form className="confirm" onSubmit={(e) => void submit(e)} noValidate>
-          <div role="status" data-testid="confirm-summary">
-            {request.summary}
-          </div>
-          <div className={`field${error ? " has-error" : ""}`}>
-            <label htmlFor="confirm-reason">Reason (required, kept in the audit log)</label>
+  const label = typeof spec.confirmLabel === "function" ? spec.confirmLabel(answer) : spec.confirmLabel;
+  return (
+    <Dialog open={isOpen} title={spec.title} onClose={onClosed} canClose={!isRunning}>
+      <form className="confirm" onSubmit={(e) => void submit(e)} noValidate>
+        <div role="status" data-testid="confirm-summary">
+          {spec.summary}
+        </div>
+        {isAsking ? <p role="status">Counting (dry run)…</p> : null}
+        {spec.dryRun && answer !== undefined ? spec.dryRun(answer) : null}
+        {error ? (
+          <p className="form-error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        {(spec.options ?? []).map((o) => (
+          <label key={o.name} className="check">
             <input
-              id="confirm-reason"
-              ref={reasonRef}
-              value={reason}
-              maxLength={500}
-              autoComplete="off"
-              onChange={(e) => setReason(e.target.value)}
-              aria-invalid={error ? true : undefined}
-              aria-describedby={error ? "confirm-error" : undefined}
-            />
-            {error ? (
-              <small id="confirm-error" className="field-error" role="alert">
-                {error}
-              </small>
-            ) : null}
-          </div>
-          <div className="actions">
-            <button type="submit" className="button primary" disabled={isBusy}>
-              {isBusy ? "Working…" : request.confirmLabel}
-            </button>
-            <button type="button" className="button" onClick={close} disabled={isBusy}>
-              Cancel
-            </button>
-          </div>
-        </form>
-      ) : null}
+              type="checkbox"
+              checked={options[o.name] === true}
+              disabled={isRunning || isAsking}
+              onChange={(e) => {
+                const chosen = { ...options, [o.name]: e.target.checked };
+                setOptions(chosen);
+                if (hasDryRun) {
+                  setAnswer(undefined);
+                  setError(null);
+                  setAsked(chosen);
+                }
+              }}
+            />{" "}
+            {o.label}
+          </label>
+        ))}
+        <div className={`field${reasonError ? " has-error" : ""}`}>
+          <label htmlFor="confirm-reason">{isRequired ? "Reason (required, kept in the audit log)" : "Reason (kept in the audit log)"}</label>
+          <input
+            id="confirm-reason"
+            ref={reasonRef}
+            value={reason}
+            maxLength={500}
+            autoComplete="off"
+            placeholder={isRequired ? undefined : "optional"}
+            onChange={(e) => setReason(e.target.value)}
+            aria-invalid={reasonError ? true : undefined}
+            aria-describedby={reasonError ? "confirm-error" : undefined}
+          />
+          {reasonError ? (
+            <small id="confirm-error" className="field-error" role="alert">
+              {reasonError}
+            </small>
+          ) : null}
+        </div>
+        <div className="actions">
+          <button type="submit" className={`button ${spec.isDestructive ? "danger" : "primary"}`} disabled={isRunning || isAsking || !isReady}>
+            {isRunning ? "Working…" : label}
+          </button>
+          <button type="button" className="button" onClick={() => setOpen(false)} disabled={isRunning}>
+            {spec.dismissLabel ?? "Cancel"}
+          </button>
+        </div>
+      </form>
     </Dialog>
   );
-  return { start, element, notice, clearNotice: () => setNotice(null) };
 }
+
+type Open = (render: (close: () => void) => ReactNode) => void;
+const ConfirmContext = createContext<Open | null>(null);
+
+/** Where the one confirmation dialog of the console renders (in `Providers`). */
+export function ConfirmHost({ children }: { children: ReactNode }) {
+  const [dialog, setDialog] = useState<{ key: number; node: ReactNode } | null>(null);
+  const opened = useRef(0);
+  const open: Open = (render) => {
+    const key = ++opened.current;
+    // Only the dialog that is still showing may clear the host (a newer one may have replaced it).
+    setDialog({ key, node: render(() => setDialog((d) => (d?.key === key ? null : d))) });
+  };
+  return (
+    <ConfirmContext.Provider value={open}>
+      {children}
+      {dialog ? <Fragment key={dialog.key}>{dialog.node}</Fragment> : null}
+    </ConfirmContext.Provider>
+  );
+}
+
+/**
+ * Opens a confirmation dialog: `confirmWith(spec, call, run)`; `useAction().confirm` is the way views
+ * use it.
+ */
+export const useConfirm = () => {
+  const open = useContext(ConfirmContext);
+  if (!open) throw new Error("useConfirm outside <ConfirmHost>");
+  return <TOutput,>(spec: Confirmation<TOutput>, call: (values: ConfirmValues) => Promise<TOutput>, run: (values: ConfirmValues) => Promise<unknown>) =>
+    open((close) => <ConfirmDialog spec={spec} call={call} run={run} onClosed={close} />);
+};

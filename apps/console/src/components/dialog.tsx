@@ -3,9 +3,10 @@ import { useEffect, useId, useRef, type ReactNode } from "react";
 
 /**
  * A modal dialog on the native <dialog> element: focus moves into it and is kept there, Escape
- * closes it (calling `onClose`), and focus returns to what opened it.
+ * closes it (calling `onClose`) unless `canClose` is false (an action is under way), and focus
+ * returns to what opened it.
  */
-export function Dialog({ open, title, onClose, children }: { open: boolean; title: string; onClose: () => void; children: ReactNode }) {
+export function Dialog({ open, title, onClose, canClose = true, children }: { open: boolean; title: string; onClose: () => void; canClose?: boolean; children: ReactNode }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useEffect(() => {
@@ -15,7 +16,15 @@ export function Dialog({ open, title, onClose, children }: { open: boolean; titl
     if (!open && dialog.open) dialog.close();
   }, [open]);
   return (
-    <dialog ref={ref} className="dialog" aria-labelledby={titleId} onClose={onClose}>
+    <dialog
+      ref={ref}
+      className="dialog"
+      aria-labelledby={titleId}
+      onClose={onClose}
+      onCancel={(event) => {
+        if (!canClose) event.preventDefault();
+      }}
+    >
       {open ? (
         <>
           <h2 id={titleId}>{title}</h2>

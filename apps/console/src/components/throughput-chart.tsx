@@ -1,7 +1,8 @@
 "use client";
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import type { RouterOutputs } from "../lib/trpc";
 
-type Point = { minute: string; succeeded: number; dead: number; cancelled: number; expired: number };
+type Point = RouterOutputs["overview"]["throughput"][number];
 
 const hhmm = (iso: string) => {
   const d = new Date(iso);

@@ -4,12 +4,40 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { Tag } from "../../components/badges";
-import { Empty, ErrorState, Loading, QueryView } from "../../components/states";
+import { DataTable, type Column } from "../../components/data-table";
+import { Page } from "../../components/page";
+import { Empty, ErrorState, Loading } from "../../components/states";
 import { ThroughputChart } from "../../components/throughput-chart";
 import { count, duration } from "../../lib/format";
-import { useTRPC } from "../../lib/trpc";
+import { useTRPC, type RouterOutputs } from "../../lib/trpc";
+
+type QueueRow = RouterOutputs["overview"]["queues"][number];
+type PoolHealth = RouterOutputs["overview"]["health"][number];
 
 const jobsLink = (queue: string, state?: string) => `/jobs?queue=${encodeURIComponent(queue)}${state ? `&state=${state}` : ""}`;
+
+const COLUMNS: ReadonlyArray<Column<QueueRow>> = [
+  {
+    header: "Queue",
+    cell: (q) => (
+      <>
+        <Link href={jobsLink(q.queue_id)}>{q.queue_id}</Link> {q.paused ? <Tag tone="warn">paused</Tag> : null}
+      </>
+    ),
+  },
+  { header: "Pool", cell: (q) => q.pool_id },
+  ...JOB_STATES.map(
+    (s): Column<QueueRow> => ({
+      header: s,
+      isNumeric: true,
+      headerClassName: `state-${s.toLowerCase()}`,
+      cell: (q) => (q.counts[s] ? <Link href={jobsLink(q.queue_id, s)}>{count(q.counts[s])}</Link> : <span className="muted">0</span>),
+    }),
+  ),
+  { header: "Oldest ready", isNumeric: true, cell: (q) => (q.oldest_ready_age_s === null ? "—" : duration(q.oldest_ready_age_s * 1000)) },
+  { header: "Running / cap", cell: (q) => <CapBar running={q.running} cap={q.concurrency_cap} /> },
+  { header: "Done 5 min", isNumeric: true, cell: (q) => count(q.finished_last_5m) },
+];
 
 export function OverviewView() {
   const trpc = useTRPC();
@@ -26,15 +54,11 @@ export function OverviewView() {
   const oldest = Math.max(0, ...(queues.data ?? []).map((q) => q.oldest_ready_age_s ?? 0));
 
   return (
-    <section aria-labelledby="page-title">
-      <header className="page-head">
-        <div>
-          <h1 id="page-title">Overview</h1>
-          <p className="intro">Backlog, age and flow per queue. Refreshes every few seconds.</p>
-        </div>
-        <HealthBadge isDown={Boolean(queues.error || health.error)} isPending={queues.isPending || health.isPending} pools={health.data ?? []} />
-      </header>
-
+    <Page
+      title="Overview"
+      description="Backlog, age and flow per queue. Refreshes every few seconds."
+      actions={<HealthBadge isDown={Boolean(queues.error || health.error)} isPending={queues.isPending || health.isPending} pools={health.data ?? []} />}
+    >
       {queues.isPending ? null : queues.error ? null : (
         <div className="cards">
           <Stat label="Ready" value={count(totals.READY)} href="/jobs?state=READY" />
@@ -48,58 +72,19 @@ export function OverviewView() {
 
       <section aria-labelledby="queues-title">
         <h2 id="queues-title">Queues</h2>
-        <QueryView query={queues} loadingLabel="Loading queues…">
-          {(rows) =>
-            rows.length === 0 ? (
-              <Empty title="No queues yet">
-                An admin can create one on the <Link href="/queues">Queues</Link> page, or run <code>npm run db:seed</code>.
-              </Empty>
-            ) : (
-              <div className="table-wrap">
-                <table className="grid counts">
-                  <thead>
-                    <tr>
-                      <th scope="col">Queue</th>
-                      <th scope="col">Pool</th>
-                      {JOB_STATES.map((s) => (
-                        <th scope="col" key={s} className={`num state-${s.toLowerCase()}`}>
-                          {s}
-                        </th>
-                      ))}
-                      <th scope="col" className="num">
-                        Oldest ready
-                      </th>
-                      <th scope="col">Running / cap</th>
-                      <th scope="col" className="num">
-                        Done 5 min
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {rows.map((q) => (
-                      <tr key={q.queue_id}>
-                        <th scope="row">
-                          <Link href={jobsLink(q.queue_id)}>{q.queue_id}</Link> {q.paused ? <Tag tone="warn">paused</Tag> : null}
-                        </th>
-                        <td>{q.pool_id}</td>
-                        {JOB_STATES.map((s) => (
-                          <td key={s} className="num">
-                            {q.counts[s] ? <Link href={jobsLink(q.queue_id, s)}>{count(q.counts[s])}</Link> : <span className="muted">0</span>}
-                          </td>
-                        ))}
-                        <td className="num">{q.oldest_ready_age_s === null ? "—" : duration(q.oldest_ready_age_s * 1000)}</td>
-                        <td>
-                          <CapBar running={q.running} cap={q.concurrency_cap} />
-                        </td>
-                        <td className="num">{count(q.finished_last_5m)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )
+        <DataTable
+          query={queues}
+          columns={COLUMNS}
+          rowKey={(q) => q.queue_id}
+          className="counts"
+          caption="Queues"
+          loadingLabel="Loading queues…"
+          empty={
+            <Empty title="No queues yet">
+              An admin can create one on the <Link href="/queues">Queues</Link> page, or run <code>npm run db:seed</code>.
+            </Empty>
           }
-        </QueryView>
+        />
       </section>
       <section className="panel" aria-labelledby="throughput-title">
         <div className="panel-head">
@@ -135,12 +120,9 @@ export function OverviewView() {
         )}
         <p className="muted small">Jobs finished per minute by outcome. Latency percentiles and arrival rates will join this panel.</p>
       </section>
-
-    </section>
+    </Page>
   );
 }
-
-type PoolHealth = { pool_id: string; queues: number; paused_queues: number; live_workers: number; lost_workers: number; waiting: number };
 
 /**
  * Healthy only when the database answers and every pool with queues has a live worker; otherwise

@@ -1,48 +1,87 @@
 "use client";
 import { ZApiKeyCreate } from "@porter/api/schemas/control-plane";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { Tag } from "../../../components/badges";
-import { Dialog } from "../../../components/dialog";
+import { DataTable, type Column } from "../../../components/data-table";
+import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
-import { Empty, errorMessage, QueryView } from "../../../components/states";
+import { Empty, errorMessage } from "../../../components/states";
+import { useAction } from "../../../components/use-action";
 import { ago, dateTime } from "../../../lib/format";
-import { useTRPC } from "../../../lib/trpc";
+import { useTRPC, type RouterOutputs } from "../../../lib/trpc";
+
+type ApiKey = RouterOutputs["apiKeys"]["list"][number];
+type CreatedKey = RouterOutputs["apiKeys"]["create"];
+
+const COLUMNS: ReadonlyArray<Column<ApiKey>> = [
+  { header: "Key id", className: "mono", cell: (k) => `pk_${k.id}_…` },
+  { header: "Name", cell: (k) => k.name || "—" },
+  { header: "Tenants", cell: (k) => k.tenant_ids.join(", ") },
+  { header: "Job types", cell: (k) => (k.job_types.includes("*") ? "all" : k.job_types.join(", ")) },
+  {
+    header: "Created",
+    cell: (k) => (
+      <span title={dateTime(k.created_at)}>
+        {ago(k.created_at)} {k.created_by ? <span className="muted">by {k.created_by}</span> : null}
+      </span>
+    ),
+  },
+  { header: "Last used", cell: (k) => (k.last_used_at ? ago(k.last_used_at) : "—") },
+  {
+    header: "Status",
+    cell: (k) =>
+      k.revoked_at ? (
+        <Tag tone="bad" title={dateTime(k.revoked_at)}>
+          revoked {ago(k.revoked_at)}
+        </Tag>
+      ) : (
+        <Tag tone="ok">active</Tag>
+      ),
+  },
+];
 
 export function ApiKeysView() {
   const trpc = useTRPC();
   const viewer = useViewer();
-  const queryClient = useQueryClient();
   const keys = useQuery(trpc.apiKeys.list.queryOptions());
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.apiKeys.pathKey() });
-  const revoke = useMutation(trpc.apiKeys.revoke.mutationOptions({ onSuccess: refresh }));
+  const refreshes = [trpc.apiKeys];
   const [isCreating, setCreating] = useState(false);
-  const [created, setCreated] = useState<{ key: string; id: string } | null>(null);
-  const [revoking, setRevoking] = useState<string | null>(null);
-  const [revokeError, setRevokeError] = useState<string | null>(null);
-  const [flash, setFlash] = useState<string | null>(null);
+  const [created, setCreated] = useState<CreatedKey | null>(null);
+  const revoke = useAction(trpc.apiKeys.revoke.mutationOptions(), { refreshes, success: (r) => `Revoked key ${r.id}.` });
   const isAdmin = viewer.can("admin");
 
+  const confirmRevoke = (id: string) =>
+    revoke.confirm({
+      title: "Revoke API key",
+      summary: (
+        <p>
+          Revoke key <code>pk_{id}_…</code>? Producers using it are refused (401) from the next request. This cannot be undone.
+        </p>
+      ),
+      confirmLabel: "Revoke key",
+      reason: "optional",
+      isDestructive: true,
+      input: ({ reason }) => ({ id, ...(reason ? { reason } : {}) }),
+    });
+
   return (
-    <section aria-labelledby="page-title">
-      <header className="page-head">
-        <div>
-          <h1 id="page-title">API keys</h1>
-          <p className="intro">Producer credentials, scoped to tenants and job types. A key is shown once when created; only a hash of its secret is stored.</p>
-        </div>
-        {isAdmin ? (
-          <button type="button" className="button primary" onClick={() => (setCreating(true), setCreated(null))} disabled={isCreating}>
+    <Page
+      title="API keys"
+      description="Producer credentials, scoped to tenants and job types. A key is shown once when created; only a hash of its secret is stored."
+      actions={
+        isAdmin ? (
+          <button type="button" className="button primary" onClick={() => {
+              setCreating(true);
+              setCreated(null);
+            }} disabled={isCreating}>
             New API key
           </button>
-        ) : null}
-      </header>
-      {flash ? (
-        <p className="flash" role="status">
-          {flash}
-        </p>
-      ) : null}
+        ) : null
+      }
+    >
       {created ? (
-        <div className="panel secret" role="region" aria-label="New API key">
+        <section className="panel secret" aria-label="New API key">
           <h2>Key {created.id} created — copy it now</h2>
           <p>This is the only time the key is shown. Store it in your secret manager; producers send it as <code>Authorization: Bearer …</code>.</p>
           <div className="secret-row">
@@ -54,7 +93,7 @@ export function ApiKeysView() {
               Done
             </button>
           </div>
-        </div>
+        </section>
       ) : null}
       {isCreating && isAdmin ? (
         <CreateKeyForm
@@ -62,103 +101,39 @@ export function ApiKeysView() {
           onCreated={(key) => {
             setCreating(false);
             setCreated(key);
-            void refresh();
           }}
         />
       ) : null}
 
-      <QueryView query={keys} loadingLabel="Loading keys…">
-        {(rows) =>
-          rows.length === 0 ? (
-            <Empty title="No API keys yet">{isAdmin ? "Create one with “New API key”." : "An admin can create one."}</Empty>
-          ) : (
-            <div className="table-wrap">
-              <table className="grid">
-                <thead>
-                  <tr>
-                    <th scope="col">Key id</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Tenants</th>
-                    <th scope="col">Job types</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">Status</th>
-                    {isAdmin ? <th scope="col">Actions</th> : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {rows.map((k) => (
-                    <tr key={k.id}>
-                      <th scope="row" className="mono">
-                        pk_{k.id}_…
-                      </th>
-                      <td>{k.name || "—"}</td>
-                      <td>{k.tenant_ids.join(", ")}</td>
-                      <td>{k.job_types.includes("*") ? "all" : k.job_types.join(", ")}</td>
-                      <td title={dateTime(k.created_at)}>
-                        {ago(k.created_at)} {k.created_by ? <span className="muted">by {k.created_by}</span> : null}
-                      </td>
-                      <td>{k.last_used_at ? ago(k.last_used_at) : "—"}</td>
-                      <td>{k.revoked_at ? <Tag tone="bad" title={dateTime(k.revoked_at)}>revoked {ago(k.revoked_at)}</Tag> : <Tag tone="ok">active</Tag>}</td>
-                      {isAdmin ? (
-                        <td>
-                          {k.revoked_at ? null : (
-                            <button type="button" className="button small danger" onClick={() => (setRevoking(k.id), setRevokeError(null))} aria-label={`Revoke key ${k.id}`}>
-                              Revoke
-                            </button>
-                          )}
-                        </td>
-                      ) : null}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )
-        }
-      </QueryView>
-
-      <Dialog open={revoking !== null} title="Revoke API key" onClose={() => setRevoking(null)}>
-        <p>
-          Revoke key <code>pk_{revoking}_…</code>? Producers using it are refused (401) from the next request. This cannot be undone.
-        </p>
-        {revokeError ? (
-          <p className="form-error" role="alert">
-            {revokeError}
-          </p>
-        ) : null}
-        <div className="actions">
-          <button
-            type="button"
-            className="button danger"
-            disabled={revoke.isPending}
-            onClick={async () => {
-              try {
-                await revoke.mutateAsync({ id: revoking! });
-                setFlash(`Revoked key ${revoking}.`);
-                setRevoking(null);
-              } catch (error) {
-                setRevokeError(errorMessage(error));
-              }
-            }}
-          >
-            Revoke key
-          </button>
-          <button type="button" className="button" onClick={() => setRevoking(null)}>
-            Cancel
-          </button>
-        </div>
-      </Dialog>
-    </section>
+      <DataTable
+        query={keys}
+        columns={COLUMNS}
+        rowKey={(k) => k.id}
+        caption="API keys"
+        loadingLabel="Loading keys…"
+        {...(isAdmin
+          ? {
+              rowLabel: (k: ApiKey) => `key ${k.id}`,
+              rowActions: (k: ApiKey) =>
+                k.revoked_at ? null : (
+                  <button type="button" className="button small danger" onClick={() => confirmRevoke(k.id)} aria-label={`Revoke key ${k.id}`}>
+                    Revoke
+                  </button>
+                ),
+            }
+          : {})}
+        empty={<Empty title="No API keys yet">{isAdmin ? "Create one with “New API key”." : "An admin can create one."}</Empty>}
+      />
+    </Page>
   );
 }
 
 /** Name, tenants (checkboxes) and job types (all, or a chosen list); validated with ZApiKeyCreate. */
-function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreated: (key: { key: string; id: string }) => void }) {
+function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreated: (key: CreatedKey) => void }) {
   const trpc = useTRPC();
   const tenants = useQuery(trpc.tenants.list.queryOptions());
   const types = useQuery(trpc.jobTypes.list.queryOptions());
-  const create = useMutation(trpc.apiKeys.create.mutationOptions());
+  const create = useAction(trpc.apiKeys.create.mutationOptions(), { refreshes: [trpc.apiKeys], success: (r) => `Created key ${r.id}.`, onDone: onCreated });
   const [name, setName] = useState("");
   const [chosenTenants, setTenants] = useState<string[]>([]);
   const [isAllTypes, setAllTypes] = useState(true);
@@ -178,15 +153,14 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
     setErrors({});
     setFormError(null);
     try {
-      const created = await create.mutateAsync(parsed.data);
-      onCreated({ key: created.key, id: created.id });
+      await create.runAsync(parsed.data);
     } catch (error) {
       setFormError(errorMessage(error));
     }
   };
 
   return (
-    <div className="panel" role="region" aria-label="New API key form">
+    <section className="panel" aria-label="New API key form">
       <h2>New API key</h2>
       <form className="config-form" onSubmit={submit} noValidate>
         <div className="fields">
@@ -240,6 +214,6 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
           </button>
         </div>
       </form>
-    </div>
+    </section>
   );
 }

@@ -2,11 +2,15 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
-import { Empty, ErrorState, Loading } from "../../../components/states";
+import { cursorList, DataTable, type Column } from "../../../components/data-table";
+import { Page } from "../../../components/page";
+import { Empty } from "../../../components/states";
 import { ago, dateTime } from "../../../lib/format";
-import { useTRPC } from "../../../lib/trpc";
+import { PAGE_SIZE } from "../../../lib/paging";
+import { useTRPC, type RouterInputs, type RouterOutputs } from "../../../lib/trpc";
 
-type Filter = { actor?: string; action?: string; object_type?: string; object_id?: string; from?: string; to?: string };
+type Filter = NonNullable<RouterInputs["audit"]["list"]["filter"]>;
+type Entry = RouterOutputs["audit"]["list"]["entries"][number];
 
 const OBJECT_TYPES = ["job", "queue", "pool", "job_type", "tenant", "resource_key", "api_key", "user"];
 
@@ -38,13 +42,46 @@ function Change({ before, after }: { before: unknown; after: unknown }) {
   );
 }
 
+const COLUMNS: ReadonlyArray<Column<Entry>> = [
+  {
+    header: "When",
+    cell: (e) => (
+      <span title={dateTime(e.at)}>
+        {dateTime(e.at)} <span className="muted small">({ago(e.at)})</span>
+      </span>
+    ),
+  },
+  { header: "Actor", cell: (e) => e.actor },
+  { header: "Action", cell: (e) => <code>{e.action}</code> },
+  {
+    header: "Object",
+    cell: (e) => {
+      const href = objectHref(e.object_type, e.object_id);
+      return (
+        <>
+          {e.object_type}:{" "}
+          {href ? (
+            <Link href={href} className="mono">
+              {e.object_id}
+            </Link>
+          ) : (
+            <span className="mono">{e.object_id}</span>
+          )}
+        </>
+      );
+    },
+  },
+  { header: "Change (before → after)", isWrapping: true, cell: (e) => <Change before={e.before} after={e.after} /> },
+  { header: "Reason", isWrapping: true, cell: (e) => e.reason ?? "—" },
+];
+
 export function AuditView() {
   const trpc = useTRPC();
   const [filter, setFilter] = useState<Filter>({});
-  const entries = useInfiniteQuery(
-    trpc.audit.list.infiniteQueryOptions({ filter, limit: 50 }, { getNextPageParam: (last) => last.next_cursor ?? undefined }),
+  const entries = cursorList(
+    useInfiniteQuery(trpc.audit.list.infiniteQueryOptions({ filter, limit: PAGE_SIZE }, { getNextPageParam: (last) => last.next_cursor ?? undefined })),
+    (page) => page.entries,
   );
-  const rows = entries.data?.pages.flatMap((p) => p.entries) ?? [];
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -58,13 +95,10 @@ export function AuditView() {
   };
 
   return (
-    <section aria-labelledby="page-title">
-      <header className="page-head">
-        <div>
-          <h1 id="page-title">Audit log</h1>
-          <p className="intro">Every change made from the console, the CLI or the API: who, what, to which object, when, before → after. Append-only: the database refuses edits and deletes.</p>
-        </div>
-      </header>
+    <Page
+      title="Audit log"
+      description="Every change made from the console, the CLI or the API: who, what, to which object, when, before → after. Append-only: the database refuses edits and deletes."
+    >
       <form className="filters" onSubmit={submit} aria-label="Filter the audit log">
         <label>
           Actor
@@ -106,68 +140,16 @@ export function AuditView() {
           </button>
         </div>
       </form>
-      {entries.isPending ? (
-        <Loading label="Loading the audit log…" />
-      ) : entries.error ? (
-        <ErrorState error={entries.error} onRetry={() => void entries.refetch()} />
-      ) : rows.length === 0 ? (
-        <Empty title={Object.keys(filter).length ? "Nothing matches this filter" : "No changes recorded yet"} />
-      ) : (
-        <>
-          <div className="table-wrap">
-            <table className="grid audit">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Actor</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Object</th>
-                  <th scope="col">Change (before → after)</th>
-                  <th scope="col">Reason</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((e) => {
-                  const href = objectHref(e.object_type, e.object_id);
-                  return (
-                    <tr key={e.id} data-id={e.id}>
-                      <th scope="row" title={dateTime(e.at)}>
-                        {dateTime(e.at)} <span className="muted small">({ago(e.at)})</span>
-                      </th>
-                      <td>{e.actor}</td>
-                      <td>
-                        <code>{e.action}</code>
-                      </td>
-                      <td>
-                        {e.object_type}:{" "}
-                        {href ? (
-                          <Link href={href} className="mono">
-                            {e.object_id}
-                          </Link>
-                        ) : (
-                          <span className="mono">{e.object_id}</span>
-                        )}
-                      </td>
-                      <td className="wrap">
-                        <Change before={e.before} after={e.after} />
-                      </td>
-                      <td className="wrap">{e.reason ?? "—"}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-          <div className="pager">
-            <span className="muted">Showing {rows.length}</span>
-            {entries.hasNextPage ? (
-              <button type="button" className="button" onClick={() => void entries.fetchNextPage()} disabled={entries.isFetchingNextPage}>
-                {entries.isFetchingNextPage ? "Loading…" : "Load more"}
-              </button>
-            ) : null}
-          </div>
-        </>
-      )}
-    </section>
+      <DataTable
+        query={entries}
+        columns={COLUMNS}
+        rowKey={(e) => String(e.id)}
+        rowProps={(e) => ({ "data-id": e.id })}
+        className="audit"
+        caption="Audit log"
+        loadingLabel="Loading the audit log…"
+        empty={<Empty title={Object.keys(filter).length ? "Nothing matches this filter" : "No changes recorded yet"} />}
+      />
+    </Page>
   );
 }

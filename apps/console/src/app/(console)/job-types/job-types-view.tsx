@@ -1,27 +1,20 @@
 "use client";
 import { ZJobTypeCreate, ZJobTypeFields } from "@porter/api/schemas/control-plane";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { ConfigPage, orNone } from "../../../components/config-page";
-import { useViewer } from "../../../components/providers";
 import { useTRPC } from "../../../lib/trpc";
 
 export function JobTypesView() {
   const trpc = useTRPC();
-  const viewer = useViewer();
-  const queryClient = useQueryClient();
   const list = useQuery(trpc.jobTypes.list.queryOptions());
   const queues = useQuery(trpc.queues.list.queryOptions());
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.jobTypes.pathKey() });
-  const create = useMutation(trpc.jobTypes.create.mutationOptions({ onSuccess: refresh }));
-  const update = useMutation(trpc.jobTypes.update.mutationOptions({ onSuccess: refresh }));
   return (
     <ConfigPage
       title="Job types"
       noun="job type"
       intro="The registry: a job type decides its queue (producers cannot choose one), the payload schema version handlers expect, and optionally its own timeout."
       query={list}
-      canEdit={viewer.can("admin")}
       fields={[
         { name: "id", label: "Job type", kind: "text", isId: true, placeholder: "document.parse" },
         { name: "queue_id", label: "Queue", kind: "select", options: (queues.data ?? []).map((q) => ({ value: q.id, label: q.id })) },
@@ -32,8 +25,9 @@ export function JobTypesView() {
       createSchema={ZJobTypeCreate}
       editSchema={ZJobTypeFields}
       defaults={{ payload_schema_version: "1", queue_id: queues.data?.[0]?.id ?? "" }}
-      onCreate={(values) => create.mutateAsync(values as never)}
-      onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
+      create={trpc.jobTypes.create.mutationOptions()}
+      update={trpc.jobTypes.update.mutationOptions()}
+      refreshes={[trpc.jobTypes]}
       columns={[
         { header: "Job type", cell: (t) => <Link href={`/jobs?type=${encodeURIComponent(t.id)}`}>{t.id}</Link> },
         { header: "Queue", cell: (t) => t.queue_id },

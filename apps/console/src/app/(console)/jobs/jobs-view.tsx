@@ -1,5 +1,4 @@
 "use client";
-import type { TJobFilter } from "@porter/api/schemas/jobs";
 import { JOB_STATES, type TJobState } from "@porter/contracts";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
@@ -7,11 +6,16 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { StateBadge, Tag } from "../../../components/badges";
 import { CopyId } from "../../../components/copy-id";
-import { useJobAction, type JobAction } from "../../../components/bulk-actions";
+import { cursorList, DataTable, type Column } from "../../../components/data-table";
+import { useJobActions, type JobAction } from "../../../components/job-actions";
+import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
-import { Empty, ErrorState, Loading } from "../../../components/states";
+import { Empty } from "../../../components/states";
 import { ago, count, dateTime, idTail } from "../../../lib/format";
-import { useTRPC } from "../../../lib/trpc";
+import { PAGE_SIZE } from "../../../lib/paging";
+import { useTRPC, type RouterInputs, type RouterOutputs } from "../../../lib/trpc";
+
+type TJobFilter = NonNullable<RouterInputs["jobs"]["list"]["filter"]>;
 
 // URL parameter ↔ filter field. The URL is the filter: a view can be shared or bookmarked.
 const PARAMS = {
@@ -49,6 +53,62 @@ const toLocalInput = (iso: string | undefined) => {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 };
 
+type Job = RouterOutputs["jobs"]["list"]["jobs"][number];
+
+const COLUMNS: ReadonlyArray<Column<Job>> = [
+  {
+    header: "Job",
+    className: "id-cell",
+    cell: (j) => (
+      <>
+        <Link className="mono" href={`/jobs/${j.job_id}`} title={j.job_id} data-testid="job-id">
+          {idTail(j.job_id)}
+        </Link>{" "}
+        <CopyId id={j.job_id} label="job id" />
+      </>
+    ),
+  },
+  {
+    header: "State",
+    cell: (j) => (
+      <>
+        <StateBadge state={j.state} /> {j.cancel_requested && j.state === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}
+      </>
+    ),
+  },
+  {
+    header: "Type · queue",
+    cell: (j) => (
+      <span className="stack">
+        <span>{j.job_type}</span>
+        <span className="muted small">{j.queue_id}</span>
+      </span>
+    ),
+  },
+  { header: "Tenant", cell: (j) => j.tenant_id },
+  { header: "Attempt", isNumeric: true, cell: (j) => `${j.attempt} / ${j.max_attempts}` },
+  { header: "Created", cell: (j) => <span title={dateTime(j.created_at)}>{ago(j.created_at)}</span> },
+  {
+    header: "Next run · finished",
+    cell: (j) => <span title={dateTime(j.finished_at ?? j.run_at)}>{j.finished_at ? ago(j.finished_at) : j.run_at ? ago(j.run_at) : "—"}</span>,
+  },
+  {
+    header: "Last error",
+    className: "error-cell",
+    cell: (j) => (
+      <span title={j.error_message ?? undefined}>
+        {j.error_code ? <code>{j.error_code}</code> : null} {j.error_message ?? ""}
+      </span>
+    ),
+  },
+];
+
+const BULK: ReadonlyArray<{ action: JobAction; selected: string; matching: string }> = [
+  { action: "cancel", selected: "Cancel selected", matching: "Cancel all matching…" },
+  { action: "retry", selected: "Retry selected now", matching: "Retry all matching…" },
+  { action: "redrive", selected: "Redrive selected", matching: "Redrive all matching…" },
+];
+
 export function JobsView() {
   const trpc = useTRPC();
   const viewer = useViewer();
@@ -57,8 +117,8 @@ export function JobsView() {
   const searchParams = useSearchParams();
   const filter = useMemo(() => filterFromParams(new URLSearchParams(searchParams.toString())), [searchParams]);
   const { states: _states, ...unstated } = filter;
-  const [selected, setSelected] = useState<Set<string>>(new Set());
-  const action = useJobAction(() => setSelected(new Set()));
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const actions = useJobActions(() => setSelected(new Set()));
 
   const setParams = (change: Record<string, string | null>) => {
     const next = new URLSearchParams(searchParams.toString());
@@ -72,31 +132,31 @@ export function JobsView() {
   };
 
   const counts = useQuery({ ...trpc.jobs.counts.queryOptions({ filter: unstated }), refetchInterval: 5_000 });
-  const pages = useInfiniteQuery(
-    trpc.jobs.list.infiniteQueryOptions({ filter, limit: 50 }, { getNextPageParam: (last) => last.next_cursor ?? undefined, refetchInterval: 10_000 }),
+  const jobs = cursorList(
+    useInfiniteQuery(
+      trpc.jobs.list.infiniteQueryOptions({ filter, limit: PAGE_SIZE }, { getNextPageParam: (last) => last.next_cursor ?? undefined, refetchInterval: 10_000 }),
+    ),
+    (page) => page.jobs,
   );
-  const jobs = pages.data?.pages.flatMap((p) => p.jobs) ?? [];
-  useEffect(() => setSelected((s) => new Set([...s].filter((id) => jobs.some((j) => j.job_id === id)))), [pages.data]); // eslint-disable-line react-hooks/exhaustive-deps
+  // A refresh drops jobs that left the filter (finished, moved on) from the selection.
+  const shownIds = (jobs.data ?? []).map((j) => j.job_id).join(",");
+  useEffect(() => {
+    const shown = new Set(shownIds.split(","));
+    setSelected((s) => (s.size && [...s].some((id) => !shown.has(id)) ? new Set([...s].filter((id) => shown.has(id))) : s));
+  }, [shownIds]);
 
   const activeState = filter.states?.length === 1 ? filter.states[0] : filter.states?.length ? "several" : null;
   const total = counts.data ? Object.values(counts.data).reduce((a, b) => a + b, 0) : undefined;
   const canOperate = viewer.can("operator");
   const hasFilter = Object.keys(filter).length > 0;
 
-  const bulk = (kind: JobAction, scope: "selected" | "matching") => {
-    if (scope === "selected") action.start(kind, { job_ids: [...selected] }, `${selected.size} selected job${selected.size === 1 ? "" : "s"}`);
-    else action.start(kind, { filter }, hasFilter ? "Every job matching the current filter" : "Every job (no filter)");
+  const bulk = (action: JobAction, scope: "selected" | "matching") => {
+    if (scope === "selected") actions.start(action, { job_ids: [...selected] }, `${selected.size} selected job${selected.size === 1 ? "" : "s"}`);
+    else actions.start(action, { filter }, hasFilter ? "Every job matching the current filter" : "Every job (no filter)");
   };
 
   return (
-    <section aria-labelledby="page-title">
-      <header className="page-head">
-        <div>
-          <h1 id="page-title">Jobs</h1>
-          <p className="intro">Live and finished jobs, newest first. Filters are kept in the address, so a view can be shared.</p>
-        </div>
-      </header>
-
+    <Page title="Jobs" description="Live and finished jobs, newest first. Filters are kept in the address, so a view can be shared.">
       <div className="browser">
         <aside className="state-sidebar" aria-label="Jobs by state">
           <ul>
@@ -119,157 +179,51 @@ export function JobsView() {
         <div className="browser-main">
           <FilterForm filter={filter} onApply={(change) => setParams(change)} />
 
-          {action.notice ? (
-            <p className={`flash flash-${action.notice.tone}`} role="status">
-              {action.notice.text}
-            </p>
-          ) : null}
-
           {canOperate ? (
             <div className="bulk-bar" role="toolbar" aria-label="Bulk actions">
               <span className="bulk-scope">{selected.size ? `${selected.size} selected:` : "Select jobs, or act on everything matching:"}</span>
+              {BULK.map((b) => (
+                <button key={b.action} type="button" className="button small" onClick={() => bulk(b.action, selected.size ? "selected" : "matching")}>
+                  {selected.size ? b.selected : b.matching}
+                </button>
+              ))}
               {selected.size ? (
-                <>
-                  <button type="button" className="button small" onClick={() => bulk("cancel", "selected")}>
-                    Cancel selected
-                  </button>
-                  <button type="button" className="button small" onClick={() => bulk("retry", "selected")}>
-                    Retry selected now
-                  </button>
-                  <button type="button" className="button small" onClick={() => bulk("redrive", "selected")}>
-                    Redrive selected
-                  </button>
-                  <button type="button" className="button small ghost" onClick={() => setSelected(new Set())}>
-                    Clear selection
-                  </button>
-                </>
-              ) : (
-                <>
-                  <button type="button" className="button small" onClick={() => bulk("cancel", "matching")}>
-                    Cancel all matching…
-                  </button>
-                  <button type="button" className="button small" onClick={() => bulk("retry", "matching")}>
-                    Retry all matching…
-                  </button>
-                  <button type="button" className="button small" onClick={() => bulk("redrive", "matching")}>
-                    Redrive all matching…
-                  </button>
-                </>
-              )}
+                <button type="button" className="button small ghost" onClick={() => setSelected(new Set())}>
+                  Clear selection
+                </button>
+              ) : null}
             </div>
           ) : null}
 
-          {pages.isPending ? (
-            <Loading label="Loading jobs…" />
-          ) : pages.error ? (
-            <ErrorState error={pages.error} onRetry={() => void pages.refetch()} />
-          ) : jobs.length === 0 ? (
-            <Empty title={hasFilter ? "No job matches this filter" : "No jobs yet"}>
-              {hasFilter ? (
-                <button type="button" className="button small" onClick={() => router.replace(pathname)}>
-                  Clear the filter
-                </button>
-              ) : (
-                <>
-                  Enqueue one through the producer API (<code>POST /api/trpc/producer.enqueue</code>) or{" "}
-                  <code>npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload {"'{\"ms\":100}'"}</code>.
-                </>
-              )}
-            </Empty>
-          ) : (
-            <>
-              <div className="table-wrap">
-                <table className="grid jobs">
-                  <thead>
-                    <tr>
-                      {canOperate ? (
-                        <th scope="col" className="check-col">
-                          <input
-                            type="checkbox"
-                            aria-label="Select every job shown"
-                            checked={selected.size > 0 && selected.size === jobs.length}
-                            onChange={(e) => setSelected(e.target.checked ? new Set(jobs.map((j) => j.job_id)) : new Set())}
-                          />
-                        </th>
-                      ) : null}
-                      <th scope="col">Job</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Type · queue</th>
-                      <th scope="col">Tenant</th>
-                      <th scope="col" className="num">
-                        Attempt
-                      </th>
-                      <th scope="col">Created</th>
-                      <th scope="col">Next run · finished</th>
-                      <th scope="col">Last error</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {jobs.map((j) => (
-                      <tr key={j.job_id} className={selected.has(j.job_id) ? "selected" : undefined}>
-                        {canOperate ? (
-                          <td className="check-col">
-                            <input
-                              type="checkbox"
-                              aria-label={`Select job ${j.job_id}`}
-                              checked={selected.has(j.job_id)}
-                              onChange={(e) =>
-                                setSelected((s) => {
-                                  const next = new Set(s);
-                                  if (e.target.checked) next.add(j.job_id);
-                                  else next.delete(j.job_id);
-                                  return next;
-                                })
-                              }
-                            />
-                          </td>
-                        ) : null}
-                        <th scope="row" className="id-cell">
-                          <Link className="mono" href={`/jobs/${j.job_id}`} title={j.job_id} data-testid="job-id">
-                            {idTail(j.job_id)}
-                          </Link>{" "}
-                          <CopyId id={j.job_id} label="job id" />
-                        </th>
-                        <td>
-                          <StateBadge state={j.state} /> {j.cancel_requested && j.state === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}
-                        </td>
-                        <td>
-                          <span className="stack">
-                            <span>{j.job_type}</span>
-                            <span className="muted small">{j.queue_id}</span>
-                          </span>
-                        </td>
-                        <td>{j.tenant_id}</td>
-                        <td className="num">
-                          {j.attempt} / {j.max_attempts}
-                        </td>
-                        <td title={dateTime(j.created_at)}>{ago(j.created_at)}</td>
-                        <td title={dateTime(j.finished_at ?? j.run_at)}>{j.finished_at ? ago(j.finished_at) : j.run_at ? ago(j.run_at) : "—"}</td>
-                        <td className="error-cell" title={j.error_message ?? undefined}>
-                          {j.error_code ? <code>{j.error_code}</code> : null} {j.error_message ?? ""}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <div className="pager">
-                <span className="muted">
-                  Showing {count(jobs.length)}
-                  {total !== undefined && activeState === null ? ` of ${count(total)}` : ""}
-                </span>
-                {pages.hasNextPage ? (
-                  <button type="button" className="button" onClick={() => void pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
-                    {pages.isFetchingNextPage ? "Loading…" : "Load more"}
+          <DataTable
+            query={jobs}
+            columns={COLUMNS}
+            rowKey={(j) => j.job_id}
+            className="jobs"
+            caption="Jobs"
+            loadingLabel="Loading jobs…"
+            {...(total !== undefined && activeState === null ? { total } : {})}
+            {...(canOperate
+              ? { selection: { selected, onChange: setSelected, label: (j: Job) => `Select job ${j.job_id}`, allLabel: "Select every job shown" } }
+              : {})}
+            empty={
+              <Empty title={hasFilter ? "No job matches this filter" : "No jobs yet"}>
+                {hasFilter ? (
+                  <button type="button" className="button small" onClick={() => router.replace(pathname)}>
+                    Clear the filter
                   </button>
-                ) : null}
-              </div>
-            </>
-          )}
+                ) : (
+                  <>
+                    Enqueue one through the producer API (<code>POST /api/trpc/producer.enqueue</code>) or{" "}
+                    <code>npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload {"'{\"ms\":100}'"}</code>.
+                  </>
+                )}
+              </Empty>
+            }
+          />
         </div>
       </div>
-      {action.element}
-    </section>
+    </Page>
   );
 }
 
@@ -307,39 +261,9 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
 
   return (
     <form className="filters" onSubmit={submit} aria-label="Filter jobs" key={JSON.stringify(filter)}>
-      <label>
-        Queue
-        <select name="queue" defaultValue={filter.queue_id ?? ""}>
-          <option value="">any</option>
-          {(queues.data ?? []).map((q) => (
-            <option key={q.id} value={q.id}>
-              {q.id}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Job type
-        <select name="type" defaultValue={filter.job_type ?? ""}>
-          <option value="">any</option>
-          {(types.data ?? []).map((t) => (
-            <option key={t.id} value={t.id}>
-              {t.id}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Tenant
-        <select name="tenant" defaultValue={filter.tenant_id ?? ""}>
-          <option value="">any</option>
-          {(tenants.data ?? []).map((t) => (
-            <option key={t.id} value={t.id}>
-              {t.id}
-            </option>
-          ))}
-        </select>
-      </label>
+      <AnyOf label="Queue" name="queue" value={filter.queue_id} rows={queues.data} />
+      <AnyOf label="Job type" name="type" value={filter.job_type} rows={types.data} />
+      <AnyOf label="Tenant" name="tenant" value={filter.tenant_id} rows={tenants.data} />
       <label>
         Created from
         <input type="datetime-local" name="from" defaultValue={toLocalInput(filter.from)} />
@@ -374,5 +298,22 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
         </button>
       </div>
     </form>
+  );
+}
+
+/** A filter select: "any", or one of the control-plane objects by id. */
+function AnyOf({ label, name, value, rows }: { label: string; name: string; value: string | undefined; rows: ReadonlyArray<{ id: string }> | undefined }) {
+  return (
+    <label>
+      {label}
+      <select name={name} defaultValue={value ?? ""}>
+        <option value="">any</option>
+        {(rows ?? []).map((r) => (
+          <option key={r.id} value={r.id}>
+            {r.id}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

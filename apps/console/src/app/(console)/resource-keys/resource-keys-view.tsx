@@ -1,26 +1,19 @@
 "use client";
 import { ZResourceKeyCreate, ZResourceKeyFields } from "@porter/api/schemas/control-plane";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { ConfigPage, orNone } from "../../../components/config-page";
-import { useViewer } from "../../../components/providers";
 import { dateTime } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
 
 export function ResourceKeysView() {
   const trpc = useTRPC();
-  const viewer = useViewer();
-  const queryClient = useQueryClient();
   const list = useQuery(trpc.resourceKeys.list.queryOptions());
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.resourceKeys.pathKey() });
-  const create = useMutation(trpc.resourceKeys.create.mutationOptions({ onSuccess: refresh }));
-  const update = useMutation(trpc.resourceKeys.update.mutationOptions({ onSuccess: refresh }));
   return (
     <ConfigPage
       title="Resource keys"
       noun="resource key"
       intro="Shared, scarce resources (an LLM provider, OCR, a database) limited across queues and pools. Queues name the key they use."
       query={list}
-      canEdit={viewer.can("admin")}
       fields={[
         { name: "id", label: "Resource key", kind: "text", isId: true, placeholder: "llm" },
         { name: "description", label: "Description", kind: "textarea" },
@@ -30,8 +23,9 @@ export function ResourceKeysView() {
       ]}
       createSchema={ZResourceKeyCreate}
       editSchema={ZResourceKeyFields}
-      onCreate={(values) => create.mutateAsync(values as never)}
-      onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
+      create={trpc.resourceKeys.create.mutationOptions()}
+      update={trpc.resourceKeys.update.mutationOptions()}
+      refreshes={[trpc.resourceKeys]}
       columns={[
         { header: "Key", cell: (k) => k.id },
         { header: "Description", cell: (k) => k.description || "—", isWrapping: true },

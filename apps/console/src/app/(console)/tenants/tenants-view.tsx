@@ -1,26 +1,19 @@
 "use client";
 import { ZTenantCreate, ZTenantFields } from "@porter/api/schemas/control-plane";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { ConfigPage, orNone } from "../../../components/config-page";
-import { useViewer } from "../../../components/providers";
 import { useTRPC } from "../../../lib/trpc";
 
 export function TenantsView() {
   const trpc = useTRPC();
-  const viewer = useViewer();
-  const queryClient = useQueryClient();
   const list = useQuery(trpc.tenants.list.queryOptions());
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.tenants.pathKey() });
-  const create = useMutation(trpc.tenants.create.mutationOptions({ onSuccess: refresh }));
-  const update = useMutation(trpc.tenants.update.mutationOptions({ onSuccess: refresh }));
   return (
     <ConfigPage
       title="Tenants"
       noun="tenant"
       intro="Fair-share weight among tenants with ready work, a ceiling on running jobs, and admission limits (enqueue rate, backlog) that refuse with 429 + Retry-After."
       query={list}
-      canEdit={viewer.can("admin")}
       fields={[
         { name: "id", label: "Tenant id", kind: "text", isId: true, placeholder: "tenant_D" },
         { name: "name", label: "Name", kind: "text" },
@@ -36,8 +29,9 @@ export function TenantsView() {
       createSchema={ZTenantCreate}
       editSchema={ZTenantFields}
       defaults={{ weight: 1 }}
-      onCreate={(values) => create.mutateAsync(values as never)}
-      onUpdate={(id, patch) => update.mutateAsync({ id, patch: patch as never })}
+      create={trpc.tenants.create.mutationOptions()}
+      update={trpc.tenants.update.mutationOptions()}
+      refreshes={[trpc.tenants]}
       columns={[
         { header: "Tenant", cell: (t) => <Link href={`/jobs?tenant=${encodeURIComponent(t.id)}`}>{t.id}</Link> },
         { header: "Name", cell: (t) => t.name || "—" },

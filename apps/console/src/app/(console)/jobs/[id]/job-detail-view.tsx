@@ -1,18 +1,23 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import type { ReactNode } from "react";
 import { StateBadge, Tag } from "../../../../components/badges";
-import { useJobAction } from "../../../../components/bulk-actions";
+import { DataTable, rowsList, type Column } from "../../../../components/data-table";
+import { useJobActions } from "../../../../components/job-actions";
+import { Page } from "../../../../components/page";
 import { useViewer } from "../../../../components/providers";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
 import { ago, dateTime, duration, pretty } from "../../../../lib/format";
-import { useTRPC } from "../../../../lib/trpc";
+import { useTRPC, type RouterOutputs } from "../../../../lib/trpc";
 import { Timeline } from "./timeline";
+
+type Attempt = RouterOutputs["jobs"]["get"]["attempts"][number];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** `run 3 · attempt 1 after redrive 2`: distinct per row even when redrives restart the counter. */
-const runLabel = (a: { run: number; attempt: number; redrive: number }) => `run ${a.run} · attempt ${a.attempt}${a.redrive ? ` after redrive ${a.redrive}` : ""}`;
+const runLabel = (a: Attempt) => `run ${a.run} · attempt ${a.attempt}${a.redrive ? ` after redrive ${a.redrive}` : ""}`;
 
 export function JobDetailView({ jobId }: { jobId: string }) {
   const trpc = useTRPC();
@@ -24,18 +29,26 @@ export function JobDetailView({ jobId }: { jobId: string }) {
     // Live jobs change under our eyes; finished ones do not.
     refetchInterval: (q) => (q.state.data && ["READY", "RUNNING", "RETRY_WAIT"].includes(q.state.data.status) ? 2_000 : false),
   });
-  const action = useJobAction();
+  const actions = useJobActions();
 
-  if (!isValid) return <Empty title="Not a job id">Job ids are uuids. <Link href="/jobs">Back to jobs</Link></Empty>;
-  if (job.isPending) return <Loading label="Loading the job…" />;
+  /** Until the job is read: the page under Jobs, with what is known. */
+  const pending = (body: ReactNode) => (
+    <Page title="Job" breadcrumbs={[{ href: "/jobs", label: "Jobs" }]}>
+      {body}
+    </Page>
+  );
+  if (!isValid) return pending(<Empty title="Not a job id">Job ids are uuids. <Link href="/jobs">Back to jobs</Link></Empty>);
+  if (job.isPending) return pending(<Loading label="Loading the job…" />);
   if (job.error) {
-    const isMissing = (job.error as { data?: { httpStatus?: number } }).data?.httpStatus === 404;
-    return isMissing ? (
-      <Empty title="No such job">
-        It may never have existed, or it finished long enough ago to be pruned by its queue's retention. <Link href="/jobs">Back to jobs</Link>
-      </Empty>
-    ) : (
-      <ErrorState error={job.error} onRetry={() => void job.refetch()} />
+    const isMissing = job.error.data?.httpStatus === 404;
+    return pending(
+      isMissing ? (
+        <Empty title="No such job">
+          It may never have existed, or it finished long enough ago to be pruned by its queue's retention. <Link href="/jobs">Back to jobs</Link>
+        </Empty>
+      ) : (
+        <ErrorState error={job.error} onRetry={() => void job.refetch()} />
+      ),
     );
   }
   const j = job.data;
@@ -43,48 +56,46 @@ export function JobDetailView({ jobId }: { jobId: string }) {
   const running = j.attempts.find((a) => a.outcome === "running");
   const selection = { job_ids: [j.job_id] };
 
+  const label = `Job ${j.job_id}`;
+
   return (
-    <section aria-labelledby="page-title">
-      <nav className="crumbs" aria-label="Breadcrumb">
-        <Link href="/jobs">Jobs</Link> / <Link href={`/jobs?queue=${encodeURIComponent(j.queue_id)}`}>{j.queue_id}</Link>
-      </nav>
-      <header className="page-head">
-        <div>
-          <h1 id="page-title" className="job-title">
-            <span className="mono">{j.job_id}</span> <StateBadge state={j.status} />
-            {j.cancel_requested && j.status === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}
-            {j.partial ? <Tag tone="warn" title="It recorded effects and did not succeed">partially completed</Tag> : null}
-          </h1>
-          <p className="intro">
-            {j.job_type} for {j.tenant_id} · attempt {j.attempt} of {j.max_attempts} · created {ago(j.created_at)}
-          </p>
-        </div>
-        {viewer.can("operator") ? (
-          <div className="row-actions" role="group" aria-label="Job actions">
+    <Page
+      breadcrumbs={[
+        { href: "/jobs", label: "Jobs" },
+        { href: `/jobs?queue=${encodeURIComponent(j.queue_id)}`, label: j.queue_id },
+      ]}
+      titleClassName="job-title"
+      title={
+        <>
+          <span className="mono">{j.job_id}</span> <StateBadge state={j.status} />
+          {j.cancel_requested && j.status === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}
+          {j.partial ? <Tag tone="warn" title="It recorded effects and did not succeed">partially completed</Tag> : null}
+        </>
+      }
+      description={`${j.job_type} for ${j.tenant_id} · attempt ${j.attempt} of ${j.max_attempts} · created ${ago(j.created_at)}`}
+      actionsLabel="Job actions"
+      actions={
+        viewer.can("operator") ? (
+          <>
             {isLive ? (
-              <button type="button" className="button" onClick={() => action.start("cancel", selection, `Job ${j.job_id}`)}>
+              <button type="button" className="button" onClick={() => actions.start("cancel", selection, label)}>
                 Cancel
               </button>
             ) : null}
             {j.status === "RETRY_WAIT" ? (
-              <button type="button" className="button" onClick={() => action.start("retry", selection, `Job ${j.job_id}`)}>
+              <button type="button" className="button" onClick={() => actions.start("retry", selection, label)}>
                 Retry now
               </button>
             ) : null}
             {j.status === "DEAD" ? (
-              <button type="button" className="button primary" onClick={() => action.start("redrive", selection, `Job ${j.job_id}`)}>
+              <button type="button" className="button primary" onClick={() => actions.start("redrive", selection, label)}>
                 Redrive
               </button>
             ) : null}
-          </div>
-        ) : null}
-      </header>
-      {action.notice ? (
-        <p className={`flash flash-${action.notice.tone}`} role="status">
-          {action.notice.text}
-        </p>
-      ) : null}
-
+          </>
+        ) : null
+      }
+    >
       <div className="detail-grid">
         <section className="panel" aria-labelledby="now-title">
           <h2 id="now-title">Now</h2>
@@ -205,56 +216,51 @@ export function JobDetailView({ jobId }: { jobId: string }) {
 
       <section className="panel" aria-labelledby="attempts-title">
         <h2 id="attempts-title">Attempts</h2>
-        {j.attempts.length === 0 ? (
-          <p className="muted">Not started yet.</p>
-        ) : (
-          <div className="table-wrap">
-            <table className="grid attempts">
-              <thead>
-                <tr>
-                  <th scope="col">Run</th>
-                  <th scope="col">Worker</th>
-                  <th scope="col">Started</th>
-                  <th scope="col" className="num">
-                    Duration
-                  </th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Last heartbeat</th>
-                  <th scope="col">Error</th>
-                  <th scope="col">Retry at</th>
-                </tr>
-              </thead>
-              <tbody>
-                {j.attempts.map((a) => (
-                  <tr key={a.run} data-testid="attempt-row">
-                    <th scope="row">{runLabel(a)}</th>
-                    <td className="mono">{a.worker_id ?? "—"}</td>
-                    <td>{dateTime(a.started_at)}</td>
-                    <td className="num">{a.duration_ms === null ? `${duration(Date.now() - new Date(a.started_at).getTime())} so far` : duration(a.duration_ms)}</td>
-                    <td>
-                      <Tag tone={a.outcome === "succeeded" ? "ok" : a.outcome === "running" ? "info" : a.outcome === "handed_back" || a.outcome === "not_started" ? "neutral" : "bad"}>{a.outcome}</Tag>
-                      {a.outcome === "lease_expired" ? (
-                        <Tag tone="warn" title="The worker lost its lease; the attempt may have run to completion elsewhere">
-                          possible duplicate
-                        </Tag>
-                      ) : null}
-                    </td>
-                    <td>{a.heartbeat_at ? dateTime(a.heartbeat_at) : "—"}</td>
-                    <td className="wrap break">{a.error ? `${String(a.error.code ?? "")} ${String(a.error.message ?? "")}` : "—"}</td>
-                    <td>{dateTime(a.retry_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <DataTable
+          query={rowsList(j.attempts)}
+          columns={ATTEMPT_COLUMNS}
+          rowKey={(a) => String(a.run)}
+          className="attempts"
+          caption="Attempts"
+          rowProps={() => ({ "data-testid": "attempt-row" })}
+          empty={<p className="muted">Not started yet.</p>}
+        />
       </section>
 
       <section className="panel" aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>
         <Timeline events={j.timeline} />
       </section>
-      {action.element}
-    </section>
+    </Page>
   );
 }
+
+const outcomeTone = (outcome: Attempt["outcome"]) =>
+  outcome === "succeeded" ? "ok" : outcome === "running" ? "info" : outcome === "handed_back" || outcome === "not_started" ? "neutral" : "bad";
+
+const ATTEMPT_COLUMNS: ReadonlyArray<Column<Attempt>> = [
+  { header: "Run", cell: runLabel },
+  { header: "Worker", className: "mono", cell: (a) => a.worker_id ?? "—" },
+  { header: "Started", cell: (a) => dateTime(a.started_at) },
+  {
+    header: "Duration",
+    isNumeric: true,
+    cell: (a) => (a.duration_ms === null ? `${duration(Date.now() - new Date(a.started_at).getTime())} so far` : duration(a.duration_ms)),
+  },
+  {
+    header: "Outcome",
+    cell: (a) => (
+      <>
+        <Tag tone={outcomeTone(a.outcome)}>{a.outcome}</Tag>
+        {a.outcome === "lease_expired" ? (
+          <Tag tone="warn" title="The worker lost its lease; the attempt may have run to completion elsewhere">
+            possible duplicate
+          </Tag>
+        ) : null}
+      </>
+    ),
+  },
+  { header: "Last heartbeat", cell: (a) => (a.heartbeat_at ? dateTime(a.heartbeat_at) : "—") },
+  { header: "Error", isWrapping: true, className: "break", cell: (a) => (a.error ? `${String(a.error.code ?? "")} ${String(a.error.message ?? "")}` : "—") },
+  { header: "Retry at", cell: (a) => dateTime(a.retry_at) },
+];

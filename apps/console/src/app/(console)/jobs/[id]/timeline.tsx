@@ -1,8 +1,9 @@
 "use client";
 import { Tag } from "../../../../components/badges";
 import { dateTime, duration } from "../../../../lib/format";
+import type { RouterOutputs } from "../../../../lib/trpc";
 
-type Event = { at: string; kind: string; attempt: number | null; actor: string | null; data: Record<string, unknown> | null };
+type Event = RouterOutputs["jobs"]["get"]["timeline"][number];
 
 const TONE: Record<string, "ok" | "bad" | "warn" | "info" | "neutral"> = {
   enqueued: "info",
