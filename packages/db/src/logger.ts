@@ -8,6 +8,7 @@ export type { Logger };
 // at runtime (for children too, e.g. the handlers' `ctx.logger`).
 declare module "pino" {
   interface LogFn {
+    // biome-ignore lint/style/useShorthandFunctionType: an overload merges into pino's interface; a type alias cannot
     (msg: string, fields: Record<string, unknown>): void;
   }
 }

@@ -146,7 +146,9 @@ export const scrubErrors = (value: unknown, depth = 0): unknown => {
   let copy: Record<string, unknown> | undefined;
   for (const [key, item] of Object.entries(value)) {
     const scrubbed = scrubErrors(item, depth + 1);
-    if (scrubbed !== item) (copy ??= { ...(value as Record<string, unknown>) })[key] = scrubbed;
+    if (scrubbed === item) continue;
+    copy ??= { ...(value as Record<string, unknown>) };
+    copy[key] = scrubbed;
   }
   return copy ?? value;
 };
