@@ -17,7 +17,7 @@ declare module "pino" {
  * Field paths censored in every log line, wherever a caller puts them: credentials, and job
  * payloads (a producer's data, never the operator's business in a log).
  */
-export const REDACTED_LOG_PATHS = [
+const REDACTED_LOG_PATHS = [
   "password",
   "*.password",
   "secret",
