@@ -1,5 +1,5 @@
 import { createApiKey, createUser, endUserSessions, getActiveUser, Registry, updateUser } from "@porter/core";
-import { controlPlane } from "@porter/core/testing/fixtures";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { encode } from "next-auth/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

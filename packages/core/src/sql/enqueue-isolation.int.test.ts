@@ -1,7 +1,7 @@
 import { AppError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import { controlPlane } from "../testing/fixtures";
+import { controlPlane } from "../testing/control-plane-factory";
 import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
 
 // Concurrent single enqueues on one pool share statements (the coalescer in enqueue-jobs.ts). The

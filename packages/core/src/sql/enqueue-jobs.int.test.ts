@@ -1,7 +1,8 @@
 import { AppError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import { controlPlane, jobTableCounts, stateOf } from "../testing/fixtures";
+import { controlPlane } from "../testing/control-plane-factory";
+import { jobTableCounts, stateOf } from "../testing/fixtures";
 import pg from "pg";
 import { enqueueJobs, READY_CHANNEL, type EnqueueInput } from "./enqueue-jobs";
 
