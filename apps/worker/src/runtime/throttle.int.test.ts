@@ -97,7 +97,10 @@ describe("a handler's throttle (provider 429)", () => {
       edges.sort((a, b) => a.t - b.t || a.d - b.d);
       let running = 0;
       let peak = 0;
-      for (const e of edges) peak = Math.max(peak, (running += e.d));
+      for (const e of edges) {
+        running += e.d;
+        peak = Math.max(peak, running);
+      }
       expect(peak).toBe(2);
     } finally {
       await worker.drain({ graceMs: 0 });

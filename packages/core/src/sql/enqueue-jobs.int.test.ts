@@ -202,7 +202,7 @@ describe("enqueueJobs", () => {
       [results.map((r) => r.job_id)],
     );
     const byId = new Map(rows.map((r) => [r.job_id, r.i]));
-    results.forEach((r, i) => expect(byId.get(r.job_id)).toBe(i));
+    for (const [i, r] of results.entries()) expect(byId.get(r.job_id)).toBe(i);
   });
 
   it("enqueues inside the caller's transaction: rolled back, nothing stays", async () => {
