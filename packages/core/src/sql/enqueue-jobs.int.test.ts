@@ -124,11 +124,19 @@ describe("enqueueJobs", () => {
     const settled = await Promise.allSettled(calls.map((c) => enqueueJobs(db.pool, [c])));
     const ok = settled.flatMap((r) => (r.status === "fulfilled" ? r.value : []));
     const refused = settled.flatMap((r) => (r.status === "rejected" ? [r.reason as AppError] : []));
-    expect(refused.map((e) => [e.code, e.details?.index])).toEqual([["CONFLICT", 0]]);
-    expect(ok).toHaveLength(42);
-    const sharedIds = new Set([ok[40]!.job_id, ok[41]!.job_id]);
-    expect(sharedIds.size).toBe(1);
-    expect(ok.filter((r) => r.deduplicated)).toHaveLength(1);
+    expect(settled.slice(0, 40).every((r) => r.status === "fulfilled")).toBe(true);
+    // The shared key is one job, of whichever payload's statement commits first: the two calls
+    // with the same payload get that job (one deduplicated) and the other is a 409, or, when the
+    // other payload's statement (coalesced apart) commits first, both of them are refused.
+    if (settled[42]!.status === "rejected") {
+      expect(refused.map((e) => [e.code, e.details?.index])).toEqual([["CONFLICT", 0]]);
+      expect(ok).toHaveLength(42);
+      expect(new Set([ok[40]!.job_id, ok[41]!.job_id]).size).toBe(1);
+      expect(ok.filter((r) => r.deduplicated)).toHaveLength(1);
+    } else {
+      expect(refused.map((e) => [e.code, e.details?.index])).toEqual([["CONFLICT", 0], ["CONFLICT", 0]]);
+      expect(ok).toHaveLength(41);
+    }
     const ids = [...new Set(ok.map((r) => r.job_id))];
     const { rows } = await db.pool.query<{ n: number; tx: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT xmin::text)::int AS tx FROM jobs WHERE job_id = ANY($1::uuid[])`,
