@@ -30,6 +30,9 @@ export const isTerminal = (state: JobState): state is TerminalState =>
 /** True for states the claim statement may pick up (once `run_at` has been reached). */
 export const isClaimable = (state: JobState): boolean => state === "READY" || state === "RETRY_WAIT";
 
+/** True when a cancel request can take effect at once, without the handler's cooperation. */
+export const isCancellableAtOnce = (state: JobState): boolean => isClaimable(state);
+
 const TRANSITIONS: Record<JobState, readonly JobState[]> = {
   READY: ["RUNNING", "CANCELLED", "EXPIRED"],
   RETRY_WAIT: ["READY", "RUNNING", "CANCELLED", "EXPIRED"],
