@@ -1,6 +1,9 @@
 // Job-state probes of core's integration tests; control-plane rows come from control-plane-factory.ts.
 import type { Db } from "../db";
 
+/** The control-plane factory's builder, for tests that import it from here (new tests: control-plane-factory.ts). */
+export { controlPlane } from "./control-plane-factory";
+
 /** Row counts of the job tables, to assert that a refused request stored nothing. */
 export const jobTableCounts = async (db: Db) => {
   const { rows } = await db.query<Record<string, string>>(
