@@ -76,8 +76,7 @@ export function JobsView() {
     trpc.jobs.list.infiniteQueryOptions({ filter, limit: 50 }, { getNextPageParam: (last) => last.next_cursor ?? undefined, refetchInterval: 10_000 }),
   );
   const jobs = pages.data?.pages.flatMap((p) => p.jobs) ?? [];
-  // biome-ignore lint/correctness/useExhaustiveDependencies: `jobs` is derived from pages.data afresh each render; the selection follows the data
-  useEffect(() => setSelected((s) => new Set([...s].filter((id) => jobs.some((j) => j.job_id === id)))), [pages.data]);
+  useEffect(() => setSelected((s) => new Set([...s].filter((id) => jobs.some((j) => j.job_id === id)))), [pages.data]); // eslint-disable-line react-hooks/exhaustive-deps
 
   const activeState = filter.states?.length === 1 ? filter.states[0] : filter.states?.length ? "several" : null;
   const total = counts.data ? Object.values(counts.data).reduce((a, b) => a + b, 0) : undefined;
