@@ -7,10 +7,8 @@ import { defineConfig } from "@playwright/test";
 // download its own here.
 const CHROMIUM = process.env.PORTER_CHROMIUM ?? "/usr/bin/chromium";
 if (!existsSync(CHROMIUM)) {
-  throw new Error(
-    `no browser at ${CHROMIUM}: install Debian's chromium (apt-get update && apt-get install -y chromium) ` +
-      "or point PORTER_CHROMIUM at a Chromium binary",
-  );
+  const hint = "install Debian's chromium (apt-get update && apt-get install -y chromium) or point PORTER_CHROMIUM at a Chromium binary";
+  throw new Error(`no browser at ${CHROMIUM}: ${hint}`);
 }
 const PORT = Number(process.env.PORTER_E2E_PORT ?? 3199);
 

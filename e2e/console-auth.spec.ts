@@ -63,7 +63,7 @@ test.describe("[CONSOLE][AUTH] sign-in, roles and cross-site protection", () => 
       data: JSON.stringify({ id: "diag" }),
     });
     expect([403, 415]).toContain(formPost.status());
-    const sameOrigin = await page.request.get("/api/trpc/queues.get?input=" + encodeURIComponent(JSON.stringify({ id: "diag" })));
+    const sameOrigin = await page.request.get(`/api/trpc/queues.get?input=${encodeURIComponent(JSON.stringify({ id: "diag" }))}`);
     expect(((await sameOrigin.json()) as { result: { data: { paused: boolean } } }).result.data.paused).toBe(false);
   });
 

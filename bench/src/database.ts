@@ -74,7 +74,7 @@ export type PgStats = {
   otherWrites: number;
 };
 
-export const readStats = async (pool: pg.Pool): Promise<PgStats> => {
+const readStats = async (pool: pg.Pool): Promise<PgStats> => {
   const { rows } = await pool.query<{ commits: string; wal: string; dead: string; hot: string; dead_now: string; own: string; other: string }>(
     `SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::text AS commits,
             (SELECT coalesce(sum(tup_inserted + tup_updated + tup_deleted), 0) FROM pg_stat_database

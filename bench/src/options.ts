@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import type { Sizes } from "./scenarios/common";
 import { VARIANTS, type SystemName, type Variant } from "./variants";
 
-export const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g", "h"] as const;
+const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g", "h"] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 
 export const SCENARIO_NAMES: Record<ScenarioId, string> = {

@@ -35,7 +35,7 @@ const vacuumer = vacuumEvery > 0 ? setInterval(() => void pool.query(`VACUUM job
 let ran = 0;
 const worker = await PorterWorker.start({
   db: pool, connectionString: url, poolId: "bench", concurrency, prefetch, logger: createLogger({ level: "warn" }),
-  handlers: createHandlerRegistry([defineHandler({ type: "bench.job", run: async () => void (ran += 1) })]), maintenance: false,
+  handlers: createHandlerRegistry([defineHandler({ type: "bench.job", run: async () => { ran += 1; } })]), maintenance: false,
 });
 while (ran < jobs) await new Promise((r) => setTimeout(r, 5));
 await worker.drain({ graceMs: 100 });

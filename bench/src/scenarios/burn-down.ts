@@ -9,7 +9,7 @@ import { pgTicks } from "../pg-ticks";
 import { describeStatement, statementProfile } from "../statements";
 
 /** Enqueues jobs k = from … from+count-1 in calls of `batch` through the system's batch API. */
-export const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
+const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
   for (let done = 0; done < count; done += batch) {
     const n = Math.min(batch, count - done);
     await session.enqueueBatch(Array.from({ length: n }, (_, i) => ({ k: from + done + i })));

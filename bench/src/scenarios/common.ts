@@ -71,7 +71,10 @@ export class RowSet {
   /** Records one run's values. */
   add(label: string, variant: VariantId, values: Record<string, number>): void {
     const r = this.row(label, variant);
-    for (const [k, v] of Object.entries(values)) (r.values[k] ??= []).push(v);
+    for (const [k, v] of Object.entries(values)) {
+      r.values[k] ??= [];
+      r.values[k].push(v);
+    }
   }
 
   note(label: string, variant: VariantId, note: string): void {

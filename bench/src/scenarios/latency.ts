@@ -73,7 +73,9 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
           const t = nowMs();
           const jobs = Array.from({ length: n }, () => ({ k: k++, t }));
           const ids = await session.enqueueBatch(jobs);
-          jobs.forEach((j, x) => j.k % stride === 0 && probe.track(ids[x]!, t));
+          jobs.forEach((j, x) => {
+            if (j.k % stride === 0) probe.track(ids[x]!, t);
+          });
           sent += n;
           ctx.progress.update(`${label}: ${fmt(sent)} enqueued, ${fmt(worker.progress().succeeded - (first - 1))} done`);
         }

@@ -23,12 +23,12 @@ export const cloneRows = async (
   const exprs: string[] = [];
   for (const c of columns) {
     const override = params.overrides[c.column_name];
+    // Generated, identity and serial columns fill themselves.
+    const isSelfFilled = c.is_generated === "ALWAYS" || c.is_identity === "YES" || c.column_default?.startsWith("nextval(");
     if (override !== undefined) {
       target.push(`"${c.column_name}"`);
       exprs.push(override);
-    } else if (c.is_generated === "ALWAYS" || c.is_identity === "YES" || c.column_default?.startsWith("nextval(")) {
-      continue;
-    } else if (templateColumns.has(c.column_name)) {
+    } else if (!isSelfFilled && templateColumns.has(c.column_name)) {
       target.push(`"${c.column_name}"`);
       exprs.push(`t."${c.column_name}"`);
     }

@@ -7,7 +7,7 @@ import { cloneRows, uuidOf } from "./clone-rows";
 import { startPorterHttp } from "./porter-http";
 import { EFFECTS_TABLE_SQL, observerPool, type BenchJob, type Session } from "./types";
 
-export const PORTER_JOB_TYPE = `${QUEUE}.job`;
+const PORTER_JOB_TYPE = `${QUEUE}.job`;
 export const PORTER_TENANT = QUEUE;
 
 /** A bench job as a producer enqueues it: every Porter job carries an idempotency key. */

@@ -1,5 +1,5 @@
 import { registerWorker } from "@porter/core";
-import { controlPlane } from "@porter/core/testing/fixtures";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import { consoleCaller, enqueueMany, moveJobs, sessionOf } from "./testing/console";

@@ -1,5 +1,5 @@
 import { createApiKey, createUser, endUserSessions, getActiveUser, Registry, updateUser } from "@porter/core";
-import { controlPlane } from "@porter/core/testing/fixtures";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { encode } from "next-auth/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,10 +43,11 @@ afterAll(async () => {
   await server?.close();
 });
 
-type Reply = { status: number; body: any };
+/** A tRPC reply as these checks read it: data on success, the error on a refusal. */
+type Reply = { status: number; body: { result: { data: Record<string, unknown> }; error: { message: string } } };
 const request = async (path: string, init: { method?: string; headers?: Record<string, string>; body?: string }): Promise<Reply> => {
   const res = await fetch(`${server.url}/api/trpc/${path}`, init);
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: (await res.json()) as Reply["body"] };
 };
 const pause = (headers: Record<string, string>, body = JSON.stringify({ id: "cs-q" })) =>
   request("queues.pause", { method: "POST", headers, body });

@@ -1,5 +1,5 @@
 import { claimJobs, completeJobs, enqueueJobs, failJobs, redriveJobs, WORKER_LOST_AFTER_MS } from "@porter/core";
-import { controlPlane } from "@porter/core/testing/fixtures";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { withTransaction } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";

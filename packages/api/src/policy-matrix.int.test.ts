@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createApiKey, Registry } from "@porter/core";
-import { controlPlane } from "@porter/core/testing/fixtures";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { TRPCError } from "@trpc/server";
 import { beforeAll, describe, expect, it } from "vitest";

@@ -34,7 +34,7 @@ const enqueue = async (server: TestServer, key: string, headers: Record<string, 
     headers: { "content-type": "application/json", authorization: `Bearer ${key}`, ...headers },
     body: JSON.stringify({ job_type: "fx.email", payload: { message_ref: "s3://m/1", version: 1 }, idempotency_key: `k-${randomUUID()}` }),
   });
-  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as any };
+  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as { error: { data: { appCode: string } } } };
 };
 const newKey = (ratePerSecond?: number) =>
   createApiKey(db.pool, { tenantIds: ["fx_tenant_a"], jobTypes: ["*"], actor: "test", ...(ratePerSecond ? { ratePerSecond } : {}) });

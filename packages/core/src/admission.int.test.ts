@@ -4,7 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
 import { claimJobs } from "./sql/claim-jobs";
 import { enqueueJobs, type EnqueueInput } from "./sql/enqueue-jobs";
-import { controlPlane } from "./testing/fixtures";
+import { controlPlane } from "./testing/control-plane-factory";
 
 // Admission control at enqueue (issue 4): a tenant over its arrival rate or backlog cap gets 429
 // with Retry-After and nothing is stored — or, where its queue defers, the jobs are accepted at

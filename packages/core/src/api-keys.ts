@@ -72,7 +72,3 @@ export const revokeApiKey = async (db: Db, params: { id: string; actor: string }
     if (!rowCount) throw new AppError("NOT_FOUND", { message: `active api key ${params.id} not found` });
     await writeAudit(client, [{ actor: params.actor, action: "api_key.revoke", objectType: "api_key", objectId: params.id }]);
   });
-
-/** Whether a key may act for this tenant and job type (403 otherwise). */
-export const keyAllows = (scope: ApiKeyScope, tenantId: string, jobType?: string): boolean =>
-  scope.tenantIds.includes(tenantId) && (jobType === undefined || scope.jobTypes.includes("*") || scope.jobTypes.includes(jobType));

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { listJobs, selectJobIds } from "./jobs-query";
 import { cancelJob } from "./sql/cancel-job";
 import { enqueueJobs } from "./sql/enqueue-jobs";
-import { controlPlane } from "./testing/fixtures";
+import { controlPlane } from "./testing/control-plane-factory";
 
 // The jobs browser's order is job_id descending (UUIDv7: creation order) across the live and the
 // finished table, page after page.

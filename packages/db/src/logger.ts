@@ -8,6 +8,7 @@ export type { Logger };
 // at runtime (for children too, e.g. the handlers' `ctx.logger`).
 declare module "pino" {
   interface LogFn {
+    // biome-ignore lint/style/useShorthandFunctionType: an overload merges into pino's interface; a type alias cannot
     (msg: string, fields: Record<string, unknown>): void;
   }
 }
@@ -16,7 +17,7 @@ declare module "pino" {
  * Field paths censored in every log line, wherever a caller puts them: credentials, and job
  * payloads (a producer's data, never the operator's business in a log).
  */
-export const REDACTED_LOG_PATHS = [
+const REDACTED_LOG_PATHS = [
   "password",
   "*.password",
   "secret",

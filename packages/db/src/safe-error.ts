@@ -58,7 +58,7 @@ const isErrorLike = (value: unknown): value is ErrorLike =>
   typeof value === "object" && value !== null && typeof (value as { message?: unknown }).message === "string";
 
 /** A PostgreSQL error as node-postgres raises it (DatabaseError; duck-typed across copies of pg). */
-export const isPostgresError = (error: unknown): error is ErrorLike & { code: string; severity: string } =>
+const isPostgresError = (error: unknown): error is ErrorLike & { code: string; severity: string } =>
   isErrorLike(error) && typeof error.severity === "string" && typeof error.code === "string" && /^[0-9A-Z]{5}$/.test(error.code);
 
 /** Whether this object is already the output of `serializeError` (serializing twice is a no-op). */
@@ -146,7 +146,9 @@ export const scrubErrors = (value: unknown, depth = 0): unknown => {
   let copy: Record<string, unknown> | undefined;
   for (const [key, item] of Object.entries(value)) {
     const scrubbed = scrubErrors(item, depth + 1);
-    if (scrubbed !== item) (copy ??= { ...(value as Record<string, unknown>) })[key] = scrubbed;
+    if (scrubbed === item) continue;
+    copy ??= { ...(value as Record<string, unknown>) };
+    copy[key] = scrubbed;
   }
   return copy ?? value;
 };

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from "node:crypto";
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import { scramVerifier } from "./scram";
+import { saslprep, scramVerifier } from "./scram";
 
 // node-postgres's own SCRAM client: the verifier is right when that client's proof passes the
 // check a PostgreSQL server makes against the stored verifier (RFC 5802 §3).
@@ -44,5 +44,17 @@ describe("scramVerifier", () => {
       expect(await authenticates(verifier, password)).toBe(true);
       expect(await authenticates(verifier, `${password}x`)).toBe(false);
     }
+  });
+});
+
+describe("saslprep", () => {
+  it("removes the characters RFC 3454 B.1 maps to nothing, the joiner and combining marks included, and keeps others", () => {
+    const nothing = [0x00ad, 0x034f, 0x1806, 0x180b, 0x180c, 0x180d, 0x200c, 0x200d, 0x2060, 0xfeff, ...Array.from({ length: 16 }, (_, i) => 0xfe00 + i)];
+    for (const code of nothing) expect(saslprep(`a${String.fromCharCode(code)}b`)).toBe("ab");
+    expect(saslprep("e\u0301")).toBe("\u00E9"); // a combining accent is kept and composed (NFKC)
+  });
+
+  it("maps non-ASCII spaces to U+0020", () => {
+    for (const space of ["\u00A0", "\u1680", "\u2000", "\u200A", "\u202F", "\u205F", "\u3000"]) expect(saslprep(`a${space}b`)).toBe("a b");
   });
 });

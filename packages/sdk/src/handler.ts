@@ -67,6 +67,7 @@ export type Handler<P = UnknownPayload, R = unknown> = {
 };
 
 /** A handler of any payload and result, for registries. */
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds handlers of different payloads; `run` takes what `parsePayload` returned, which only `any` can say (unknown and never each break one side)
 export type AnyHandler = Handler<any, unknown>;
 
 type ZodLike = { safeParse: (input: unknown) => { success: true; data: unknown } | { success: false; error: { issues: readonly ZodIssueLike[] } } };

@@ -65,7 +65,7 @@ const parseRetryAfter = (value: string | null | undefined): number | undefined =
 };
 
 /** Turns whatever a call threw into a ProducerError. */
-export const toProducerError = (error: unknown): ProducerError => {
+const toProducerError = (error: unknown): ProducerError => {
   if (error instanceof ProducerError) return error;
   if (error instanceof TRPCClientError) {
     const data = (error.data ?? {}) as ErrorData;

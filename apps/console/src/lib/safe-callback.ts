@@ -3,7 +3,7 @@
 
 // C0 controls, DEL and C1 controls. The URL parser silently drops tab and newline ("/\t/evil" parses
 // as "//evil") and a Location header cannot carry them: any of them refuses the value outright.
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**

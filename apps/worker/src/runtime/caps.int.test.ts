@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { redriveJobs, rescueExpiredLeases, runMaintenance } from "@porter/core";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createControlPlane, enqueue, waitFor, waitForStates, type EnqueueSpec } from "../testing/fixtures";
+import { enqueue, waitFor, waitForStates, type EnqueueSpec } from "../testing/fixtures";
 import { killWorker, spawnWorker, type WorkerProcess } from "../testing/worker-process";
 
 // Running quotas and caps (issue 4), held across real worker processes: three processes with 20
@@ -22,13 +23,13 @@ beforeAll(async () => {
   // lane-a: `sleepy` (diag.sleep, capped, resource key llm) and `mail` (email.send).
   // lane-b: `effects` (diag.effect, resource key llm) and `hooks` (webhook.deliver).
   // Short leases: a killed worker's jobs are rescued within seconds.
-  await createControlPlane(db, {
+  await controlPlane(db, {
     pool: "lane-a",
     queues: [{ id: "sleepy", lease_seconds: 3, concurrency_cap: CAPS["queue:sleepy"] }, { id: "mail", lease_seconds: 3 }],
     jobTypes: [{ id: "diag.sleep", queue: "sleepy" }, { id: "email.send", queue: "mail" }],
     tenants: ["t1", "t2", "t3"],
   });
-  await createControlPlane(db, {
+  await controlPlane(db, {
     pool: "lane-b",
     queues: [{ id: "effects", lease_seconds: 3 }, { id: "hooks", lease_seconds: 3 }],
     jobTypes: [{ id: "diag.effect", queue: "effects" }, { id: "webhook.deliver", queue: "hooks" }],

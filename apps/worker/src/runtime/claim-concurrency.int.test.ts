@@ -1,9 +1,10 @@
 import { claimJobs, completeJobs, type ClaimedJob } from "@porter/core";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createControlPlane, enqueue } from "../testing/fixtures";
+import { enqueue } from "../testing/fixtures";
 
 const testDb = useTestDatabase();
 const JOBS = 10_000;
@@ -12,7 +13,7 @@ let db: pg.Pool;
 
 beforeAll(async () => {
   db = createPool(testDb.appConnectionString, { max: 2 });
-  await createControlPlane(db, {
+  await controlPlane(db, {
     pool: "race",
     queues: [{ id: "race.a" }, { id: "race.b" }],
     jobTypes: [

@@ -1,3 +1,4 @@
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { defineHandler, RetryableError } from "@porter/sdk";
@@ -7,7 +8,7 @@ import { z } from "zod";
 import { createHandlerRegistry } from "../handlers";
 import { sleepFor } from "../handlers/sleep";
 import { createLogger } from "../logger";
-import { createControlPlane, enqueue, waitFor, waitForStates } from "../testing/fixtures";
+import { enqueue, waitFor, waitForStates } from "../testing/fixtures";
 import { PorterWorker } from "./worker";
 
 // A handler's provider 429 slows its resource key down for everyone (issue 4): the key's
@@ -41,7 +42,7 @@ const llmSummary = defineHandler({
 beforeAll(async () => {
   db = createPool(testDb.appConnectionString, { max: 12 });
   await db.query(`INSERT INTO resource_keys (id, concurrency_limit) VALUES ('llm', 4)`);
-  await createControlPlane(db, {
+  await controlPlane(db, {
     pool: "agents",
     queues: [{ id: "calls" }, { id: "summaries" }],
     jobTypes: [{ id: "llm.call", queue: "calls" }, { id: "llm.summary", queue: "summaries" }],
@@ -96,7 +97,10 @@ describe("a handler's throttle (provider 429)", () => {
       edges.sort((a, b) => a.t - b.t || a.d - b.d);
       let running = 0;
       let peak = 0;
-      for (const e of edges) peak = Math.max(peak, (running += e.d));
+      for (const e of edges) {
+        running += e.d;
+        peak = Math.max(peak, running);
+      }
       expect(peak).toBe(2);
     } finally {
       await worker.drain({ graceMs: 0 });

@@ -1,77 +1,24 @@
-// Test fixtures of the worker: a control plane built directly in SQL, enqueue shortcuts, state
-// probes and a polling `waitFor`. Used by integration tests only.
+// Test fixtures of the worker: the diag control plane (from core's control-plane factory), enqueue
+// shortcuts, state probes and a polling `waitFor`. Used by integration tests only.
 import { randomUUID } from "node:crypto";
 import { DIAG_JOB_TYPES, type TJobError } from "@porter/contracts";
 import { enqueueJobs } from "@porter/core";
+import { controlPlane, type QueueRow } from "@porter/core/testing/control-plane-factory";
 import type pg from "pg";
 
 export type Db = pg.Pool | pg.PoolClient | pg.Client;
 
-export type QueueSpec = {
-  id: string;
-  lease_seconds?: number;
-  default_max_attempts?: number;
-  max_attempts?: number;
-  backoff_base_ms?: number;
-  backoff_cap_ms?: number;
-  default_timeout_s?: number;
-  concurrency_cap?: number | null;
-  paused?: boolean;
-};
-
 /**
- * Creates a pool, its queues, job types and tenants. Defaults suit tests: 10 ms backoff base,
- * 200 ms cap, 30 s lease.
+ * A pool `pool` with one queue `diag` (columns from `queue`, the rest the database's defaults)
+ * serving every diag.* job type, and tenant_A.
  */
-export const createControlPlane = async (
-  db: Db,
-  spec: {
-    pool: string;
-    workerConcurrency?: number;
-    queues: QueueSpec[];
-    jobTypes: Array<{ id: string; queue: string; timeout_s?: number }>;
-    tenants?: string[];
-  },
-): Promise<void> => {
-  await db.query(`INSERT INTO pools (id, worker_concurrency) VALUES ($1, $2)`, [spec.pool, spec.workerConcurrency ?? 10]);
-  for (const q of spec.queues) {
-    await db.query(
-      `INSERT INTO queues (id, pool_id, lease_seconds, default_max_attempts, max_attempts, backoff_base_ms, backoff_cap_ms,
-                           default_timeout_s, concurrency_cap, paused)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [
-        q.id,
-        spec.pool,
-        q.lease_seconds ?? 30,
-        q.default_max_attempts ?? 5,
-        q.max_attempts ?? 25,
-        q.backoff_base_ms ?? 10,
-        q.backoff_cap_ms ?? 200,
-        q.default_timeout_s ?? 300,
-        q.concurrency_cap ?? null,
-        q.paused ?? false,
-      ],
-    );
-  }
-  for (const t of spec.jobTypes) {
-    await db.query(`INSERT INTO job_types (id, queue_id, timeout_s) VALUES ($1, $2, $3)`, [t.id, t.queue, t.timeout_s ?? null]);
-  }
-  for (const tenant of spec.tenants ?? ["tenant_A"]) {
-    await db.query(`INSERT INTO tenants (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, [tenant]);
-  }
-};
-
-/** A pool `pool` with one queue `diag` (options from `queue`) serving every diag.* job type, and tenant_A. */
-export const createDiagPlane = async (db: Db, options: { pool?: string; queue?: Partial<QueueSpec>; workerConcurrency?: number } = {}) => {
-  const pool = options.pool ?? "diag-pool";
-  await createControlPlane(db, {
-    pool,
-    workerConcurrency: options.workerConcurrency,
+export const createDiagPlane = async (db: Db, options: { pool?: string; queue?: Omit<QueueRow, "id" | "pool_id">; workerConcurrency?: number } = {}) =>
+  controlPlane(db, {
+    pool: { id: options.pool ?? "diag-pool", worker_concurrency: options.workerConcurrency },
     queues: [{ id: "diag", ...options.queue }],
     jobTypes: DIAG_JOB_TYPES.map((id) => ({ id, queue: "diag" })),
+    tenants: ["tenant_A"],
   });
-  return pool;
-};
 
 export type EnqueueSpec = {
   type: string;

@@ -3,7 +3,7 @@ import { Registry } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
-import { startTestServer, type TestServer } from "../testing/http-server";
+import { startTestServer, type TestServer, type TrpcReplyBody } from "../testing/http-server";
 
 // Issue 9, defect 1: concurrent single enqueues on one server share INSERT statements (the
 // coalescer of core's enqueue-jobs.ts). While tenant_B sent payloads with \u0000, 95 of 200 of
@@ -22,20 +22,21 @@ afterAll(async () => {
   await server?.close();
 });
 
-const enqueue = async (key: string, body: unknown): Promise<{ status: number; body: any }> => {
+type Reply = { status: number; body: TrpcReplyBody };
+const enqueue = async (key: string, body: unknown): Promise<Reply> => {
   const res = await fetch(`${server.url}/api/trpc/producer.enqueue`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     body: JSON.stringify(body),
   });
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: (await res.json()) as TrpcReplyBody };
 };
 
 describe("a tenant's bad input and another tenant's enqueues, concurrently on one pool", () => {
   it("all 200 of tenant_A's concurrent enqueues succeed while tenant_B's NUL payloads get 400", async () => {
     // Interleaved (one of B's after every fourth of A's), so B's requests arrive among A's.
-    const a: Array<Promise<{ status: number; body: any }>> = [];
-    const b: Array<Promise<{ status: number; body: any }>> = [];
+    const a: Array<Promise<Reply>> = [];
+    const b: Array<Promise<Reply>> = [];
     for (let i = 0; i < 200; i++) {
       a.push(enqueue(fx.keyA, { job_type: "fx.email", payload: { message_ref: `s3://mail/${i}` }, idempotency_key: `a-${i}-${randomUUID()}` }));
       if (i % 4 === 0) b.push(enqueue(fx.keyB, { job_type: "fx.email", payload: { message_ref: `s3://mail/${i}`, note: `bad\u0000${i}` }, idempotency_key: `b-${i}` }));

@@ -5,7 +5,7 @@ import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { countStored, seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
-import { startTestServer, type TestServer } from "../testing/http-server";
+import { startTestServer, type TestServer, type TrpcReplyBody } from "../testing/http-server";
 
 // The producer API over real HTTP, called with plain fetch exactly as a producer without the SDK
 // would: POST /api/trpc/producer.enqueue with a JSON body, GET …/producer.get?input=<json>.
@@ -22,7 +22,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-type Reply = { status: number; body: any; headers: Headers };
+type Reply = { status: number; body: TrpcReplyBody; headers: Headers };
 
 const post = async (path: string, body: unknown, key?: string): Promise<Reply> => {
   const headers: Record<string, string> = { "content-type": "application/json" };
@@ -32,14 +32,14 @@ const post = async (path: string, body: unknown, key?: string): Promise<Reply> =
     headers,
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
-  return { status: res.status, body: await res.json(), headers: res.headers };
+  return { status: res.status, body: (await res.json()) as TrpcReplyBody, headers: res.headers };
 };
 
 const get = async (path: string, input: unknown, key?: string): Promise<Reply> => {
   const res = await fetch(`${server.url}/api/trpc/${path}?input=${encodeURIComponent(JSON.stringify(input))}`, {
     headers: key ? { authorization: `Bearer ${key}` } : {},
   });
-  return { status: res.status, body: await res.json(), headers: res.headers };
+  return { status: res.status, body: (await res.json()) as TrpcReplyBody, headers: res.headers };
 };
 
 const job = (overrides: Record<string, unknown> = {}) => ({
@@ -255,7 +255,7 @@ describe("producer.enqueueBatch", () => {
     );
     expect(rows).toHaveLength(999);
     const keyOf = new Map(rows.map((r) => [r.job_id, r.idempotency_key]));
-    results.forEach((result, i) => expect(keyOf.get(result.job_id)).toBe(`${prefix}-${i === 999 ? 0 : i}`));
+    for (const [i, result] of results.entries()) expect(keyOf.get(result.job_id)).toBe(`${prefix}-${i === 999 ? 0 : i}`);
   });
 
   it("stores nothing when one item is invalid, out of scope, too large or conflicting", async () => {
@@ -268,7 +268,7 @@ describe("producer.enqueueBatch", () => {
 
     const invalid = await post("producer.enqueueBatch", batch(job({ priority: 500 })), fx.keyA);
     expectError(invalid, 400, "BAD_REQUEST");
-    expect(JSON.stringify(invalid.body.error.data.details.issues[0].path)).toBe(JSON.stringify(["jobs", 37, "priority"]));
+    expect(JSON.stringify(invalid.body.error.data.details.issues[0]?.path)).toBe(JSON.stringify(["jobs", 37, "priority"]));
 
     const forbidden = await post("producer.enqueueBatch", batch(job({ tenant_id: fx.tenantB })), fx.keyA);
     expectError(forbidden, 403, "FORBIDDEN");

@@ -14,6 +14,12 @@ import { z } from "zod";
 import { createTRPCRouter, producerProcedure } from "../trpc";
 
 /**
+ * The job types a key may enqueue and see, as core's lookups take them (undefined = every type,
+ * the key's ["*"]): jobs of other types are reported as absent, exactly like another tenant's.
+ */
+const visibleJobTypes = (scope: ApiKeyScope): readonly string[] | undefined => (scope.jobTypes.includes("*") ? undefined : scope.jobTypes);
+
+/**
  * Resolves the tenant of each request from the key's scope and checks the job type, before
  * anything is stored: the body's tenant_id may narrow the scope, never widen it. With
  * `index`, errors name the batch item.
@@ -36,7 +42,7 @@ export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest
       details: { ...at, tenant_id: tenantId },
     });
   }
-  if (!scope.jobTypes.includes("*") && !scope.jobTypes.includes(request.job_type)) {
+  if (visibleJobTypes(scope)?.includes(request.job_type) === false) {
     throw new AppError("FORBIDDEN", {
       message: `${where}this API key may not enqueue job type "${request.job_type}"`,
       details: { ...at, job_type: request.job_type },
@@ -44,12 +50,6 @@ export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest
   }
   return { ...request, tenant_id: tenantId };
 };
-
-/**
- * The job types a key may see, as core's lookups take them (undefined = every type): jobs of
- * other types are reported as absent, exactly like another tenant's.
- */
-const visibleJobTypes = (scope: ApiKeyScope): readonly string[] | undefined => (scope.jobTypes.includes("*") ? undefined : scope.jobTypes);
 
 /** The producer API (DESIGN "Producer procedures"): enqueue, enqueueBatch, get, cancel. */
 export const producerRouter = createTRPCRouter({

@@ -31,12 +31,12 @@ export const toJsonText = (value: unknown): string => {
     else if (v instanceof DeepJson) out.push(v.toText());
     else if (Array.isArray(v)) {
       const parts: unknown[] = [{ [LITERAL]: "[" }];
-      v.forEach((item, i) => parts.push(...(i ? [{ [LITERAL]: "," }] : []), item));
+      for (const [i, item] of v.entries()) parts.push(...(i ? [{ [LITERAL]: "," }] : []), item);
       parts.push({ [LITERAL]: "]" });
       stack.push(...parts.reverse());
     } else if (v && typeof v === "object") {
       const parts: unknown[] = [{ [LITERAL]: "{" }];
-      Object.entries(v).forEach(([k, item], i) => parts.push({ [LITERAL]: `${i ? "," : ""}${JSON.stringify(k)}:` }, item));
+      for (const [i, [k, item]] of Object.entries(v).entries()) parts.push({ [LITERAL]: `${i ? "," : ""}${JSON.stringify(k)}:` }, item);
       parts.push({ [LITERAL]: "}" });
       stack.push(...parts.reverse());
     } else out.push(JSON.stringify(v) ?? "null");

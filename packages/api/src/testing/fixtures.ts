@@ -1,4 +1,4 @@
-import { createApiKey } from "@porter/core";
+import { apiKey, controlPlane } from "@porter/core/testing/control-plane-factory";
 import type pg from "pg";
 
 /** Keys and ids of {@link seedProducerFixtures}. */
@@ -18,20 +18,22 @@ export type ProducerFixtures = {
 
 /**
  * A pool, a queue, three job types (`fx.email`, `fx.parse`, `fx.other`), two tenants and four
- * API keys, written with SQL and core's createApiKey — enough for producer API tests.
+ * API keys, from core's control-plane factory — enough for producer API tests.
  */
 export const seedProducerFixtures = async (pool: pg.Pool): Promise<ProducerFixtures> => {
-  await pool.query(`
-    INSERT INTO pools (id) VALUES ('fx-pool');
-    INSERT INTO queues (id, pool_id, max_priority, max_attempts) VALUES ('fx-queue', 'fx-pool', 90, 10);
-    INSERT INTO job_types (id, queue_id) VALUES ('fx.email', 'fx-queue'), ('fx.parse', 'fx-queue'), ('fx.other', 'fx-queue');
-    INSERT INTO tenants (id, name) VALUES ('fx_tenant_a', 'Tenant A'), ('fx_tenant_b', 'Tenant B');
-  `);
-  const actor = "test:fixtures";
-  const keyA = await createApiKey(pool, { tenantIds: ["fx_tenant_a"], jobTypes: ["*"], actor });
-  const keyB = await createApiKey(pool, { tenantIds: ["fx_tenant_b"], jobTypes: ["*"], actor });
-  const keyAB = await createApiKey(pool, { tenantIds: ["fx_tenant_a", "fx_tenant_b"], jobTypes: ["*"], actor });
-  const keyEmailOnly = await createApiKey(pool, { tenantIds: ["fx_tenant_a"], jobTypes: ["fx.email"], actor });
+  await controlPlane(pool, {
+    pool: "fx-pool",
+    queues: [{ id: "fx-queue", max_priority: 90, max_attempts: 10 }],
+    jobTypes: ["fx.email", "fx.parse", "fx.other"].map((id) => ({ id, queue: "fx-queue" })),
+    tenants: [
+      { id: "fx_tenant_a", name: "Tenant A" },
+      { id: "fx_tenant_b", name: "Tenant B" },
+    ],
+  });
+  const keyA = await apiKey(pool, { tenant_ids: ["fx_tenant_a"], job_types: ["*"] });
+  const keyB = await apiKey(pool, { tenant_ids: ["fx_tenant_b"], job_types: ["*"] });
+  const keyAB = await apiKey(pool, { tenant_ids: ["fx_tenant_a", "fx_tenant_b"], job_types: ["*"] });
+  const keyEmailOnly = await apiKey(pool, { tenant_ids: ["fx_tenant_a"], job_types: ["fx.email"] });
   return {
     tenantA: "fx_tenant_a",
     tenantB: "fx_tenant_b",

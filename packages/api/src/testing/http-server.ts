@@ -3,6 +3,18 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { handleTrpcRequest, type TrpcHttpDeps } from "../http";
 
+/**
+ * A tRPC reply's JSON body as the tests read it: `result.data` on success, `error` (with the error
+ * formatter's `data`) on a refusal. Fields a procedure does not return are simply absent.
+ */
+export type TrpcReplyBody = {
+  result: { data: Record<string, unknown> & { job_id: string; status: string; results: unknown[]; timeline: Array<{ kind: string }> } };
+  error: {
+    message: string;
+    data: { code: string; httpStatus: number; appCode: string; stack?: string; details: Record<string, unknown> & { issues: Array<{ path: unknown }> } };
+  };
+};
+
 /** A running test server: `url` is its origin (`http://127.0.0.1:<port>`). */
 export type TestServer = { url: string; close: () => Promise<void> };
 
@@ -30,8 +42,9 @@ const serve = async (req: IncomingMessage, res: ServerResponse, deps: TrpcHttpDe
   try {
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) {
-      if (Array.isArray(value)) value.forEach((v) => headers.append(name, v));
-      else if (value !== undefined) headers.set(name, value);
+      if (Array.isArray(value)) {
+        for (const v of value) headers.append(name, v);
+      } else if (value !== undefined) headers.set(name, value);
     }
     // As Next's server does: the socket's address when the request brought no X-Forwarded-For.
     if (!headers.has("x-forwarded-for") && req.socket.remoteAddress) headers.set("x-forwarded-for", req.socket.remoteAddress);

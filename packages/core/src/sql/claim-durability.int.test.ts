@@ -2,7 +2,7 @@ import { createPool } from "@porter/db/pool";
 import { startRestartableCluster, type RestartableCluster } from "@porter/db/testing/restartable-cluster";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controlPlane } from "../testing/fixtures";
+import { controlPlane } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
 import { enqueueJobs } from "./enqueue-jobs";

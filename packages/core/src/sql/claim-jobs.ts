@@ -61,7 +61,7 @@ const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, pa
                   max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
                   lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started`;
 
-// prettier-ignore
+// biome-ignore format: the tuple reads against CLAIM_COLUMNS, several columns a line
 type ClaimRow = [
   id: string, jobId: string, jobType: string, queueId: string, tenantId: string, payload: Record<string, unknown>,
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,

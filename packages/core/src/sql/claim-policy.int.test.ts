@@ -1,6 +1,6 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
-import { controlPlane, type QueueFixture } from "../testing/fixtures";
+import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
 import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
 
@@ -9,9 +9,9 @@ let n = 0;
 const job = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => ({
   job_type: type, tenant_id: "tenant_A", payload: { n: n++ }, idempotency_key: `k${n}`, ...over,
 });
-const setup = async (queues: QueueFixture[], poolCap: number | null = null) => {
+const setup = async (queues: Array<Omit<QueueRow, "pool_id">>, poolCap: number | null = null) => {
   await db.pool.query(`TRUNCATE jobs, finished_jobs, idempotency_keys, job_types, queues, pools, tenants CASCADE`);
-  await controlPlane(db.pool, { queues, poolCap });
+  await controlPlane(db.pool, { pool: { id: "p1", concurrency_cap: poolCap }, queues });
 };
 
 describe("claimJobs honours policy", () => {

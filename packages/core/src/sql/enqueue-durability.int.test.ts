@@ -2,7 +2,8 @@ import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { controlPlane, stateOf } from "../testing/fixtures";
+import { controlPlane } from "../testing/control-plane-factory";
+import { stateOf } from "../testing/fixtures";
 import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
 
 // Issue 9, defect 14: enqueue must never change a setting of a transaction Porter does not own

@@ -1,7 +1,7 @@
 import { AppError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import { controlPlane } from "../testing/fixtures";
+import { controlPlane } from "../testing/control-plane-factory";
 import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
 
 // Concurrent single enqueues on one pool share statements (the coalescer in enqueue-jobs.ts). The
@@ -60,6 +60,7 @@ describe("coalesced single enqueues with a bad neighbour", () => {
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe("BAD_REQUEST");
     // PostgreSQL's own message and context may quote the payload: only the SQLSTATE is passed on.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the check is that no NUL reaches the message
     expect((error as AppError).message).not.toMatch(/\\u0000|a\u0000b|JSON data|line 1/);
     const after = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM idempotency_keys`);
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);

@@ -1,7 +1,8 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TJobError } from "@porter/contracts";
-import { controlPlane, stateOf } from "../testing/fixtures";
+import { controlPlane } from "../testing/control-plane-factory";
+import { stateOf } from "../testing/fixtures";
 import { applyEffect, StaleLeaseError } from "./apply-effect";
 import { cancelJob } from "./cancel-job";
 import { claimJobs, type ClaimedJob } from "./claim-jobs";

@@ -1,6 +1,6 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import { controlPlane } from "../testing/fixtures";
+import { controlPlane } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
 import { enqueueJobs } from "./enqueue-jobs";
