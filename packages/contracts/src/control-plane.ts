@@ -88,9 +88,9 @@ export const RESOURCE_KEY = entity({
   idPlaceholder: "llm",
   fields: {
     description,
-    concurrency_limit: nullableInt("Concurrency limit", 1, 100_000, { help: "running jobs holding the key, all queues; empty = none" }),
-    rate_per_second: rate("Rate", { unit: "/s", help: "starts per second; empty = unlimited" }),
-    burst: nullableInt("Burst", 1, 1_000_000, { help: "token bucket size; empty = the rate" }),
+    concurrency_limit: nullableInt("Concurrency limit", 1, 100_000),
+    rate_per_second: rate("Rate", { unit: "/s" }),
+    burst: nullableInt("Burst", 1, 1_000_000),
   },
   state: {
     current_limit: { kind: "int", isNullable: true, label: "Adaptive limit" },
@@ -304,7 +304,7 @@ export const createDefaults = (e: EntityDecl): Record<string, unknown> =>
 export const ROLE_VALUES = ["viewer", "operator", "admin"] as const;
 /** The editable fields of a console user (the password is write-only). */
 export const USER_FIELDS = {
-  email: { label: "Email", maxLength: 200 },
+  email: { kind: "email", label: "Email", maxLength: 200 },
   name: { kind: "text", label: "Name", maxLength: 200, default: "" },
   role: {
     kind: "enum",
@@ -312,11 +312,11 @@ export const USER_FIELDS = {
     default: null,
     options: [
       { value: "viewer", label: "viewer — reads everything" },
-      { value: "operator", label: "operator — also pauses, cancels, retries, redrives" },
-      { value: "admin", label: "admin — also edits configuration and users" },
+      { value: "operator", label: "operator — also cancels, retries, redrives, pauses and drains" },
+      { value: "admin", label: "admin — also changes configuration, keys and users" },
     ],
   },
-  password: { label: "Initial password", minLength: 12, maxLength: 200, help: "at least 12 characters; share it out of band" },
+  password: { kind: "password", label: "Initial password", minLength: 12, maxLength: 200, help: "at least 12 characters; share it out of band" },
 } as const satisfies Record<string, { label: string } & Record<string, unknown>>;
 export const ZRole = z.enum(ROLE_VALUES);
 /** A console password: long enough to resist guessing; argon2id does the rest. */

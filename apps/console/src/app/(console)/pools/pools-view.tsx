@@ -1,10 +1,11 @@
 "use client";
 import { ZPoolCreate, ZPoolFields } from "@porter/api/schemas/control-plane";
+import { createDefaults, POOL } from "@porter/contracts/control-plane";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { Tag } from "../../../components/badges";
-import { ConfigForm, type FieldSpec } from "../../../components/config-form";
+import { ConfigForm, entityFields } from "../../../components/config-form";
 import { useConfirmedAction } from "../../../components/confirm-action";
 import { orNone } from "../../../components/config-page";
 import { useViewer } from "../../../components/providers";
@@ -12,12 +13,7 @@ import { Empty, errorMessage, QueryView } from "../../../components/states";
 import { ago, count, dateTime, duration } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
 
-const FIELDS: FieldSpec[] = [
-  { name: "id", label: "Pool id", kind: "text", isId: true, placeholder: "interactive" },
-  { name: "description", label: "Description", kind: "textarea" },
-  { name: "concurrency_cap", label: "Concurrency cap", kind: "int", isNullable: true, help: "running jobs across every worker of the pool; empty = the workers' own slots" },
-  { name: "worker_concurrency", label: "Slots per worker", kind: "int", help: "default when a worker starts without --concurrency" },
-];
+const FIELDS = entityFields(POOL);
 
 export function PoolsView() {
   const trpc = useTRPC();
@@ -112,7 +108,7 @@ export function PoolsView() {
             fields={FIELDS}
             mode={editing === "new" ? "create" : "edit"}
             schema={editing === "new" ? ZPoolCreate : ZPoolFields}
-            initial={editing === "new" ? { worker_concurrency: 10 } : (pools.data?.find((p) => p.id === editing) as Record<string, unknown> | undefined)}
+            initial={editing === "new" ? createDefaults(POOL) : (pools.data?.find((p) => p.id === editing) as Record<string, unknown> | undefined)}
             submitLabel={editing === "new" ? "Create pool" : "Save changes"}
             onCancel={() => setEditing(null)}
             onSubmit={async (values) => {

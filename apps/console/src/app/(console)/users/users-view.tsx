@@ -1,10 +1,11 @@
 "use client";
 import { ZPassword, ZUserCreate } from "@porter/api/schemas/control-plane";
 import type { Role } from "@porter/api";
+import { USER_FIELDS } from "@porter/contracts/control-plane";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Tag } from "../../../components/badges";
-import { ConfigForm } from "../../../components/config-form";
+import { ConfigForm, fieldSpec } from "../../../components/config-form";
 import { useConfirmedAction } from "../../../components/confirm-action";
 import { Dialog } from "../../../components/dialog";
 import { useViewer } from "../../../components/providers";
@@ -12,11 +13,8 @@ import { Empty, errorMessage, QueryView } from "../../../components/states";
 import { ago, dateTime } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
 
-const ROLE_OPTIONS = [
-  { value: "viewer", label: "viewer — reads everything" },
-  { value: "operator", label: "operator — also cancels, retries, redrives, pauses and drains" },
-  { value: "admin", label: "admin — also changes configuration, keys and users" },
-];
+/** The create form, from the declared user fields (@porter/contracts/control-plane). */
+const CREATE_FIELDS = (["email", "name", "role", "password"] as const).map((name) => fieldSpec(name, USER_FIELDS[name]));
 
 const ROLE_CAN: Record<Role, string> = {
   viewer: "read everything and change nothing",
@@ -115,12 +113,7 @@ function UsersAdmin() {
             mode="create"
             schema={ZUserCreate}
             initial={{ role: "viewer" }}
-            fields={[
-              { name: "email", label: "Email", kind: "email" },
-              { name: "name", label: "Name", kind: "text" },
-              { name: "role", label: "Role", kind: "select", options: ROLE_OPTIONS },
-              { name: "password", label: "Initial password", kind: "password", help: "at least 12 characters; share it out of band" },
-            ]}
+            fields={CREATE_FIELDS}
             submitLabel="Create user"
             onCancel={() => setCreating(false)}
             onSubmit={async (values) => {
