@@ -172,8 +172,9 @@ export const listAudit = async (
     where: {
       ...(cursor === null ? {} : { id: { lt: cursor } }),
       ...(f.actor === undefined ? {} : { actor: f.actor }),
-      // Prisma escapes LIKE's wildcards in startsWith: `queue_` matches that prefix, not `queueX`.
-      ...(f.action === undefined ? {} : { action: { startsWith: f.action } }),
+      // startsWith becomes LIKE without escaping the pattern: escaped here so `queue_` matches that
+      // prefix only, not `queueX…` (PostgreSQL's LIKE escape character is the backslash).
+      ...(f.action === undefined ? {} : { action: { startsWith: f.action.replace(/[\\%_]/g, "\\$&") } }),
       ...(f.objectType === undefined ? {} : { objectType: f.objectType }),
       ...(f.objectId === undefined ? {} : { objectId: f.objectId }),
       ...(f.from || f.to ? { at: { ...(f.from ? { gte: f.from } : {}), ...(f.to ? { lt: f.to } : {}) } } : {}),
