@@ -328,9 +328,10 @@ const ZUserName = fieldInput(USER_FIELDS.name) as z.ZodString;
 
 /** The editable fields of an API key (its secret is generated, its scope fixed at creation). */
 export const API_KEY_FIELDS = {
-  name: { kind: "text", label: "Name", maxLength: 200, default: "" },
+  name: { kind: "text", label: "Name", maxLength: 200, default: "", placeholder: "billing-service" },
   tenant_ids: { label: "Tenants", maxItems: 100 },
-  job_types: { label: "Job types", maxItems: 200, help: "* for every job type" },
+  /** ["*"] for every job type. */
+  job_types: { label: "Job types", maxItems: 200 },
 } as const;
 
 export const ZUserCreate = z.strictObject({
