@@ -1,15 +1,16 @@
-// Inputs and output rows of the control-plane procedures, derived from the one declaration of each entity in
-// @porter/contracts/control-plane (fields, bounds, defaults, cross-field rules). Shared by the
-// server (tRPC `.input()`) and the console's forms, which validate with these same schemas before
-// sending and show field errors. Only zod here: the console's client bundle imports this file.
+// Inputs and output rows of the control-plane procedures, derived from the one declaration of each
+// entity in @porter/contracts/control-plane (fields, bounds, defaults, cross-field rules). Shared
+// by the server (tRPC `.input()`/`.output()`) and the console's forms, which validate with these
+// same schemas before sending and show field errors. Only zod here: the console's client bundle
+// imports this file.
 import {
   createSchema,
   fieldsSchema,
-  rowSchema,
   JOB_TYPE,
   POOL,
   QUEUE,
   RESOURCE_KEY,
+  rowSchema,
   TENANT,
   updateSchema,
 } from "@porter/contracts/control-plane";
@@ -24,9 +25,6 @@ export {
   ZUserCreate,
   ZUserUpdate,
 } from "@porter/contracts/control-plane";
-
-/** Cross-field rules of a queue (checked on create, and on the merged row of an update). */
-export const queueIssues = QUEUE.issues;
 
 export const ZPoolFields = fieldsSchema(POOL);
 export const ZPoolCreate = createSchema(POOL);
