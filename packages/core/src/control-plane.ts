@@ -98,7 +98,8 @@ const asConfigError = (error: unknown, spec: ConfigTable, id: string): never => 
   const code = (error as { code?: string }).code;
   const cause = pgCauseOf(error);
   const pgCode = cause.originalCode;
-  const constraint = cause.constraint?.index;
+  // Unique and foreign-key violations name their constraint; a CHECK's name is only in the message.
+  const constraint = cause.constraint?.index ?? /constraint "([^"]+)"/.exec(cause.message ?? "")?.[1];
   if (code === "P2002" || pgCode === "23505") {
     throw new AppError("CONFLICT", { message: `${spec.objectType} ${id} already exists`, details: { issues: [{ path: ["id"], message: "already exists" }] } });
   }
