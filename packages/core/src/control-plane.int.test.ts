@@ -26,6 +26,13 @@ beforeAll(async () => {
 });
 
 describe("control-plane refusals through Prisma", () => {
+  it("runs on the shared pool of the runtime role", async () => {
+    const [row] = await db.appPrisma.$queryRaw<[{ user: string; app: string }]>`SELECT current_user::text AS user, current_setting('application_name') AS app`;
+    // The pool's own application name: Prisma borrowed a connection of it rather than opening its own.
+    expect(row).toEqual({ user: "porter_app", app: "porter-test-app" });
+  });
+
+
   it("a duplicate id is a 409 on `id`", async () => {
     const before = await auditCount();
     const error = await refusal(createConfig(db.appPrisma, "queue", { id: "cp-q", pool_id: "cp-pool" }, { actor }));
