@@ -108,6 +108,7 @@ export const updateUser = async (db: ControlDb, params: { id: string; patch: Use
     // User changes are rare: serialising them makes the last-admin check below race-free (two
     // admins demoting each other at once cannot both see the other still enabled).
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('porter.users.update'))`;
+    await tx.$executeRaw`SELECT 1 FROM users WHERE id = ${params.id} FOR UPDATE`;
     const current = await tx.user.findUnique({ where: { id: params.id }, select: USER_SELECT });
     if (!current) throw new AppError("NOT_FOUND", { message: `user ${params.id} not found` });
     const before = fromModel(current);
