@@ -1,4 +1,3 @@
-import type { TrpcHttpDeps } from "@porter/api/http";
 import { startTestServer } from "@porter/api/testing/http-server";
 import { createApiKey, type Registry } from "@porter/core";
 import { createProducerClient } from "@porter/sdk";
@@ -13,8 +12,7 @@ import type { HttpProducer } from "./types";
  * service does.
  */
 export const startPorterHttp = async (pool: pg.Pool, registry: Registry): Promise<HttpProducer> => {
-  const deps: TrpcHttpDeps = { pool, registry };
-  const server = await startTestServer(deps);
+  const server = await startTestServer({ pool, registry });
   // The key's own call rate, far above what the bench sends: every call still pays for the rate
   // limit's bookkeeping (the same single statement), none is refused.
   const { key } = await createApiKey(pool, { tenantIds: [PORTER_TENANT], jobTypes: ["*"], name: "bench", actor: "bench", ratePerSecond: 1_000_000 });

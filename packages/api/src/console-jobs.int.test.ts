@@ -1,4 +1,4 @@
-import { registerWorker } from "@porter/core";
+import { registerWorker, writeAudit } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -180,5 +180,17 @@ describe("audit.list", () => {
     expect(Number(second.entries[0]!.id)).toBeLessThan(Number(first.entries[1]!.id));
     const one = await viewer().audit.list({ filter: { object_type: "job", object_id: dead[0]! } });
     expect(one.entries.map((e) => e.action)).toEqual(["job.redrive"]);
+  });
+
+  it("takes the action prefix literally: _ and % are not wildcards", async () => {
+    await writeAudit(db.pool, [
+      { actor: "test", action: "lit_x.update", objectType: "lit", objectId: "1" },
+      { actor: "test", action: "litYx.update", objectType: "lit", objectId: "2" },
+      { actor: "test", action: "lit%z", objectType: "lit", objectId: "3" },
+    ]);
+    const actions = async (prefix: string) => (await viewer().audit.list({ filter: { action: prefix } })).entries.map((e) => e.action);
+    expect(await actions("lit_")).toEqual(["lit_x.update"]);
+    expect(await actions("lit%")).toEqual(["lit%z"]);
+    expect((await actions("lit")).sort()).toEqual(["lit%z", "litYx.update", "lit_x.update"].sort());
   });
 });

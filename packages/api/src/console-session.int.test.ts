@@ -28,9 +28,9 @@ const pastCache = () => new Promise((resolve) => setTimeout(resolve, CACHE_MS + 
 
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: "cs-pool", queues: [{ id: "cs-q" }], tenants: [{ id: "cs_t" }] });
-  viewerId = (await createUser(db.pool, { email: "viewer@example.com", role: "viewer", password: "viewer-password-1", actor: "test" })).id;
-  operatorId = (await createUser(db.pool, { email: "operator@example.com", role: "operator", password: "operator-password-1", actor: "test" })).id;
-  await createUser(db.pool, { email: "admin@example.com", role: "admin", password: "admin-password-12", actor: "test" });
+  viewerId = (await createUser(db.prisma, { email: "viewer@example.com", role: "viewer", password: "viewer-password-1", actor: "test" })).id;
+  operatorId = (await createUser(db.prisma, { email: "operator@example.com", role: "operator", password: "operator-password-1", actor: "test" })).id;
+  await createUser(db.prisma, { email: "admin@example.com", role: "admin", password: "admin-password-12", actor: "test" });
   producerKey = (await createApiKey(db.pool, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
   server = await startTestServer({
     pool: db.appPool,
@@ -80,14 +80,14 @@ describe("console sessions", () => {
 
 describe("ending sessions (issue 9, defect 6)", () => {
   const newUser = async (email: string, role: "operator" | "admin" = "operator") =>
-    (await createUser(db.pool, { email, role, password: "temp-password-12", actor: "test" })).id;
+    (await createUser(db.prisma, { email, role, password: "temp-password-12", actor: "test" })).id;
   const meStatus = async (cookie: string) => (await request("me.get", { headers: { cookie } })).status;
 
   const events: Array<[string, (userId: string) => Promise<unknown>]> = [
     ["sign-out", (id) => endUserSessions(db.pool, id)],
-    ["a password reset by an admin", (id) => updateUser(db.pool, { id, patch: { password: "a-new-password-123" }, actor: "user:admin@example.com" })],
-    ["a role change", (id) => updateUser(db.pool, { id, patch: { role: "viewer" }, actor: "user:admin@example.com" })],
-    ["disabling the account", (id) => updateUser(db.pool, { id, patch: { disabled: true }, actor: "user:admin@example.com" })],
+    ["a password reset by an admin", (id) => updateUser(db.prisma, { id, patch: { password: "a-new-password-123" }, actor: "user:admin@example.com" })],
+    ["a role change", (id) => updateUser(db.prisma, { id, patch: { role: "viewer" }, actor: "user:admin@example.com" })],
+    ["disabling the account", (id) => updateUser(db.prisma, { id, patch: { disabled: true }, actor: "user:admin@example.com" })],
   ];
   it.each(events)("after %s, a cookie issued before gets 401 and changes nothing", async (label, end) => {
     const userId = await newUser(`end-${label.replace(/\W+/g, "-")}@example.com`);
@@ -116,7 +116,7 @@ describe("ending sessions (issue 9, defect 6)", () => {
   it("a new sign-in after the change works (with the new role), the old cookie still does not", async () => {
     const userId = await newUser("resign@example.com");
     const old = await cookieFor(userId);
-    await updateUser(db.pool, { id: userId, patch: { role: "viewer" }, actor: "test" });
+    await updateUser(db.prisma, { id: userId, patch: { role: "viewer" }, actor: "test" });
     await pastCache();
     const fresh = await cookieFor(userId);
     expect(await meStatus(old)).toBe(401);
@@ -124,7 +124,7 @@ describe("ending sessions (issue 9, defect 6)", () => {
     expect(me.status).toBe(200);
     expect(me.body.result.data.role).toBe("viewer");
     // A rename does not end sessions.
-    await updateUser(db.pool, { id: userId, patch: { name: "Renamed" }, actor: "test" });
+    await updateUser(db.prisma, { id: userId, patch: { name: "Renamed" }, actor: "test" });
     await pastCache();
     expect(await meStatus(fresh)).toBe(200);
   });

@@ -1,4 +1,5 @@
 import type { ApiKeyScope, KeyAuthLimits, Registry } from "@porter/core";
+import type { ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
 
 /** Console roles, weakest first. */
@@ -14,6 +15,8 @@ export type Context = {
   /** Headers added to the HTTP response (e.g. Set-Cookie, Cache-Control). */
   resHeaders: Headers;
   pool: pg.Pool;
+  /** The control plane's Prisma client (pools, queues, job types, tenants, resource keys, keys, users, audit reads). */
+  prisma: ControlDb;
   /** Job-type/tenant policy cache shared by the process (enqueue). */
   registry: Registry;
   /** Ceiling of one job's serialized payload (413 above it). */
@@ -38,6 +41,7 @@ export type CreateContextOptions = {
   req: Request;
   resHeaders: Headers;
   pool: pg.Pool;
+  prisma: ControlDb;
   registry: Registry;
   maxPayloadBytes: number;
   getSession?: (req: Request) => Promise<Session | null>;
@@ -67,6 +71,7 @@ export const createContext = async (opts: CreateContextOptions): Promise<Context
   req: opts.req,
   resHeaders: opts.resHeaders,
   pool: opts.pool,
+  prisma: opts.prisma,
   registry: opts.registry,
   maxPayloadBytes: opts.maxPayloadBytes,
   apiKey: null,

@@ -3,6 +3,7 @@ import type { KeyAuthLimits, Registry } from "@porter/core";
 import type { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
+import type { ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
 import { createContext, type Session } from "./context";
 import { appErrorOf, DATABASE_UNAVAILABLE_RETRY_AFTER_S, isDatabaseUnavailable } from "./errors";
@@ -15,6 +16,8 @@ export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 /** What the HTTP endpoint needs from the process that serves it (console, tests). */
 export type TrpcHttpDeps = {
   pool: pg.Pool;
+  /** The control plane's Prisma client (created once by the process, next to `pool`). */
+  prisma: ControlDb;
   /** Shared by the process, so enqueue does not re-read the registry per request. */
   registry: Registry;
   /** Ceiling of one job's payload (core refuses more with 413). Default 64 KiB. */
@@ -64,6 +67,7 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         req: trpcReq,
         resHeaders,
         pool: deps.pool,
+        prisma: deps.prisma,
         registry: deps.registry,
         maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         getSession: deps.getSession,

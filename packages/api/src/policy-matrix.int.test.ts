@@ -122,6 +122,7 @@ const contextFor = (caller: Caller): Context => {
     req: new Request("http://console.test/api/trpc/x", { method: "POST", headers }),
     resHeaders: new Headers(),
     pool: db.appPool,
+    prisma: db.appPrisma,
     registry: new Registry(),
     maxPayloadBytes: 64 * 1024,
     apiKey: null,

@@ -15,6 +15,7 @@ const caller = (session: Session | null) =>
     req: new Request("http://test/api/trpc"),
     resHeaders: new Headers(),
     pool: null as unknown as pg.Pool, // role checks never reach the database
+    prisma: null as unknown as Context["prisma"],
     registry: new Registry(),
     maxPayloadBytes: 1024,
     apiKey: null,

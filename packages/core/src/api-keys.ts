@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { AppError } from "@porter/contracts";
-import { writeAudit } from "./audit";
+import type { ControlDb } from "@porter/db/prisma";
+import { writeAudit, writeAuditTx } from "./audit";
 import { inTransaction, type Db } from "./db";
 
 /** A producer's credential as the API sees it once verified. */
@@ -66,9 +67,10 @@ export const verifyApiKey = async (db: Db, presented: string): Promise<ApiKeySco
 };
 
 /** Revokes a key (audited); later requests with it are 401. */
-export const revokeApiKey = async (db: Db, params: { id: string; actor: string }): Promise<void> =>
-  inTransaction(db, async (client) => {
-    const { rowCount } = await client.query(`UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, [params.id]);
-    if (!rowCount) throw new AppError("NOT_FOUND", { message: `active api key ${params.id} not found` });
-    await writeAudit(client, [{ actor: params.actor, action: "api_key.revoke", objectType: "api_key", objectId: params.id }]);
+export const revokeApiKey = async (db: ControlDb, params: { id: string; actor: string; reason?: string }): Promise<void> =>
+  db.$transaction(async (tx) => {
+    const [{ now }] = await tx.$queryRaw<[{ now: Date }]>`SELECT now()`;
+    const { count } = await tx.apiKey.updateMany({ where: { id: params.id, revokedAt: null }, data: { revokedAt: now } });
+    if (!count) throw new AppError("NOT_FOUND", { message: `active api key ${params.id} not found` });
+    await writeAuditTx(tx, [{ actor: params.actor, action: "api_key.revoke", objectType: "api_key", objectId: params.id, reason: params.reason ?? null }]);
   });

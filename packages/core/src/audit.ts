@@ -1,3 +1,4 @@
+import type { Prisma } from "@porter/db/prisma";
 import { inTransaction, type Db } from "./db";
 
 /** One audit row as the writer states it; the database sets its time, and its actor from `actor`. */
@@ -41,6 +42,30 @@ export const writeAudit = async (db: Db, entries: AuditEntry[]): Promise<void> =
       );
     }
   });
+};
+
+/**
+ * {@link writeAudit} inside a Prisma interactive transaction (`prisma.$transaction(async (tx) => …)`),
+ * on the transaction of the change it records: the actor is set with the same transaction-local
+ * `set_config('porter.actor', …, true)` the audit trigger reads, then the rows are inserted.
+ */
+export const writeAuditTx = async (tx: Prisma.TransactionClient, entries: AuditEntry[]): Promise<void> => {
+  for (const group of byActor(entries)) {
+    const actor = group[0]!.actor;
+    await tx.$queryRaw`SELECT set_config('porter.actor', ${actor}, true)`;
+    await tx.auditLog.createMany({
+      data: group.map((e) => ({
+        // The trigger overwrites `actor` (and `at`) whatever the insert says; the model requires one.
+        actor,
+        action: e.action,
+        objectType: e.objectType,
+        objectId: e.objectId,
+        ...(e.before === undefined ? {} : { before: e.before as Prisma.InputJsonValue }),
+        ...(e.after === undefined ? {} : { after: e.after as Prisma.InputJsonValue }),
+        reason: e.reason ?? null,
+      })),
+    });
+  }
 };
 
 /** Runs of consecutive entries with the same actor, in order (so ids keep the entries' order). */

@@ -1,4 +1,5 @@
 import { JOB_STATES, type TJobState } from "@porter/contracts";
+import type { ControlDb } from "@porter/db/prisma";
 import type { Db } from "./db";
 import { isWorkerLost } from "./worker-liveness";
 
@@ -161,32 +162,38 @@ export type AuditRow = {
  * `action` matches a prefix (`queue.` for every queue action).
  */
 export const listAudit = async (
-  db: Db,
+  db: ControlDb,
   params: { filter: AuditFilter; cursor?: string | null; limit?: number },
 ): Promise<{ entries: AuditRow[]; next_cursor: string | null }> => {
   const limit = Math.min(Math.max(params.limit ?? 50, 1), 500);
   const f = params.filter;
-  const cursor = params.cursor && /^\d{1,20}$/.test(params.cursor) ? params.cursor : null;
-  // The id goes out as text (a bigint exceeds a JS number) under another name: `ORDER BY id` would
-  // otherwise sort by the text output column (9, 8, 7, 57, 56…) while the cursor compares the
-  // bigint column, so pages overlapped. Order and cursor both use the bigint `a.id`.
-  const { rows } = await db.query<Omit<AuditRow, "at"> & { at: Date }>(
-    `SELECT a.id::text AS id, at, actor, action, object_type, object_id, before, after, reason FROM audit_log a
-      WHERE ($1::bigint IS NULL OR a.id < $1)
-        AND ($2::text IS NULL OR actor = $2)
-        AND ($3::text IS NULL OR action LIKE replace(replace($3, '%', '\\%'), '_', '\\_') || '%')
-        AND ($4::text IS NULL OR object_type = $4)
-        AND ($5::text IS NULL OR object_id = $5)
-        AND ($6::timestamptz IS NULL OR at >= $6)
-        AND ($7::timestamptz IS NULL OR at < $7)
-      ORDER BY a.id DESC LIMIT $8`,
-    [cursor, f.actor ?? null, f.action ?? null, f.objectType ?? null, f.objectId ?? null, f.from ?? null, f.to ?? null, limit + 1],
-  );
-  const page = rows.slice(0, limit);
-  return {
-    entries: page.map((r) => ({ ...r, at: r.at.toISOString() })),
-    next_cursor: rows.length > limit ? page.at(-1)!.id : null,
-  };
+  const cursor = params.cursor && /^\d{1,20}$/.test(params.cursor) ? BigInt(params.cursor) : null;
+  const rows = await db.auditLog.findMany({
+    where: {
+      ...(cursor === null ? {} : { id: { lt: cursor } }),
+      ...(f.actor === undefined ? {} : { actor: f.actor }),
+      // startsWith becomes LIKE without escaping the pattern: escaped here so `queue_` matches that
+      // prefix only, not `queueX…` (PostgreSQL's LIKE escape character is the backslash).
+      ...(f.action === undefined ? {} : { action: { startsWith: f.action.replace(/[\\%_]/g, "\\$&") } }),
+      ...(f.objectType === undefined ? {} : { objectType: f.objectType }),
+      ...(f.objectId === undefined ? {} : { objectId: f.objectId }),
+      ...(f.from || f.to ? { at: { ...(f.from ? { gte: f.from } : {}), ...(f.to ? { lt: f.to } : {}) } } : {}),
+    },
+    orderBy: { id: "desc" },
+    take: limit + 1,
+  });
+  const page = rows.slice(0, limit).map((r) => ({
+    id: r.id.toString(),
+    at: r.at.toISOString(),
+    actor: r.actor,
+    action: r.action,
+    object_type: r.objectType,
+    object_id: r.objectId,
+    before: r.before,
+    after: r.after,
+    reason: r.reason,
+  }));
+  return { entries: page, next_cursor: rows.length > limit ? page.at(-1)!.id : null };
 };
 
 /** One attempt of a job, for the job page's side-by-side view; the running attempt has no finish. */

@@ -1,124 +1,125 @@
 import { AppError } from "@porter/contracts";
-import { writeAudit } from "./audit";
+import { CONTROL_PLANE, type ConfigObjectType, type EntityDecl, type FieldIssue } from "@porter/contracts/control-plane";
+import type { ControlDb, Prisma } from "@porter/db/prisma";
+import { writeAudit, writeAuditTx } from "./audit";
 import { inTransaction, type Db } from "./db";
 
-/** A problem with one field of a control-plane object, shaped like a zod issue (`path`, `message`). */
-export type FieldIssue = { path: string[]; message: string };
+export type { ConfigObjectType, FieldIssue } from "@porter/contracts/control-plane";
 
 /** A control-plane table the console edits: which columns it may write, and how it is audited. */
 export type ConfigTable = {
   table: string;
   /** `object_type` of its audit rows, and the prefix of their actions (`queue.create`, `queue.update`). */
-  objectType: string;
+  objectType: ConfigObjectType;
   /** Columns a create or update may set (besides `id`), snake_case as on the wire. */
   columns: readonly string[];
   /** Columns shown in audit `before`/`after` and list results besides `columns` (read-only state). */
-  readOnly?: readonly string[];
+  readOnly: readonly string[];
+  entity: EntityDecl;
 };
 
-/** Pools (lanes). */
-export const POOLS_TABLE: ConfigTable = { table: "pools", objectType: "pool", columns: ["description", "concurrency_cap", "worker_concurrency"] };
-/** Shared scarce resources; `current_limit` and `throttled_until` are scheduler state, not knobs. */
-export const RESOURCE_KEYS_TABLE: ConfigTable = {
-  table: "resource_keys",
-  objectType: "resource_key",
-  columns: ["description", "concurrency_limit", "rate_per_second", "burst"],
-  readOnly: ["current_limit", "throttled_until"],
-};
-/** Queues: every knob of the data model; `paused` is changed by pause/resume (setQueuePaused). */
-export const QUEUES_TABLE: ConfigTable = {
-  table: "queues",
-  objectType: "queue",
-  columns: [
-    "pool_id", "description", "default_priority", "max_priority", "concurrency_cap", "lease_seconds",
-    "default_max_attempts", "max_attempts", "backoff_base_ms", "backoff_cap_ms", "default_timeout_s",
-    "max_timeout_s", "default_deadline_s", "max_runtime_s", "retention_s", "aging_s", "resource_key_id", "admission",
-  ],
-  readOnly: ["paused"],
-};
-/** The job-type registry: type → queue, payload schema version, timeout override. */
-export const JOB_TYPES_TABLE: ConfigTable = {
-  table: "job_types",
-  objectType: "job_type",
-  columns: ["queue_id", "description", "payload_schema_version", "timeout_s"],
-};
-/** Tenants: fair-share weight, running quota, admission rate and backlog caps, ceilings. */
-export const TENANTS_TABLE: ConfigTable = {
-  table: "tenants",
-  objectType: "tenant",
-  columns: [
-    "name", "weight", "max_running", "start_rate_per_second", "rate_per_second", "backlog_cap", "max_priority", "max_attempts",
-    "status_origins",
-  ],
+const tableOf = (objectType: ConfigObjectType): ConfigTable => {
+  const entity: EntityDecl = CONTROL_PLANE[objectType];
+  return { table: entity.table, objectType, columns: Object.keys(entity.fields), readOnly: Object.keys(entity.state ?? {}), entity };
 };
 
-/** The tables {@link createConfig}/{@link updateConfig} accept, by object type. */
-export const CONFIG_TABLES = {
-  pool: POOLS_TABLE,
-  resource_key: RESOURCE_KEYS_TABLE,
-  queue: QUEUES_TABLE,
-  job_type: JOB_TYPES_TABLE,
-  tenant: TENANTS_TABLE,
-} as const;
-export type ConfigObjectType = keyof typeof CONFIG_TABLES;
+/**
+ * The tables {@link createConfig}/{@link updateConfig} accept, by object type: the writable columns
+ * are the fields of the entity's declaration in @porter/contracts/control-plane.
+ */
+export const CONFIG_TABLES: Record<ConfigObjectType, ConfigTable> = {
+  pool: tableOf("pool"),
+  resource_key: tableOf("resource_key"),
+  queue: tableOf("queue"),
+  job_type: tableOf("job_type"),
+  tenant: tableOf("tenant"),
+};
 
 /** One row as the console sees it: id, knobs, read-only state, and ISO timestamps. */
 export type ConfigRow = Record<string, unknown> & { id: string; created_at: string; updated_at: string };
 
-const selectList = (spec: ConfigTable): string =>
-  ["id", ...spec.columns, ...(spec.readOnly ?? []), "created_at", "updated_at"].map((c) => `"${c}"`).join(", ");
+/** `concurrency_cap` → `concurrencyCap`: schema.prisma maps every snake_case column to camelCase. */
+export const prismaField = (column: string): string => column.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
-const toRow = (row: Record<string, unknown>): ConfigRow => {
+const wireColumns = (spec: ConfigTable): string[] => ["id", ...spec.columns, ...spec.readOnly, "created_at", "updated_at"];
+
+// The delegates of the five models share this shape; Prisma's own types differ per model.
+type Delegate = {
+  findMany: (args: object) => Promise<Record<string, unknown>[]>;
+  findUnique: (args: object) => Promise<Record<string, unknown> | null>;
+  create: (args: object) => Promise<Record<string, unknown>>;
+  update: (args: object) => Promise<Record<string, unknown>>;
+};
+const delegate = (db: ControlDb | Prisma.TransactionClient, spec: ConfigTable): Delegate =>
+  (db as unknown as Record<string, Delegate>)[spec.entity.model]!;
+const selectOf = (spec: ConfigTable) => Object.fromEntries(wireColumns(spec).map((c) => [prismaField(c), true]));
+
+const toRow = (spec: ConfigTable, row: Record<string, unknown>): ConfigRow => {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(row)) out[key] = value instanceof Date ? value.toISOString() : value;
+  for (const column of wireColumns(spec)) {
+    const value = row[prismaField(column)];
+    out[column] = value instanceof Date ? value.toISOString() : value;
+  }
   return out as ConfigRow;
 };
+const toData = (values: ReadonlyArray<[string, unknown]>) => Object.fromEntries(values.map(([c, v]) => [prismaField(c), v]));
 
 /** Every row of a control-plane table, by id. */
-export const listConfig = async (db: Db, type: ConfigObjectType): Promise<ConfigRow[]> => {
+export const listConfig = async (db: ControlDb, type: ConfigObjectType): Promise<ConfigRow[]> => {
   const spec = CONFIG_TABLES[type];
-  const { rows } = await db.query(`SELECT ${selectList(spec)} FROM ${spec.table} ORDER BY id`);
-  return rows.map(toRow);
+  const rows = await delegate(db, spec).findMany({ select: selectOf(spec), orderBy: { id: "asc" } });
+  return rows.map((r) => toRow(spec, r));
 };
 
 /** One row, or null. */
-export const getConfig = async (db: Db, type: ConfigObjectType, id: string): Promise<ConfigRow | null> => {
+export const getConfig = async (db: ControlDb, type: ConfigObjectType, id: string): Promise<ConfigRow | null> => {
   const spec = CONFIG_TABLES[type];
-  const { rows } = await db.query(`SELECT ${selectList(spec)} FROM ${spec.table} WHERE id = $1`, [id]);
-  return rows[0] ? toRow(rows[0]) : null;
+  const row = await delegate(db, spec).findUnique({ where: { id }, select: selectOf(spec) });
+  return row ? toRow(spec, row) : null;
 };
 
 const pick = (spec: ConfigTable, values: Record<string, unknown>): Array<[string, unknown]> =>
   spec.columns.filter((c) => values[c] !== undefined).map((c) => [c, values[c]]);
 
 const auditable = (spec: ConfigTable, row: ConfigRow): Record<string, unknown> =>
-  Object.fromEntries(["id", ...spec.columns, ...(spec.readOnly ?? [])].map((c) => [c, row[c]]));
+  Object.fromEntries(["id", ...spec.columns, ...spec.readOnly].map((c) => [c, row[c]]));
+
+/** The PostgreSQL error under a Prisma error (driver adapters keep it in `meta.driverAdapterError.cause`). */
+type PgCause = { originalCode?: string; constraint?: { index?: string }; message?: string };
+const pgCauseOf = (error: unknown): PgCause =>
+  ((error as { meta?: { driverAdapterError?: { cause?: PgCause } } }).meta?.driverAdapterError?.cause ?? {}) as PgCause;
 
 /**
- * Maps a constraint violation of a control-plane write to an AppError a form can show: an unknown
- * reference (pool, queue, resource key) is a 400 on that field, a duplicate id a 409, a failed
- * CHECK a 400. Anything else is rethrown as is.
+ * Maps a constraint violation of a control-plane write (Prisma's P2002/P2003/…, the pg code
+ * underneath) to an AppError a form can show: an unknown reference (pool, queue, resource key) is
+ * a 400 on that field, a duplicate id a 409, a failed CHECK a 400. Anything else is rethrown.
  */
 const asConfigError = (error: unknown, spec: ConfigTable, id: string): never => {
-  const pgError = error as { code?: string; constraint?: string; detail?: string; column?: string };
-  if (pgError.code === "23505") {
+  const code = (error as { code?: string }).code;
+  const cause = pgCauseOf(error);
+  const pgCode = cause.originalCode;
+  // Unique and foreign-key violations name their constraint; a CHECK's name is only in the message.
+  const constraint = cause.constraint?.index ?? /constraint "([^"]+)"/.exec(cause.message ?? "")?.[1];
+  if (code === "P2002" || pgCode === "23505") {
     throw new AppError("CONFLICT", { message: `${spec.objectType} ${id} already exists`, details: { issues: [{ path: ["id"], message: "already exists" }] } });
   }
-  if (pgError.code === "23503") {
-    const column = /Key \(([a-z_]+)\)/.exec(pgError.detail ?? "")?.[1];
+  if (code === "P2003" || pgCode === "23503") {
+    // `queues_pool_id_fkey` → `pool_id`; a constraint of another table means this row is referenced.
+    const column = constraint?.startsWith(`${spec.table}_`) ? constraint.slice(spec.table.length + 1).replace(/_fkey$/, "") : undefined;
     const field = column && spec.columns.includes(column) ? column : undefined;
     throw new AppError("BAD_REQUEST", {
       message: field ? `${field}: unknown ${field.replace(/_id$/, "").replace(/_/g, " ")}` : `${spec.objectType} ${id} is still referenced`,
       details: { issues: [{ path: field ? [field] : ["id"], message: field ? "does not exist" : "still referenced" }] },
     });
   }
-  if (pgError.code === "23514" || pgError.code === "22003" || pgError.code === "23502") {
-    throw new AppError("BAD_REQUEST", { message: `invalid ${spec.objectType}: ${pgError.constraint ?? pgError.column ?? "a value is out of range"}` });
+  if (pgCode === "23514" || pgCode === "22003" || pgCode === "23502" || code === "P2011" || code === "P2020") {
+    throw new AppError("BAD_REQUEST", { message: `invalid ${spec.objectType}: ${constraint ?? cause.message ?? "a value is out of range"}` });
   }
   throw error;
 };
 
-const refuseIssues = (spec: ConfigTable, issues: FieldIssue[]): void => {
+const refuseIssues = (spec: ConfigTable, row: Record<string, unknown>): void => {
+  const issues: FieldIssue[] = spec.entity.issues?.(row) ?? [];
   if (issues.length === 0) return;
   throw new AppError("BAD_REQUEST", {
     message: `invalid ${spec.objectType}: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
@@ -127,43 +128,30 @@ const refuseIssues = (spec: ConfigTable, issues: FieldIssue[]): void => {
 };
 
 /** Options shared by create and update. */
-export type ConfigWriteOptions = {
-  actor: string;
-  reason?: string;
-  /** Cross-field checks on the complete row (after merging a patch); issues refuse the write (400). */
-  validate?: (row: Record<string, unknown>) => FieldIssue[];
-};
+export type ConfigWriteOptions = { actor: string; reason?: string };
 
 /**
  * Creates a control-plane row from the table's writable columns (absent ones take the column
  * default) and appends a `<type>.create` audit row with the new values, in one transaction.
- * A duplicate id is a 409; an unknown reference a 400 naming the field.
+ * The entity's cross-field rules refuse it first (400). A duplicate id is a 409; an unknown
+ * reference a 400 naming the field.
  */
 export const createConfig = async (
-  db: Db,
+  db: ControlDb,
   type: ConfigObjectType,
   values: Record<string, unknown> & { id: string },
   options: ConfigWriteOptions,
 ): Promise<ConfigRow> => {
   const spec = CONFIG_TABLES[type];
-  refuseIssues(spec, options.validate?.(values) ?? []);
-  const fields = pick(spec, values);
-  const columns = ["id", ...fields.map(([c]) => c)];
-  const params = [values.id, ...fields.map(([, v]) => v)];
-  return inTransaction(db, async (client) => {
+  refuseIssues(spec, values);
+  return db.$transaction(async (tx) => {
     let row: ConfigRow;
     try {
-      const { rows } = await client.query(
-        `INSERT INTO ${spec.table} (${columns.map((c) => `"${c}"`).join(", ")})
-         VALUES (${params.map((_, i) => `$${i + 1}`).join(", ")})
-         RETURNING ${selectList(spec)}`,
-        params,
-      );
-      row = toRow(rows[0]!);
+      row = toRow(spec, await delegate(tx, spec).create({ data: { id: values.id, ...toData(pick(spec, values)) }, select: selectOf(spec) }));
     } catch (error) {
       return asConfigError(error, spec, values.id);
     }
-    await writeAudit(client, [
+    await writeAuditTx(tx, [
       { actor: options.actor, action: `${spec.objectType}.create`, objectType: spec.objectType, objectId: row.id, after: auditable(spec, row), reason: options.reason ?? null },
     ]);
     return row;
@@ -172,36 +160,35 @@ export const createConfig = async (
 
 /**
  * Applies a patch of writable columns to a control-plane row (locked while it is merged and
- * validated) and appends a `<type>.update` audit row with the changed fields before → after, in
- * one transaction. A patch that changes nothing writes nothing. Unknown id: 404.
+ * validated against the entity's cross-field rules) and appends a `<type>.update` audit row with
+ * the changed fields before → after, in one transaction. A patch that changes nothing writes
+ * nothing. Unknown id: 404.
  */
 export const updateConfig = async (
-  db: Db,
+  db: ControlDb,
   type: ConfigObjectType,
   id: string,
   patch: Record<string, unknown>,
   options: ConfigWriteOptions,
 ): Promise<ConfigRow> => {
   const spec = CONFIG_TABLES[type];
-  return inTransaction(db, async (client) => {
-    const { rows: current } = await client.query(`SELECT ${selectList(spec)} FROM ${spec.table} WHERE id = $1 FOR UPDATE`, [id]);
-    if (!current[0]) throw new AppError("NOT_FOUND", { message: `${spec.objectType} ${id} not found` });
-    const before = toRow(current[0]);
+  return db.$transaction(async (tx) => {
+    // The table name comes from the declaration, never from input.
+    await tx.$executeRawUnsafe(`SELECT 1 FROM ${spec.table} WHERE id = $1 FOR UPDATE`, id);
+    const current = await delegate(tx, spec).findUnique({ where: { id }, select: selectOf(spec) });
+    if (!current) throw new AppError("NOT_FOUND", { message: `${spec.objectType} ${id} not found` });
+    const before = toRow(spec, current);
     const changed = pick(spec, patch).filter(([c, v]) => JSON.stringify(before[c]) !== JSON.stringify(v));
-    refuseIssues(spec, options.validate?.({ ...before, ...Object.fromEntries(pick(spec, patch)) }) ?? []);
+    refuseIssues(spec, { ...before, ...Object.fromEntries(pick(spec, patch)) });
     if (changed.length === 0) return before;
     let after: ConfigRow;
     try {
-      const { rows } = await client.query(
-        `UPDATE ${spec.table} SET ${changed.map(([c], i) => `"${c}" = $${i + 2}`).join(", ")}, updated_at = now()
-          WHERE id = $1 RETURNING ${selectList(spec)}`,
-        [id, ...changed.map(([, v]) => v)],
-      );
-      after = toRow(rows[0]!);
+      const [{ now }] = await tx.$queryRaw<[{ now: Date }]>`SELECT now()`;
+      after = toRow(spec, await delegate(tx, spec).update({ where: { id }, data: { ...toData(changed), updatedAt: now }, select: selectOf(spec) }));
     } catch (error) {
       return asConfigError(error, spec, id);
     }
-    await writeAudit(client, [
+    await writeAuditTx(tx, [
       {
         actor: options.actor,
         action: `${spec.objectType}.update`,

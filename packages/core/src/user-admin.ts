@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "@porter/contracts";
-import { writeAudit } from "./audit";
-import { inTransaction, type Db } from "./db";
+import type { ControlDb } from "@porter/db/prisma";
+import { writeAuditTx } from "./audit";
+import type { Db } from "./db";
 import { hashPassword, verifyPassword, type Role } from "./users";
 
 /** A console user as the console shows it: never the password hash. */
@@ -53,33 +54,39 @@ export const getActiveUser = async (db: Db, id: string): Promise<ActiveUser | nu
   return rows[0] ? { ...toUser(rows[0]), sessionVersion: rows[0].session_version } : null;
 };
 
+type UserModel = { id: string; email: string; name: string; role: Role; createdAt: Date; disabledAt: Date | null };
+const USER_SELECT = { id: true, email: true, name: true, role: true, createdAt: true, disabledAt: true } as const;
+const fromModel = (u: UserModel): UserRow => ({
+  id: u.id,
+  email: u.email,
+  name: u.name,
+  role: u.role,
+  created_at: u.createdAt.toISOString(),
+  disabled_at: u.disabledAt?.toISOString() ?? null,
+});
+
 /** Every console user, by email. */
-export const listUsers = async (db: Db): Promise<UserRow[]> => {
-  const { rows } = await db.query<UserDbRow>(`SELECT ${USER_COLUMNS} FROM users ORDER BY email`);
-  return rows.map(toUser);
-};
+export const listUsers = async (db: ControlDb): Promise<UserRow[]> =>
+  (await db.user.findMany({ select: USER_SELECT, orderBy: { email: "asc" } })).map(fromModel);
 
 /** Creates a console user (argon2id hash), audited without the password. Duplicate email: 409. */
 export const createUser = async (
-  db: Db,
+  db: ControlDb,
   params: { email: string; name?: string; role: Role; password: string; actor: string },
 ): Promise<UserRow> => {
   const passwordHash = await hashPassword(params.password);
-  return inTransaction(db, async (client) => {
+  return db.$transaction(async (tx) => {
     let user: UserRow;
     try {
-      const { rows } = await client.query<UserDbRow>(
-        `INSERT INTO users (id, email, name, password_hash, role) VALUES ($1, lower($2), $3, $4, $5) RETURNING ${USER_COLUMNS}`,
-        [randomUUID(), params.email.trim(), params.name ?? "", passwordHash, params.role],
-      );
-      user = toUser(rows[0]!);
+      const data = { id: randomUUID(), email: params.email.trim().toLowerCase(), name: params.name ?? "", passwordHash, role: params.role };
+      user = fromModel(await tx.user.create({ data, select: USER_SELECT }));
     } catch (error) {
-      if ((error as { code?: string }).code === "23505") {
+      if ((error as { code?: string }).code === "P2002") {
         throw new AppError("CONFLICT", { message: `a user with email ${params.email} exists`, details: { issues: [{ path: ["email"], message: "already in use" }] } });
       }
       throw error;
     }
-    await writeAudit(client, [
+    await writeAuditTx(tx, [
       { actor: params.actor, action: "user.create", objectType: "user", objectId: user.id, after: { email: user.email, name: user.name, role: user.role } },
     ]);
     return user;
@@ -95,31 +102,37 @@ export type UserPatch = { name?: string; role?: Role; disabled?: boolean; passwo
  * it would leave no enabled admin, so the console cannot lock itself out. A new password, another
  * role or disabling the account ends the user's sessions (bumps `session_version`).
  */
-export const updateUser = async (db: Db, params: { id: string; patch: UserPatch; actor: string; reason?: string }): Promise<UserRow> => {
+export const updateUser = async (db: ControlDb, params: { id: string; patch: UserPatch; actor: string; reason?: string }): Promise<UserRow> => {
   const passwordHash = params.patch.password === undefined ? undefined : await hashPassword(params.patch.password);
-  return inTransaction(db, async (client) => {
+  return db.$transaction(async (tx) => {
     // User changes are rare: serialising them makes the last-admin check below race-free (two
     // admins demoting each other at once cannot both see the other still enabled).
-    await client.query(`SELECT pg_advisory_xact_lock(hashtext('porter.users.update'))`);
-    const { rows: current } = await client.query<UserDbRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [params.id]);
-    if (!current[0]) throw new AppError("NOT_FOUND", { message: `user ${params.id} not found` });
-    const before = toUser(current[0]);
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('porter.users.update'))`;
+    await tx.$executeRaw`SELECT 1 FROM users WHERE id = ${params.id} FOR UPDATE`;
+    const current = await tx.user.findUnique({ where: { id: params.id }, select: USER_SELECT });
+    if (!current) throw new AppError("NOT_FOUND", { message: `user ${params.id} not found` });
+    const before = fromModel(current);
     const { name, role, disabled } = params.patch;
-    const { rows } = await client.query<UserDbRow>(
-      `UPDATE users SET name = coalesce($2, name), role = coalesce($3::role, role),
-              disabled_at = CASE WHEN $4::boolean IS NULL THEN disabled_at WHEN $4 THEN coalesce(disabled_at, now()) ELSE NULL END,
-              password_hash = coalesce($5, password_hash),
-              session_version = session_version + CASE
-                WHEN $5::text IS NOT NULL OR ($3::role IS NOT NULL AND $3::role <> role) OR ($4::boolean AND disabled_at IS NULL) THEN 1 ELSE 0 END
-        WHERE id = $1 RETURNING ${USER_COLUMNS}`,
-      [params.id, name ?? null, role ?? null, disabled ?? null, passwordHash ?? null],
+    const [{ now }] = await tx.$queryRaw<[{ now: Date }]>`SELECT now()`;
+    const disabledAt = disabled === undefined ? current.disabledAt : disabled ? (current.disabledAt ?? now) : null;
+    const endsSessions = passwordHash !== undefined || (role !== undefined && role !== current.role) || (disabled === true && current.disabledAt === null);
+    const after = fromModel(
+      await tx.user.update({
+        where: { id: params.id },
+        data: {
+          ...(name === undefined ? {} : { name }),
+          ...(role === undefined ? {} : { role }),
+          disabledAt,
+          ...(passwordHash === undefined ? {} : { passwordHash }),
+          ...(endsSessions ? { sessionVersion: { increment: 1 } } : {}),
+        },
+        select: USER_SELECT,
+      }),
     );
-    const after = toUser(rows[0]!);
     const wasAdmin = before.role === "admin" && before.disabled_at === null;
     const isAdmin = after.role === "admin" && after.disabled_at === null;
-    if (wasAdmin && !isAdmin) {
-      const { rows: admins } = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM users WHERE role = 'admin' AND disabled_at IS NULL`);
-      if (Number(admins[0]!.n) === 0) throw new AppError("CONFLICT", { message: "refused: this would leave no enabled admin" });
+    if (wasAdmin && !isAdmin && (await tx.user.count({ where: { role: "admin", disabledAt: null } })) === 0) {
+      throw new AppError("CONFLICT", { message: "refused: this would leave no enabled admin" });
     }
     const beforeAudit: Record<string, unknown> = {};
     const afterAudit: Record<string, unknown> = {};
@@ -131,7 +144,7 @@ export const updateUser = async (db: Db, params: { id: string; patch: UserPatch;
     }
     if (passwordHash !== undefined) afterAudit.password = "changed";
     if (Object.keys(afterAudit).length > 0) {
-      await writeAudit(client, [
+      await writeAuditTx(tx, [
         { actor: params.actor, action: "user.update", objectType: "user", objectId: params.id, before: beforeAudit, after: afterAudit, reason: params.reason ?? null },
       ]);
     }
@@ -152,21 +165,16 @@ export type ApiKeyRow = {
 };
 
 /** Every API key, newest first (revoked ones included, marked). */
-export const listApiKeys = async (db: Db): Promise<ApiKeyRow[]> => {
-  const { rows } = await db.query<{
-    id: string;
-    name: string;
-    tenant_ids: string[];
-    job_types: string[];
-    created_by: string;
-    created_at: Date;
-    last_used_at: Date | null;
-    revoked_at: Date | null;
-  }>(`SELECT id, name, tenant_ids, job_types, created_by, created_at, last_used_at, revoked_at FROM api_keys ORDER BY created_at DESC, id`);
+export const listApiKeys = async (db: ControlDb): Promise<ApiKeyRow[]> => {
+  const rows = await db.apiKey.findMany({ orderBy: [{ createdAt: "desc" }, { id: "asc" }] });
   return rows.map((r) => ({
-    ...r,
-    created_at: r.created_at.toISOString(),
-    last_used_at: r.last_used_at?.toISOString() ?? null,
-    revoked_at: r.revoked_at?.toISOString() ?? null,
+    id: r.id,
+    name: r.name,
+    tenant_ids: r.tenantIds,
+    job_types: r.jobTypes,
+    created_by: r.createdBy,
+    created_at: r.createdAt.toISOString(),
+    last_used_at: r.lastUsedAt?.toISOString() ?? null,
+    revoked_at: r.revokedAt?.toISOString() ?? null,
   }));
 };

@@ -1,24 +1,33 @@
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client";
+
+export { Prisma, PrismaClient } from "./generated/prisma/client";
+
+/**
+ * The control plane's database handle: the Prisma Client generated from prisma/schema.prisma.
+ * Core's control-plane functions (pools, queues, job types, tenants, resource keys, API keys,
+ * users, audit reads) take it; the data plane keeps plain `pg`.
+ */
+export type ControlDb = PrismaClient;
 
 /** Options of {@link createPrisma}. */
 export type CreatePrismaOptions = {
-  /** Maximum connections of the adapter's own pg pool. Default 5: Prisma serves the control plane. */
+  /** Maximum connections of the adapter's own pg pool (ignored when given a pool). Default 5. */
   max?: number;
-  /** Shown in `pg_stat_activity.application_name`. */
+  /** Shown in `pg_stat_activity.application_name` (ignored when given a pool). */
   applicationName?: string;
 };
 
 /**
- * Creates a PrismaClient for `connectionString` through `@prisma/adapter-pg` (Prisma 7 has no
- * built-in driver). The client owns its own small pg pool; the caller must `$disconnect()` it.
- * The hot path (claim, ack) uses plain `pg` via `createPool` instead.
+ * Creates a PrismaClient through `@prisma/adapter-pg` (Prisma 7 has no built-in driver). Given a
+ * connection string the client owns a small pg pool of its own; given a `pg.Pool` it shares that
+ * pool (and leaves ending it to its owner). Either way the caller must `$disconnect()` it.
  */
-export function createPrisma(connectionString: string, opts: CreatePrismaOptions = {}): PrismaClient {
-  const adapter = new PrismaPg({
-    connectionString,
-    max: opts.max ?? 5,
-    application_name: opts.applicationName,
-  });
+export function createPrisma(target: string | pg.Pool, opts: CreatePrismaOptions = {}): PrismaClient {
+  const adapter =
+    target instanceof pg.Pool
+      ? new PrismaPg(target)
+      : new PrismaPg({ connectionString: target, max: opts.max ?? 5, application_name: opts.applicationName });
   return new PrismaClient({ adapter });
 }

@@ -1,4 +1,5 @@
 "use client";
+import type { EntityDecl, FieldDecl } from "@porter/contracts/control-plane";
 import { TRPCClientError } from "@trpc/client";
 import { useId, useRef, useState, type FormEvent } from "react";
 import type { z } from "zod";
@@ -19,6 +20,41 @@ export type FieldSpec = {
   /** Unit shown after the input (s, ms, jobs/s). */
   unit?: string;
 };
+
+const KIND_OF: Record<FieldDecl["kind"], FieldSpec["kind"]> = {
+  int: "int",
+  rate: "number",
+  text: "text",
+  textarea: "textarea",
+  enum: "select",
+  ref: "select",
+  origins: "list",
+};
+
+/** The input of one declared field (@porter/contracts/control-plane): its label, help, unit, kind and options. */
+export const fieldSpec = (name: string, f: Pick<FieldDecl, "label" | "help" | "unit" | "placeholder"> & { kind: string; isNullable?: boolean; options?: FieldSpec["options"] }): FieldSpec => ({
+  name,
+  label: f.label,
+  kind: (KIND_OF as Record<string, FieldSpec["kind"]>)[f.kind] ?? (f.kind as FieldSpec["kind"]),
+  ...(f.isNullable ? { isNullable: true } : {}),
+  ...(f.options ? { options: f.options } : {}),
+  ...(f.help ? { help: f.help } : {}),
+  ...(f.unit ? { unit: f.unit } : {}),
+  ...(f.placeholder ? { placeholder: f.placeholder } : {}),
+});
+
+/**
+ * The form of an entity, derived from its declaration: the id, then every field (or `names`, in
+ * that order). A view only chooses layout: which fields, their order, and `overrides` such as the
+ * options of a reference (the pools a queue may pick).
+ */
+export const entityFields = (
+  entity: EntityDecl,
+  opts: { names?: readonly string[]; overrides?: Record<string, Partial<FieldSpec>> } = {},
+): FieldSpec[] => [
+  { name: "id", label: entity.idLabel, kind: "text", isId: true, placeholder: entity.idPlaceholder, ...opts.overrides?.id },
+  ...(opts.names ?? Object.keys(entity.fields)).map((name) => ({ ...fieldSpec(name, entity.fields[name]!), ...opts.overrides?.[name] })),
+];
 
 type Raw = Record<string, string | boolean>;
 

@@ -1,5 +1,6 @@
 import { Registry } from "@porter/core";
 import { createPool } from "@porter/db/pool";
+import { createPrisma, type ControlDb } from "@porter/db/prisma";
 import { runtimeDatabaseUrl } from "@porter/db/runtime-role";
 import type pg from "pg";
 import { getEnv } from "./env";
@@ -7,7 +8,7 @@ import { getLogger } from "./logger";
 
 // Process-wide state of the console, created on first use. Kept on globalThis so `next dev`'s
 // module reloads reuse the pool instead of leaking connections.
-const state = globalThis as typeof globalThis & { porterConsolePool?: pg.Pool; porterConsoleRegistry?: Registry };
+const state = globalThis as typeof globalThis & { porterConsolePool?: pg.Pool; porterConsolePrisma?: ControlDb; porterConsoleRegistry?: Registry };
 
 /** The console's connection string: the runtime role's (README "Configuration"), never the owner's. */
 export const consoleDatabaseUrl = (): string => {
@@ -24,6 +25,13 @@ export const getPool = (): pg.Pool =>
     connectionTimeoutMillis: 3000,
     onError: (error) => getLogger().warn("idle database connection failed", { err: error.message }),
   }));
+
+/**
+ * The console's Prisma client for the control plane (lazily created once per process). It shares
+ * the pool of {@link getPool}: it holds no connections of its own, so there is nothing more to close
+ * than the pool when the process ends.
+ */
+export const getPrisma = (): ControlDb => (state.porterConsolePrisma ??= createPrisma(getPool()));
 
 /** The job-type/tenant policy cache of enqueue; console edits show within a second. */
 export const getRegistry = (): Registry => (state.porterConsoleRegistry ??= new Registry({ ttlMs: 1000 }));

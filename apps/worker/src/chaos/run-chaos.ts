@@ -7,6 +7,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { updateConfig } from "@porter/core";
 import { createPool } from "@porter/db/pool";
+import { createPrisma } from "@porter/db/prisma";
 import { startRestartableCluster } from "@porter/db/testing/restartable-cluster";
 import { seedDemo } from "../../../../prisma/seed";
 import { WorkerFleet, type FleetMember, type ListenKill } from "./fleet";
@@ -105,13 +106,15 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const fleet = new WorkerFleet({ connectionString: cluster.connectionString, pool: "background", size: options.workers, concurrency: options.concurrency });
   try {
     await seedDemo(db, { actor: "chaos", adminEmail: "admin@porter.local", adminPassword: "chaos-suite-admin" });
+    const prisma = createPrisma(db);
     await updateConfig(
-      db,
+      prisma,
       "queue",
       "diag",
       { lease_seconds: options.leaseSeconds, backoff_base_ms: options.backoffBaseMs, backoff_cap_ms: options.backoffCapMs },
       { actor: "chaos", reason: "chaos run: short lease and backoff so crashed attempts come back within the run" },
     );
+    await prisma.$disconnect();
     await db.query(ORDERS_TABLE_SQL);
     const transactional = new TransactionalProducer(db, { runId, concurrency: options.transactionalProducers });
     const crashCase = await transactionalCrashCase(cluster, transactional);

@@ -2,14 +2,17 @@ import { relative } from "node:path";
 import type pg from "pg";
 import { startEmbeddedPostgres } from "@porter/db/embedded";
 import { createPool } from "@porter/db/pool";
+import { createPrisma, type ControlDb } from "@porter/db/prisma";
 import { inspectConnectionRole, privilegeWarning, runtimeLoginHint, type RuntimeRoleSpec } from "@porter/db/runtime-role";
 import { appRoleFor, resolveAppPassword } from "./app-role";
 import type { CliEnv } from "./env";
 import { embeddedDataDir, porterHome, repoRoot } from "./paths";
 
-/** A command's database: a pool, and how to let go of it (stopping an embedded server we started). */
+/** A command's database: a pool, the control plane's Prisma client on it, and how to let go of both (stopping an embedded server we started). */
 export type CliDatabase = {
   pool: pg.Pool;
+  /** Shares `pool`'s connections; users, keys and configuration go through it (@porter/core's control plane). */
+  prisma: ControlDb;
   connectionString: string;
   /** The runtime role the migrator creates and grants (its password when one is configured). */
   runtimeRole: RuntimeRoleSpec;
@@ -57,9 +60,11 @@ export const openCliDatabase = async (options: { env: CliEnv; as: "owner" | "run
   const role = appRoleFor(env, ownerUrl, password);
   const connectionString = options.as === "owner" ? ownerUrl : role.connectionString;
   const pool = createPool(connectionString, { max: 4, applicationName: "porter-cli" });
+  const prisma = createPrisma(pool);
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
+      await prisma.$disconnect();
       await pool.end();
       await stopEmbedded();
     })());
@@ -73,5 +78,5 @@ export const openCliDatabase = async (options: { env: CliEnv; as: "owner" | "run
       throw hint ? new Error(`${(error as Error).message}: ${hint}`, { cause: error }) : error;
     }
   }
-  return { pool, connectionString, runtimeRole: role.spec, close };
+  return { pool, prisma, connectionString, runtimeRole: role.spec, close };
 };

@@ -17,7 +17,7 @@ const ZApiKeyRow = z.object({
 
 /** Producer API keys: listed without secrets (viewer); created and revoked by admins. */
 export const apiKeysRouter = createTRPCRouter({
-  list: viewerProcedure.output(z.array(ZApiKeyRow)).query(({ ctx }) => listApiKeys(ctx.pool)),
+  list: viewerProcedure.output(z.array(ZApiKeyRow)).query(({ ctx }) => listApiKeys(ctx.prisma)),
 
   /** Creates a key; the response carries the full key once — only a hash of its secret is stored. */
   create: adminProcedure
@@ -32,7 +32,7 @@ export const apiKeysRouter = createTRPCRouter({
     .input(ZApiKeyRevoke)
     .output(z.object({ id: z.string(), revoked: z.literal(true) }))
     .mutation(async ({ ctx, input }) => {
-      await revokeApiKey(ctx.pool, { id: input.id, actor: actorOf(ctx.session) });
+      await revokeApiKey(ctx.prisma, { id: input.id, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
       return { id: input.id, revoked: true as const };
     }),
 });
@@ -48,13 +48,13 @@ const ZUserRow = z.object({
 
 /** Console users and roles: admins only (emails are personal data). */
 export const usersRouter = createTRPCRouter({
-  list: adminProcedure.output(z.array(ZUserRow)).query(({ ctx }) => listUsers(ctx.pool)),
+  list: adminProcedure.output(z.array(ZUserRow)).query(({ ctx }) => listUsers(ctx.prisma)),
 
   /** Creates a user with an argon2id password hash (409 on a used email). */
   create: adminProcedure
     .input(ZUserCreate)
     .output(ZUserRow)
-    .mutation(({ ctx, input }) => createUser(ctx.pool, { ...input, actor: actorOf(ctx.session) })),
+    .mutation(({ ctx, input }) => createUser(ctx.prisma, { ...input, actor: actorOf(ctx.session) })),
 
   /** Renames, changes the role, disables/enables or resets the password; never leaves no admin (409). */
   update: adminProcedure
@@ -62,7 +62,7 @@ export const usersRouter = createTRPCRouter({
     .output(ZUserRow)
     .mutation(({ ctx, input }) => {
       const { id, reason, ...patch } = input;
-      return updateUser(ctx.pool, { id, patch, actor: actorOf(ctx.session), ...(reason ? { reason } : {}) });
+      return updateUser(ctx.prisma, { id, patch, actor: actorOf(ctx.session), ...(reason ? { reason } : {}) });
     }),
 });
 

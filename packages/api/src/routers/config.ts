@@ -1,4 +1,4 @@
-import { createConfig, listConfig, updateConfig, type ConfigObjectType, type ConfigRow, type FieldIssue } from "@porter/core";
+import { createConfig, listConfig, updateConfig, type ConfigObjectType } from "@porter/core";
 import { z } from "zod";
 import { actorOf } from "../actor";
 import { adminProcedure, createTRPCRouter, viewerProcedure } from "../trpc";
@@ -8,44 +8,34 @@ type UpdateInput = { id: string; patch: Record<string, unknown>; reason?: string
 
 /**
  * `list` (viewer), `create` and `update` (admin) for one control-plane table. Writes go through
- * @porter/core's createConfig/updateConfig: validated (zod here, cross-field rules on the merged
- * row there), audited with before → after in the same transaction.
+ * @porter/core's createConfig/updateConfig (Prisma): validated (zod here, the entity's cross-field
+ * rules on the merged row there), audited with before → after in the same transaction.
  */
-export const configRouter = <Row extends z.ZodType, Create extends z.ZodType, Update extends z.ZodType>(
+export const configRouter = <Row, Create extends z.ZodType<CreateInput, unknown>, Update extends z.ZodType<UpdateInput, unknown>>(
   type: ConfigObjectType,
-  schemas: { row: Row; create: Create; update: Update; validate?: (row: Record<string, unknown>) => FieldIssue[] },
+  schemas: { row: z.ZodType<Row, unknown>; create: Create; update: Update },
 ) =>
   createTRPCRouter({
     /** Every row, by id. */
     list: viewerProcedure
       .output(z.array(schemas.row))
-      .query(async ({ ctx }) => (await listConfig(ctx.pool, type)) as never),
+      .query(({ ctx }) => listConfig(ctx.prisma, type)),
 
     /** Creates a row (409 when the id exists, 400 naming an unknown reference). */
     create: adminProcedure
       .input(schemas.create)
       .output(schemas.row)
-      .mutation(async ({ ctx, input }) => {
+      .mutation(({ ctx, input }) => {
         const { reason, ...values } = input as CreateInput;
-        const row: ConfigRow = await createConfig(ctx.pool, type, values, {
-          actor: actorOf(ctx.session),
-          ...(reason ? { reason } : {}),
-          ...(schemas.validate ? { validate: schemas.validate } : {}),
-        });
-        return row as never;
+        return createConfig(ctx.prisma, type, values, { actor: actorOf(ctx.session), ...(reason ? { reason } : {}) });
       }),
 
     /** Changes some fields of a row; the audit row holds only what changed (404 unknown id). */
     update: adminProcedure
       .input(schemas.update)
       .output(schemas.row)
-      .mutation(async ({ ctx, input }) => {
+      .mutation(({ ctx, input }) => {
         const { id, patch, reason } = input as UpdateInput;
-        const row = await updateConfig(ctx.pool, type, id, patch, {
-          actor: actorOf(ctx.session),
-          ...(reason ? { reason } : {}),
-          ...(schemas.validate ? { validate: schemas.validate } : {}),
-        });
-        return row as never;
+        return updateConfig(ctx.prisma, type, id, patch, { actor: actorOf(ctx.session), ...(reason ? { reason } : {}) });
       }),
   });

@@ -61,7 +61,7 @@ export const auditRouter = createTRPCRouter({
     .output(z.object({ entries: z.array(ZAuditRow), next_cursor: z.string().nullable() }))
     .query(({ ctx, input }) => {
       const f = input.filter;
-      return listAudit(ctx.pool, {
+      return listAudit(ctx.prisma, {
         filter: {
           ...(f.actor ? { actor: f.actor } : {}),
           ...(f.action ? { action: f.action } : {}),

@@ -2,10 +2,9 @@ import { AppError } from "@porter/contracts";
 import { drainQueues, listConfig, listWorkers, queueOverview, setQueuePaused } from "@porter/core";
 import { z } from "zod";
 import { actorOf } from "../actor";
-import { ZConfigId, ZPoolCreate, ZPoolUpdate, ZReason } from "../schemas/control-plane";
+import { ZConfigId, ZPoolCreate, ZPoolRow, ZPoolUpdate, ZReason } from "../schemas/control-plane";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { configRouter } from "./config";
-import { ZPoolRow } from "./config-rows";
 
 export const ZWorkerRow = z.object({
   id: z.string(),
@@ -23,18 +22,18 @@ export const ZWorkerRow = z.object({
   status: z.enum(["live", "lost", "stopped"]),
 });
 
-const ZPoolOverview = ZPoolRow.extend({
+const ZPoolOverview = ZPoolRow.and(z.object({
   queues: z.array(z.object({ id: z.string(), paused: z.boolean(), running: z.number().int() })),
   running: z.number().int(),
   workers: z.array(ZWorkerRow),
-});
+}));
 
 const ZPoolAction = z.strictObject({ id: ZConfigId, reason: ZReason });
 const ZPoolActionResult = z.object({ id: z.string(), queues: z.array(z.string()), changed: z.array(z.string()) });
 
-const queuesOf = async (pool: Parameters<typeof listConfig>[0], poolId: string): Promise<string[]> => {
-  const queues = (await listConfig(pool, "queue")).filter((q) => q.pool_id === poolId).map((q) => q.id);
-  if (!(await listConfig(pool, "pool")).some((p) => p.id === poolId)) throw new AppError("NOT_FOUND", { message: `pool ${poolId} not found` });
+const queuesOf = async (prisma: Parameters<typeof listConfig>[0], poolId: string): Promise<string[]> => {
+  const queues = (await listConfig(prisma, "queue")).filter((q) => q.pool_id === poolId).map((q) => q.id);
+  if (!(await listConfig(prisma, "pool")).some((p) => p.id === poolId)) throw new AppError("NOT_FOUND", { message: `pool ${poolId} not found` });
   if (queues.length === 0) throw new AppError("CONFLICT", { message: `pool ${poolId} has no queues` });
   return queues;
 };
@@ -53,7 +52,7 @@ export const poolsRouter = createTRPCRouter({
     .output(z.array(ZPoolOverview))
     .query(async ({ ctx, input }) => {
       const [pools, queues, workers] = await Promise.all([
-        listConfig(ctx.pool, "pool"),
+        listConfig(ctx.prisma, "pool"),
         queueOverview(ctx.pool),
         listWorkers(ctx.pool, { includeStopped: input.include_stopped }),
       ]);
@@ -73,7 +72,7 @@ export const poolsRouter = createTRPCRouter({
     .input(ZPoolAction)
     .output(ZPoolActionResult)
     .mutation(async ({ ctx, input }) => {
-      const queues = await queuesOf(ctx.pool, input.id);
+      const queues = await queuesOf(ctx.prisma, input.id);
       const changed = await drainQueues(ctx.pool, { queueIds: queues, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
       return { id: input.id, queues, changed };
     }),
@@ -83,7 +82,7 @@ export const poolsRouter = createTRPCRouter({
     .input(ZPoolAction)
     .output(ZPoolActionResult)
     .mutation(async ({ ctx, input }) => {
-      const queues = await queuesOf(ctx.pool, input.id);
+      const queues = await queuesOf(ctx.prisma, input.id);
       const changed: string[] = [];
       for (const queueId of queues) {
         const didChange = await setQueuePaused(ctx.pool, { queueId, paused: false, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });

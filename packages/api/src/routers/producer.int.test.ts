@@ -166,7 +166,7 @@ describe("producer.enqueue", () => {
     const revocable = await db.pool.query<{ id: string }>(`SELECT id FROM api_keys WHERE id = $1`, [fx.keyEmailOnlyId]);
     expect(revocable.rowCount).toBe(1);
     expect((await post("producer.enqueue", job(), fx.keyEmailOnly)).status).toBe(200);
-    await revokeApiKey(db.pool, { id: fx.keyEmailOnlyId, actor: "test" });
+    await revokeApiKey(db.prisma, { id: fx.keyEmailOnlyId, actor: "test" });
     const after = await countStored(db.pool);
     expectError(await post("producer.enqueue", job(), fx.keyEmailOnly), 401, "UNAUTHORIZED");
     expect(await countStored(db.pool)).toEqual(after);

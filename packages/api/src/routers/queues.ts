@@ -2,10 +2,9 @@ import { AppError } from "@porter/contracts";
 import { drainQueues, getConfig, queueOverview, setQueuePaused } from "@porter/core";
 import { z } from "zod";
 import { actorOf } from "../actor";
-import { queueIssues, ZConfigId, ZQueueCreate, ZQueueUpdate, ZReason } from "../schemas/control-plane";
+import { ZConfigId, ZQueueCreate, ZQueueRow, ZQueueUpdate, ZReason } from "../schemas/control-plane";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { configRouter } from "./config";
-import { ZQueueRow } from "./config-rows";
 
 const ZQueueAction = z.strictObject({ id: ZConfigId, reason: ZReason });
 const ZPauseResult = z.object({ id: z.string(), paused: z.boolean(), changed: z.boolean(), running: z.number().int() });
@@ -15,14 +14,14 @@ const runningOf = async (ctx: { pool: Parameters<typeof queueOverview>[0] }, id:
 
 /** Queues: every knob (admin), pause/resume/drain (operator), and reads (viewer). */
 export const queuesRouter = createTRPCRouter({
-  ...configRouter("queue", { row: ZQueueRow, create: ZQueueCreate, update: ZQueueUpdate, validate: queueIssues })._def.record,
+  ...configRouter("queue", { row: ZQueueRow, create: ZQueueCreate, update: ZQueueUpdate })._def.record,
 
   /** One queue's configuration (404 when unknown). */
   get: viewerProcedure
     .input(z.strictObject({ id: ZConfigId }))
     .output(ZQueueRow)
     .query(async ({ ctx, input }) => {
-      const row = await getConfig(ctx.pool, "queue", input.id);
+      const row = await getConfig(ctx.prisma, "queue", input.id);
       if (!row) throw new AppError("NOT_FOUND", { message: `queue ${input.id} not found` });
       return row as z.infer<typeof ZQueueRow>;
     }),

@@ -1,6 +1,5 @@
-import { ZJobTypeCreate, ZJobTypeUpdate, ZResourceKeyCreate, ZResourceKeyUpdate, ZTenantCreate, ZTenantUpdate } from "../schemas/control-plane";
+import { ZJobTypeCreate, ZJobTypeRow, ZJobTypeUpdate, ZResourceKeyCreate, ZResourceKeyRow, ZResourceKeyUpdate, ZTenantCreate, ZTenantRow, ZTenantUpdate } from "../schemas/control-plane";
 import { configRouter } from "./config";
-import { ZJobTypeRow, ZResourceKeyRow, ZTenantRow } from "./config-rows";
 
 /** Job types: type → queue, payload schema version, timeout override. */
 export const jobTypesRouter = configRouter("job_type", { row: ZJobTypeRow, create: ZJobTypeCreate, update: ZJobTypeUpdate });

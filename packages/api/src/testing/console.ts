@@ -1,12 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { enqueueJobs, Registry } from "@porter/core";
 import { insertFinished } from "@porter/core/sql/finish";
+import { createPrisma, type ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
 import type { Context, Role, Session } from "../context";
 import { createCaller } from "../root";
 
 /** A console user for in-process calls. */
 export const sessionOf = (role: Role, email = `${role}@example.com`): Session => ({ userId: `u-${email}`, email, role });
+
+// One Prisma client per test pool (sharing its connections), as a process has one next to its pool.
+const prismaOf = new WeakMap<pg.Pool, ControlDb>();
+const prismaFor = (pool: pg.Pool): ControlDb => {
+  let prisma = prismaOf.get(pool);
+  if (!prisma) prismaOf.set(pool, (prisma = createPrisma(pool)));
+  return prisma;
+};
 
 /**
  * A caller of the appRouter as a signed-in console user, with the headers of a same-origin JSON
@@ -20,6 +29,7 @@ export const consoleCaller = (pool: pg.Pool, session: Session | null) => {
     }),
     resHeaders: new Headers(),
     pool,
+    prisma: prismaFor(pool),
     registry: new Registry(),
     maxPayloadBytes: 64 * 1024,
     apiKey: null,

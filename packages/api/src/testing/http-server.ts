@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
+import { createPrisma } from "@porter/db/prisma";
 import { handleTrpcRequest, type TrpcHttpDeps } from "../http";
 
 /**
@@ -22,7 +23,10 @@ export type TestServer = { url: string; close: () => Promise<void> };
  * Serves `handleTrpcRequest` — the code behind the console's `/api/trpc/*` route — from a Node
  * `http` server on an ephemeral port, so tests call the API over real HTTP as producers do.
  */
-export const startTestServer = async (deps: TrpcHttpDeps): Promise<TestServer> => {
+export const startTestServer = async (given: Omit<TrpcHttpDeps, "prisma"> & Partial<Pick<TrpcHttpDeps, "prisma">>): Promise<TestServer> => {
+  // Without a Prisma client of the caller's, one over the same pool, disconnected on close.
+  const ownPrisma = given.prisma ? undefined : createPrisma(given.pool);
+  const deps: TrpcHttpDeps = { ...given, prisma: given.prisma ?? ownPrisma! };
   const server = createServer((req, res) => {
     void serve(req, res, deps);
   });
@@ -34,7 +38,7 @@ export const startTestServer = async (deps: TrpcHttpDeps): Promise<TestServer> =
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();
         server.close((error) => (error ? reject(error) : resolve()));
-      }),
+      }).then(() => ownPrisma?.$disconnect()),
   };
 };
 

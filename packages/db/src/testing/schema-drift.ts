@@ -1,5 +1,8 @@
 // Compares prisma/schema.prisma (parsed by ./prisma-schema) with a migrated database, so the
-// Prisma client's idea of the tables and the SQL migrations cannot drift apart unnoticed.
+// Prisma client's idea of the tables and the SQL migrations cannot drift apart unnoticed. Kept now
+// that the control plane runs on the Prisma Client: a column a migration renamed or retyped would
+// otherwise fail only when a console page or CLI command first queries it, and the generated
+// client's own data model carries no nullability, native types or indexes to compare instead.
 import type { Queryable } from "../pool";
 import type { PrismaField, PrismaSchema } from "./prisma-schema";
 

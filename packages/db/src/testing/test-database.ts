@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, inject } from "vitest";
 import { createPool } from "../pool";
+import { createPrisma, type ControlDb } from "../prisma";
 import { runtimeDatabaseUrl } from "../runtime-role";
 import { withDatabase } from "./context";
 
@@ -21,6 +22,10 @@ export type TestDatabase = {
   appConnectionString: string;
   /** A pool (max 5) on {@link TestDatabase.appConnectionString}, opened on first use, ended by `drop()`. */
   appPool: pg.Pool;
+  /** A Prisma client sharing {@link TestDatabase.pool} (the owner), opened on first use, disconnected by `drop()`. */
+  prisma: ControlDb;
+  /** A Prisma client sharing {@link TestDatabase.appPool} (the runtime role): what the console and CLI use. */
+  appPrisma: ControlDb;
   /** Ends the pools and drops the database (terminating other connections to it). */
   drop: () => Promise<void>;
 };
@@ -66,9 +71,14 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
   const pool = createPool(connectionString, { max: 5, applicationName: "porter-test" });
   const appConnectionString = runtimeDatabaseUrl({ databaseUrl: connectionString });
   let appPool: pg.Pool | undefined;
+  let prisma: ControlDb | undefined;
+  let appPrisma: ControlDb | undefined;
+  const getAppPool = () => (appPool ??= createPool(appConnectionString, { max: 5, applicationName: "porter-test-app" }));
   let dropped: Promise<void> | undefined;
   const drop = () =>
     (dropped ??= (async () => {
+      await prisma?.$disconnect();
+      await appPrisma?.$disconnect();
       await pool.end();
       await appPool?.end();
       await withAdmin(adminUrl, (client) =>
@@ -81,7 +91,13 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
     pool,
     appConnectionString,
     get appPool() {
-      return (appPool ??= createPool(appConnectionString, { max: 5, applicationName: "porter-test-app" }));
+      return getAppPool();
+    },
+    get prisma() {
+      return (prisma ??= createPrisma(pool));
+    },
+    get appPrisma() {
+      return (appPrisma ??= createPrisma(getAppPool()));
     },
     drop,
   };
@@ -105,6 +121,8 @@ export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
   afterAll(async ({}, suite) => {
     if (!db) return;
     if (hasFailure || hasFailed(suite)) {
+      await db.prisma.$disconnect();
+      await db.appPrisma.$disconnect();
       await db.pool.end();
       await db.appPool.end();
       console.warn(`[porter] kept test database ${db.name} for inspection: psql ${db.connectionString}`);
@@ -131,6 +149,12 @@ export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
     },
     get appPool() {
       return current().appPool;
+    },
+    get prisma() {
+      return current().prisma;
+    },
+    get appPrisma() {
+      return current().appPrisma;
     },
     drop: () => current().drop(),
   };

@@ -45,8 +45,8 @@ export const keysRevokeCommand: Command = {
     const { positionals } = parseCommandArgs("keys revoke", argv, {}, true);
     if (positionals.length !== 1) throw new UsageError("keys revoke: expected exactly one key id (see keys revoke --help)");
     const id = positionals[0]!;
-    const { pool } = await ctx.db();
-    await revokeApiKey(pool, { id, actor: ctx.actor });
+    const { prisma } = await ctx.db();
+    await revokeApiKey(prisma, { id, actor: ctx.actor });
     ctx.out.result({ id, revoked: true }, `revoked API key ${id}`);
   },
 };

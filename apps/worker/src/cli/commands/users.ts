@@ -36,8 +36,8 @@ export const usersCreateCommand: Command = {
     if (!ROLES.includes(role as Role)) throw new UsageError(`${cmd}: --role must be one of ${ROLES.join(", ")}`);
     if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`${cmd}: --email must be an email address`);
     if (password.length < 12) throw new UsageError(`${cmd}: --password must have at least 12 characters`);
-    const { pool } = await ctx.db();
-    const user = await createUser(pool, { email, role: role as Role, password, ...(values.name ? { name: values.name } : {}), actor: ctx.actor });
+    const { prisma } = await ctx.db();
+    const user = await createUser(prisma, { email, role: role as Role, password, ...(values.name ? { name: values.name } : {}), actor: ctx.actor });
     ctx.out.result({ id: user.id, email: user.email, role: user.role }, `created ${user.role} ${user.email}`);
   },
 };

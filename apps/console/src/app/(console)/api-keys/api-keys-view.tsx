@@ -1,4 +1,5 @@
 "use client";
+import { API_KEY_FIELDS } from "@porter/contracts/control-plane";
 import { ZApiKeyCreate } from "@porter/api/schemas/control-plane";
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
@@ -165,11 +166,11 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
       <form className="config-form" onSubmit={submit} noValidate>
         <div className="fields">
           <div className="field">
-            <label htmlFor="key-name">Name</label>
-            <input id="key-name" name="name" value={name} onChange={(e) => setName(e.target.value)} placeholder="billing-service" />
+            <label htmlFor="key-name">{API_KEY_FIELDS.name.label}</label>
+            <input id="key-name" name="name" value={name} onChange={(e) => setName(e.target.value)} placeholder={API_KEY_FIELDS.name.placeholder} />
           </div>
           <fieldset className={`field${errors.tenant_ids ? " has-error" : ""}`} aria-describedby={errors.tenant_ids ? "key-tenants-error" : undefined}>
-            <legend>Tenants</legend>
+            <legend>{API_KEY_FIELDS.tenant_ids.label}</legend>
             {(tenants.data ?? []).map((t) => (
               <label key={t.id} className="check">
                 <input type="checkbox" checked={chosenTenants.includes(t.id)} onChange={(e) => setTenants((l) => toggle(l, t.id, e.target.checked))} /> {t.id}
@@ -182,7 +183,7 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
             ) : null}
           </fieldset>
           <fieldset className={`field${errors.job_types ? " has-error" : ""}`}>
-            <legend>Job types</legend>
+            <legend>{API_KEY_FIELDS.job_types.label}</legend>
             <label className="check">
               <input type="checkbox" checked={isAllTypes} onChange={(e) => setAllTypes(e.target.checked)} /> All job types (*)
             </label>

@@ -1,7 +1,9 @@
 "use client";
 import { ZJobTypeCreate, ZJobTypeFields } from "@porter/api/schemas/control-plane";
+import { createDefaults, JOB_TYPE } from "@porter/contracts/control-plane";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import { entityFields } from "../../../components/config-form";
 import { ConfigPage, orNone } from "../../../components/config-page";
 import { useTRPC } from "../../../lib/trpc";
 
@@ -15,16 +17,10 @@ export function JobTypesView() {
       noun="job type"
       intro="The registry: a job type decides its queue (producers cannot choose one), the payload schema version handlers expect, and optionally its own timeout."
       query={list}
-      fields={[
-        { name: "id", label: "Job type", kind: "text", isId: true, placeholder: "document.parse" },
-        { name: "queue_id", label: "Queue", kind: "select", options: (queues.data ?? []).map((q) => ({ value: q.id, label: q.id })) },
-        { name: "description", label: "Description", kind: "textarea" },
-        { name: "payload_schema_version", label: "Payload schema version", kind: "text" },
-        { name: "timeout_s", label: "Timeout override", kind: "int", unit: "s", isNullable: true, help: "empty = the queue's default timeout" },
-      ]}
+      fields={entityFields(JOB_TYPE, { overrides: { queue_id: { options: (queues.data ?? []).map((q) => ({ value: q.id, label: q.id })) } } })}
       createSchema={ZJobTypeCreate}
       editSchema={ZJobTypeFields}
-      defaults={{ payload_schema_version: "1", queue_id: queues.data?.[0]?.id ?? "" }}
+      defaults={{ ...createDefaults(JOB_TYPE), queue_id: queues.data?.[0]?.id ?? "" }}
       create={trpc.jobTypes.create.mutationOptions()}
       update={trpc.jobTypes.update.mutationOptions()}
       refreshes={[trpc.jobTypes]}

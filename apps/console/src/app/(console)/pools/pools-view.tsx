@@ -1,10 +1,11 @@
 "use client";
 import { ZPoolCreate, ZPoolFields } from "@porter/api/schemas/control-plane";
+import { createDefaults, POOL } from "@porter/contracts/control-plane";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { Tag } from "../../../components/badges";
-import type { FieldSpec } from "../../../components/config-form";
+import { entityFields } from "../../../components/config-form";
 import { orNone, useConfigEditor } from "../../../components/config-page";
 import { DataTable, Pager, rowsList, type Column } from "../../../components/data-table";
 import { Page } from "../../../components/page";
@@ -19,12 +20,7 @@ type Pool = RouterOutputs["pools"]["overview"][number];
 type Worker = Pool["workers"][number];
 type PoolActionResult = RouterOutputs["pools"]["drain"];
 
-const FIELDS: FieldSpec[] = [
-  { name: "id", label: "Pool id", kind: "text", isId: true, placeholder: "interactive" },
-  { name: "description", label: "Description", kind: "textarea" },
-  { name: "concurrency_cap", label: "Concurrency cap", kind: "int", isNullable: true, help: "running jobs across every worker of the pool; empty = the workers' own slots" },
-  { name: "worker_concurrency", label: "Slots per worker", kind: "int", help: "default when a worker starts without --concurrency" },
-];
+const FIELDS = entityFields(POOL);
 
 const WORKER_COLUMNS: ReadonlyArray<Column<Worker>> = [
   { header: "Worker", className: "mono", cell: (w) => w.id },
@@ -67,7 +63,7 @@ export function PoolsView() {
     fields: FIELDS,
     createSchema: ZPoolCreate,
     editSchema: ZPoolFields,
-    defaults: { worker_concurrency: 10 },
+    defaults: createDefaults(POOL),
     create: trpc.pools.create.mutationOptions(),
     update: trpc.pools.update.mutationOptions(),
     refreshes,

@@ -1,9 +1,10 @@
 "use client";
 import { ZQueueCreate, ZQueueFields } from "@porter/api/schemas/control-plane";
+import { createDefaults, QUEUE } from "@porter/contracts/control-plane";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { Tag } from "../../../components/badges";
-import type { FieldSpec } from "../../../components/config-form";
+import { entityFields, type FieldSpec } from "../../../components/config-form";
 import { ConfigPage, orNone } from "../../../components/config-page";
 // Deadline, runtime, retention, aging and resource key are in each queue's edit form.
 import { useViewer } from "../../../components/providers";
@@ -14,36 +15,14 @@ import { useTRPC, type RouterOutputs } from "../../../lib/trpc";
 type PauseResult = RouterOutputs["queues"]["pause"];
 type Queue = RouterOutputs["queues"]["list"][number];
 
-/** Every knob of a queue (prisma/schema.prisma `Queue`). */
-const fields = (pools: string[], resourceKeys: string[]): FieldSpec[] => [
-  { name: "id", label: "Queue id", kind: "text", isId: true, placeholder: "email.transactional" },
-  { name: "pool_id", label: "Pool (lane)", kind: "select", options: pools.map((p) => ({ value: p, label: p })) },
-  { name: "description", label: "Description", kind: "textarea" },
-  { name: "default_priority", label: "Default priority", kind: "int", help: "0–100; used when a producer gives none" },
-  { name: "max_priority", label: "Max priority", kind: "int", help: "producers' priorities are clamped to it" },
-  { name: "concurrency_cap", label: "Concurrency cap", kind: "int", isNullable: true, help: "running jobs of this queue across all workers; empty = none" },
-  { name: "lease_seconds", label: "Lease length", kind: "int", unit: "s", help: "a worker silent this long loses the job" },
-  { name: "default_max_attempts", label: "Default max attempts", kind: "int" },
-  { name: "max_attempts", label: "Retry ceiling (max attempts)", kind: "int" },
-  { name: "backoff_base_ms", label: "Backoff base", kind: "int", unit: "ms" },
-  { name: "backoff_cap_ms", label: "Backoff cap", kind: "int", unit: "ms" },
-  { name: "default_timeout_s", label: "Default timeout", kind: "int", unit: "s" },
-  { name: "max_timeout_s", label: "Max timeout", kind: "int", unit: "s" },
-  { name: "default_deadline_s", label: "Default deadline", kind: "int", unit: "s", isNullable: true, help: "after enqueue; empty = none" },
-  { name: "max_runtime_s", label: "Max runtime", kind: "int", unit: "s", help: "heartbeats never extend a lease past it" },
-  { name: "retention_s", label: "Retention of finished jobs", kind: "int", unit: "s" },
-  { name: "aging_s", label: "Priority aging", kind: "int", unit: "s", isNullable: true, help: "a waiting job reaches top priority after this; empty = off" },
-  { name: "resource_key_id", label: "Resource key", kind: "select", isNullable: true, options: resourceKeys.map((k) => ({ value: k, label: k })) },
-  {
-    name: "admission",
-    label: "Over a tenant's admission limits",
-    kind: "select",
-    options: [
-      { value: "reject", label: "reject (429 + Retry-After)" },
-      { value: "defer", label: "defer (accept at priority 0)" },
-    ],
-  },
-];
+/** Every knob of a queue, as declared in @porter/contracts/control-plane (`QUEUE`). */
+const fields = (pools: string[], resourceKeys: string[]): FieldSpec[] =>
+  entityFields(QUEUE, {
+    overrides: {
+      pool_id: { options: pools.map((p) => ({ value: p, label: p })) },
+      resource_key_id: { options: resourceKeys.map((k) => ({ value: k, label: k })) },
+    },
+  });
 
 export function QueuesView() {
   const trpc = useTRPC();
@@ -99,7 +78,7 @@ export function QueuesView() {
       fields={fields((pools.data ?? []).map((p) => p.id), (resourceKeys.data ?? []).map((k) => k.id))}
       createSchema={ZQueueCreate}
       editSchema={ZQueueFields}
-      defaults={{ pool_id: pools.data?.[0]?.id ?? "", default_priority: 50, max_priority: 100, lease_seconds: 30, default_max_attempts: 5, max_attempts: 25, backoff_base_ms: 1000, backoff_cap_ms: 300000, default_timeout_s: 300, max_timeout_s: 3600, max_runtime_s: 3600, retention_s: 604800, admission: "reject" }}
+      defaults={{ ...createDefaults(QUEUE), pool_id: pools.data?.[0]?.id ?? "" }}
       create={trpc.queues.create.mutationOptions()}
       update={trpc.queues.update.mutationOptions()}
       refreshes={refreshes}

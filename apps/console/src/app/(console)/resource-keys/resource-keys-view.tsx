@@ -1,6 +1,8 @@
 "use client";
 import { ZResourceKeyCreate, ZResourceKeyFields } from "@porter/api/schemas/control-plane";
+import { createDefaults, RESOURCE_KEY } from "@porter/contracts/control-plane";
 import { useQuery } from "@tanstack/react-query";
+import { entityFields } from "../../../components/config-form";
 import { ConfigPage, orNone } from "../../../components/config-page";
 import { dateTime } from "../../../lib/format";
 import { useTRPC } from "../../../lib/trpc";
@@ -14,13 +16,8 @@ export function ResourceKeysView() {
       noun="resource key"
       intro="Shared, scarce resources (an LLM provider, OCR, a database) limited across queues and pools. Queues name the key they use."
       query={list}
-      fields={[
-        { name: "id", label: "Resource key", kind: "text", isId: true, placeholder: "llm" },
-        { name: "description", label: "Description", kind: "textarea" },
-        { name: "concurrency_limit", label: "Concurrency limit", kind: "int", isNullable: true },
-        { name: "rate_per_second", label: "Rate", kind: "number", unit: "/s", isNullable: true },
-        { name: "burst", label: "Burst", kind: "int", isNullable: true },
-      ]}
+      fields={entityFields(RESOURCE_KEY)}
+      defaults={createDefaults(RESOURCE_KEY)}
       createSchema={ZResourceKeyCreate}
       editSchema={ZResourceKeyFields}
       create={trpc.resourceKeys.create.mutationOptions()}

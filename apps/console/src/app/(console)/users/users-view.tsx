@@ -1,10 +1,12 @@
 "use client";
 import { ZPassword, ZRole, ZUserCreate } from "@porter/api/schemas/control-plane";
 import type { Role } from "@porter/api";
+import { USER_FIELDS } from "@porter/contracts/control-plane";
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { z } from "zod";
 import { Tag } from "../../../components/badges";
+import { fieldSpec } from "../../../components/config-form";
 import { ActionForm, useConfigEditor } from "../../../components/config-page";
 import { DataTable, type Column } from "../../../components/data-table";
 import { Dialog } from "../../../components/dialog";
@@ -19,11 +21,8 @@ type User = RouterOutputs["users"]["list"][number];
 
 const ZNewPassword = z.strictObject({ password: ZPassword });
 
-const ROLE_OPTIONS = [
-  { value: "viewer", label: "viewer — reads everything" },
-  { value: "operator", label: "operator — also cancels, retries, redrives, pauses and drains" },
-  { value: "admin", label: "admin — also changes configuration, keys and users" },
-];
+/** The create form, from the declared user fields (@porter/contracts/control-plane). */
+const CREATE_FIELDS = (["email", "name", "role", "password"] as const).map((name) => fieldSpec(name, USER_FIELDS[name]));
 
 const ROLE_CAN: Record<Role, string> = {
   viewer: "read everything and change nothing",
@@ -59,12 +58,7 @@ function UsersAdmin() {
     rows: users.data,
     createSchema: ZUserCreate,
     defaults: { role: "viewer" },
-    fields: [
-      { name: "email", label: "Email", kind: "email" },
-      { name: "name", label: "Name", kind: "text" },
-      { name: "role", label: "Role", kind: "select", options: ROLE_OPTIONS },
-      { name: "password", label: "Initial password", kind: "password", help: "at least 12 characters; share it out of band" },
-    ],
+    fields: CREATE_FIELDS,
     create: trpc.users.create.mutationOptions(),
     created: (user) => `Created ${user.email} (${user.role}).`,
     refreshes,

@@ -1,6 +1,6 @@
 import { createSessionReader, handleTrpcRequest } from "@porter/api";
 import { getSessionUserCache, isSecureCookie } from "../../../../server/auth";
-import { getPool, getRegistry } from "../../../../server/db";
+import { getPool, getPrisma, getRegistry } from "../../../../server/db";
 import { getEnv } from "../../../../server/env";
 import { getLogger } from "../../../../server/logger";
 
@@ -16,6 +16,7 @@ const handler = (request: Request): Promise<Response> => {
   const env = getEnv();
   return handleTrpcRequest(request, {
     pool: getPool(),
+    prisma: getPrisma(),
     getSession: createSessionReader({ pool: getPool(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() }),
     keyAuthLimits: { defaultRatePerSecond: env.PORTER_API_KEY_RATE },
     trustedOrigins: env.NEXTAUTH_URL ? [new URL(env.NEXTAUTH_URL).origin] : [],
