@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { updateConfig } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { startRestartableCluster } from "@porter/db/testing/restartable-cluster";
-import { seedDemo } from "../../../../prisma/seed";
+import { seedDemo } from "../seed/demo";
 import { WorkerFleet, type FleetMember, type ListenKill } from "./fleet";
 import { checkInvariants, QUIET_AFTER_RESTART_MS, type Check } from "./invariants";
 import { MixProducer, ORDERS_TABLE_SQL, TransactionalProducer, type JobKind } from "./producers";
