@@ -1,6 +1,6 @@
 import type { TrpcHttpDeps } from "@porter/api/http";
 import { startTestServer } from "@porter/api/testing/http-server";
-import { createApiKey, type Registry } from "@porter/core";
+import { createApiKey, type PolicyCache } from "@porter/core";
 import { createProducerClient } from "@porter/sdk";
 import type pg from "pg";
 import { porterInput, PORTER_TENANT } from "./porter";
@@ -12,8 +12,8 @@ import type { HttpProducer } from "./types";
  * called with the SDK's producer client and an API key from core's `createApiKey` — what a producer
  * service does.
  */
-export const startPorterHttp = async (pool: pg.Pool, registry: Registry): Promise<HttpProducer> => {
-  const deps: TrpcHttpDeps = { pool, registry };
+export const startPorterHttp = async (pool: pg.Pool, policyCache: PolicyCache): Promise<HttpProducer> => {
+  const deps: TrpcHttpDeps = { pool, policyCache };
   const server = await startTestServer(deps);
   // The key's own call rate, far above what the bench sends: every call still pays for the rate
   // limit's bookkeeping (the same single statement), none is refused.

@@ -1,4 +1,4 @@
-import type { ApiKeyScope, KeyAuthLimits, Registry } from "@porter/core";
+import type { ApiKeyScope, KeyAuthLimits, PolicyCache } from "@porter/core";
 import type pg from "pg";
 
 /** Console roles, weakest first. */
@@ -15,7 +15,7 @@ export type Context = {
   resHeaders: Headers;
   pool: pg.Pool;
   /** Job-type/tenant policy cache shared by the process (enqueue). */
-  registry: Registry;
+  policyCache: PolicyCache;
   /** Ceiling of one job's serialized payload (413 above it). */
   maxPayloadBytes: number;
   /** The verified producer key; set by `producerProcedure`. */
@@ -38,7 +38,7 @@ export type CreateContextOptions = {
   req: Request;
   resHeaders: Headers;
   pool: pg.Pool;
-  registry: Registry;
+  policyCache: PolicyCache;
   maxPayloadBytes: number;
   getSession?: (req: Request) => Promise<Session | null>;
   trustedOrigins?: readonly string[];
@@ -67,7 +67,7 @@ export const createContext = async (opts: CreateContextOptions): Promise<Context
   req: opts.req,
   resHeaders: opts.resHeaders,
   pool: opts.pool,
-  registry: opts.registry,
+  policyCache: opts.policyCache,
   maxPayloadBytes: opts.maxPayloadBytes,
   apiKey: null,
   session: opts.getSession ? await opts.getSession(opts.req) : null,

@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "@porter/contracts";
-import type { KeyAuthLimits, Registry } from "@porter/core";
+import type { KeyAuthLimits, PolicyCache } from "@porter/core";
 import type { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
@@ -15,8 +15,8 @@ export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 /** What the HTTP endpoint needs from the process that serves it (console, tests). */
 export type TrpcHttpDeps = {
   pool: pg.Pool;
-  /** Shared by the process, so enqueue does not re-read the registry per request. */
-  registry: Registry;
+  /** Shared by the process, so enqueue does not re-read job types and tenants per request. */
+  policyCache: PolicyCache;
   /** Ceiling of one job's payload (core refuses more with 413). Default 64 KiB. */
   maxPayloadBytes?: number;
   /** Ceiling of the request body, enforced before it is parsed (413). Default 8 MiB. */
@@ -64,7 +64,7 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         req: trpcReq,
         resHeaders,
         pool: deps.pool,
-        registry: deps.registry,
+        policyCache: deps.policyCache,
         maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         getSession: deps.getSession,
         trustedOrigins: deps.trustedOrigins,

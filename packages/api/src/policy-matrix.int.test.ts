@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createApiKey, Registry } from "@porter/core";
+import { createApiKey, PolicyCache } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/fixtures";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { TRPCError } from "@trpc/server";
@@ -122,7 +122,7 @@ const contextFor = (caller: Caller): Context => {
     req: new Request("http://console.test/api/trpc/x", { method: "POST", headers }),
     resHeaders: new Headers(),
     pool: db.appPool,
-    registry: new Registry(),
+    policyCache: new PolicyCache(),
     maxPayloadBytes: 64 * 1024,
     apiKey: null,
     session,

@@ -1,7 +1,7 @@
 import { applyEffect, CancelledError, reportThrottle, StaleLeaseError, TimeoutError, type ClaimedJob, type Failure, type LeaseRef } from "@porter/core";
 import { PermanentError, RetryableError, type HandlerContext, type Job } from "@porter/sdk";
 import type pg from "pg";
-import type { HandlerRegistry } from "../handlers/registry";
+import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
 import type { Completer } from "./completer";
 import { AttemptClosedError, LeaseLostError } from "./errors";
@@ -14,7 +14,7 @@ export type AttemptDeps = {
   version: string;
   /** The worker's logger, already bound to workerId; attempts add jobId, jobType, tenantId, attempt, traceId. */
   logger: Logger;
-  handlers: HandlerRegistry;
+  handlers: HandlerMap;
   completer: Completer;
   /** How long a handler may ignore its aborted signal before the worker gives up on it. */
   hangGraceMs: number;

@@ -11,7 +11,7 @@ import {
   type ClaimedJob,
 } from "@porter/core";
 import type pg from "pg";
-import { defaultHandlerRegistry, type HandlerRegistry } from "../handlers";
+import { defaultHandlerMap, type HandlerMap } from "../handlers";
 import type { Logger } from "../logger";
 import { Attempt, type AttemptDeps } from "./attempt";
 import { Completer } from "./completer";
@@ -31,7 +31,7 @@ export type WorkerOptions = {
   /** Slots: jobs run at once. Default: the pool's `worker_concurrency`. */
   concurrency?: number;
   logger: Logger;
-  handlers?: HandlerRegistry;
+  handlers?: HandlerMap;
   /** Recorded with the worker and in structured errors. */
   version?: string;
   workerId?: string;
@@ -161,7 +161,7 @@ export class PorterWorker {
   private readonly leaseKeeper: LeaseKeeper;
   private readonly listener: NotificationListener;
   private readonly leader: MaintenanceLeader | undefined;
-  private readonly handlers: HandlerRegistry;
+  private readonly handlers: HandlerMap;
   private readonly logger: Logger;
   private isDrainingFlag = false;
   private isForced = false;
@@ -194,7 +194,7 @@ export class PorterWorker {
     this.fixedPrefetch = options.prefetch === undefined ? undefined : Math.max(0, options.prefetch);
     this.prefetchNow = this.fixedPrefetch ?? concurrency;
     this.version = options.version ?? "dev";
-    this.handlers = options.handlers ?? defaultHandlerRegistry();
+    this.handlers = options.handlers ?? defaultHandlerMap();
     this.logger = options.logger.child({ workerId: this.id, pool: options.poolId });
     this.completer = new Completer(options.db, {
       logger: this.logger,

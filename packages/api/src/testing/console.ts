@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { enqueueJobs, Registry } from "@porter/core";
+import { enqueueJobs, PolicyCache } from "@porter/core";
 import { insertFinished } from "@porter/core/sql/finish";
 import type pg from "pg";
 import type { Context, Role, Session } from "../context";
@@ -20,7 +20,7 @@ export const consoleCaller = (pool: pg.Pool, session: Session | null) => {
     }),
     resHeaders: new Headers(),
     pool,
-    registry: new Registry(),
+    policyCache: new PolicyCache(),
     maxPayloadBytes: 64 * 1024,
     apiKey: null,
     session,

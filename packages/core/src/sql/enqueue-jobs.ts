@@ -9,7 +9,7 @@ import pg from "pg";
 import { inTransaction, type Db } from "../db";
 import { admit } from "../admission";
 import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
-import { policyKey, Registry } from "../registry";
+import { policyKey, PolicyCache } from "../policy-cache";
 import { uuidv7 } from "../uuid";
 import { reserveClocksSql } from "./fair-clock";
 
@@ -19,7 +19,7 @@ export type EnqueueInput = TEnqueueRequest & { tenant_id: string };
 export type EnqueueOptions = {
   now?: Date;
   maxPayloadBytes?: number;
-  registry?: Registry;
+  policyCache?: PolicyCache;
   /** NOTIFY waiting workers (once per pool per call). Default true. */
   notify?: boolean;
 };
@@ -60,10 +60,10 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
   if (inputs.length === 0) return [];
   const now = options.now ?? new Date();
   const maxBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-  const registry = options.registry ?? new Registry();
+  const policyCache = options.policyCache ?? new PolicyCache();
 
   const prepared: Prepared[] = [];
-  const policies = await registry.resolve(db, inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })));
+  const policies = await policyCache.resolve(db, inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })));
   const nowMs = now.getTime();
   inputs.forEach((input, ord) => {
     const payloadJson = JSON.stringify(input.payload);
