@@ -137,21 +137,21 @@ export const runLauncher = async (): Promise<number> => {
     say(`migrations: ${migrated.applied.length} applied, ${migrated.skipped} already applied; console and workers connect as ${migrated.runtimeRole?.name}`);
     checkpoint();
 
-    const pool = createPool(appRole.connectionString, { max: 2, applicationName: "porter-start" });
+    const db = createPool(appRole.connectionString, { max: 2, applicationName: "porter-start" });
     let seed: SeedDemoResult;
     let pools: string[];
     let hasAdmin: boolean;
     try {
-      seed = await seedDemo(pool, {
+      seed = await seedDemo(db, {
         actor: "seed",
         adminEmail: env.PORTER_ADMIN_EMAIL,
         ...(env.PORTER_ADMIN_PASSWORD ? { adminPassword: env.PORTER_ADMIN_PASSWORD } : {}),
       });
       say(seed.created ? "seeded the demo configuration" : "control plane already configured: not seeding");
-      pools = (await pool.query<{ id: string }>(`SELECT id FROM pools ORDER BY id`)).rows.map((r) => r.id);
-      hasAdmin = Boolean((await pool.query(`SELECT 1 FROM users WHERE email = lower($1) AND disabled_at IS NULL`, [env.PORTER_ADMIN_EMAIL])).rowCount);
+      pools = (await db.query<{ id: string }>(`SELECT id FROM pools ORDER BY id`)).rows.map((r) => r.id);
+      hasAdmin = Boolean((await db.query(`SELECT 1 FROM users WHERE email = lower($1) AND disabled_at IS NULL`, [env.PORTER_ADMIN_EMAIL])).rowCount);
     } finally {
-      await pool.end();
+      await db.end();
     }
     checkpoint();
 

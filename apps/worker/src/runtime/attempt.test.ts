@@ -24,7 +24,7 @@ describe("Attempt", () => {
     });
     const recorded: string[] = [];
     const deps: AttemptDeps = {
-      pool: undefined as unknown as pg.Pool,
+      db: undefined as unknown as pg.Pool,
       workerId: "w",
       version: "test",
       logger: createLogger({ level: "silent" }),
