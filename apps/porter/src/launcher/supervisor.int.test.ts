@@ -50,10 +50,12 @@ describe("Supervisor", () => {
     const child = supervisor.start(
       nodeChild(
         "parent",
+        // The handler is installed before the line the test waits for: a SIGTERM right after it
+        // must find it (installed after, a fast stop killed the child before it could say bye).
         `const { spawn } = require("node:child_process");
+         process.on("SIGTERM", () => { console.log("bye"); process.exit(0); });
          const g = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
          console.log("grandchild " + g.pid);
-         process.on("SIGTERM", () => { console.log("bye"); process.exit(0); });
          setInterval(() => {}, 1000);`,
       ),
     );
