@@ -21,7 +21,7 @@ mkdirSync(dirname(e2eStackLogPath()), { recursive: true });
 // The seed of the fresh database creates a producer key: the file that holds it must be this run's.
 rmSync(credentialsPath(), { force: true });
 const log = createWriteStream(e2eStackLogPath(), { flags: "w", mode: 0o600 });
-const child = spawn(process.execPath, ["apps/worker/src/bin/porter-start.mjs"], {
+const child = spawn(process.execPath, ["apps/porter/src/bin/porter-start.mjs"], {
   stdio: ["inherit", "pipe", "pipe"],
   env: { ...process.env, DATABASE_URL: e2eDatabaseUrl(), PORTER_ADMIN_PASSWORD: "e2e-admin-password" },
 });

@@ -1,7 +1,7 @@
 // Probe (not part of the suite): PorterWorker burn-down against porter_perf, preloaded by /tmp/reset-perf.sh.
 import { createPool } from "@porter/db";
 import { defineHandler } from "@porter/sdk";
-import { createHandlerRegistry } from "@porter/worker/handlers/registry";
+import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
 const url = "postgres://postgres@127.0.0.1:5432/porter_perf";
@@ -12,7 +12,7 @@ const total = rows[0]!.n;
 const t0 = performance.now();
 const worker = await PorterWorker.start({
   db: pool, connectionString: url, poolId: "bench", concurrency, prefetch, flushBatch, logger: createLogger({ level: "warn" }),
-  handlers: createHandlerRegistry([defineHandler({ type: "bench.noop", run: async () => null })]), maintenance: false,
+  handlers: createHandlerMap([defineHandler({ type: "bench.noop", run: async () => null })]), maintenance: false,
 });
 for (;;) {
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs`);

@@ -1,24 +1,24 @@
 // Probe (not part of the suite): sequential enqueue calls of `batch` jobs on a fresh `porter_perf`
 // database, with the CPU split between Node and PostgreSQL and pg_stat_statements (STATS=1).
 //   npx tsx bench/src/probe/enqueue-split.ts [calls] [batch]
-import { enqueueJobs, Registry, type EnqueueInput } from "@porter/core";
+import { enqueueJobs, PolicyCache, type EnqueueInput } from "@porter/core";
 import { pgTicks } from "../pg-ticks";
 import { freshPerfDatabase, startProfile } from "./perf-db";
 
 const [calls, batch] = [Number(process.argv[2] ?? 30), Number(process.argv[3] ?? 1000)];
 const stats = process.env.STATS === "1";
 const pool = await freshPerfDatabase({ connections: 4, statements: stats });
-const registry = new Registry({ ttlMs: 60_000 });
+const policyCache = new PolicyCache({ ttlMs: 60_000 });
 let i = 0;
 const make = (): EnqueueInput[] =>
   Array.from({ length: batch }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++i }, idempotency_key: `k-${i}` }));
-for (let w = 0; w < 3; w++) await enqueueJobs(pool, make(), { registry });
+for (let w = 0; w < 3; w++) await enqueueJobs(pool, make(), { policyCache });
 if (stats) await pool.query(`SELECT pg_stat_statements_reset()`);
 const profile = await startProfile();
 const ticks0 = pgTicks();
 const c0 = process.cpuUsage();
 const t0 = performance.now();
-for (let k = 0; k < calls; k++) await enqueueJobs(pool, make(), { registry });
+for (let k = 0; k < calls; k++) await enqueueJobs(pool, make(), { policyCache });
 const s = (performance.now() - t0) / 1000;
 const c = process.cpuUsage(c0);
 await profile.stop();

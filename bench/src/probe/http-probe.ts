@@ -3,13 +3,13 @@
 //   npx tsx bench/src/probe/http-probe.ts [calls] [concurrency]
 //   EXTERNAL=bench/src/probe/http-client.mjs …: the client in another process (CPU = the server's alone)
 import { startTestServer } from "@porter/api/testing/http-server";
-import { createApiKey, Registry } from "@porter/core";
+import { createApiKey, PolicyCache } from "@porter/core";
 import { createProducerClient } from "@porter/sdk";
 import { freshPerfDatabase, startProfile } from "./perf-db";
 
 const [calls, concurrency] = [Number(process.argv[2] ?? 2000), Number(process.argv[3] ?? 1)];
 const pool = await freshPerfDatabase({ connections: 26 });
-const server = await startTestServer({ pool, registry: new Registry({ ttlMs: 1000 }) });
+const server = await startTestServer({ pool, policyCache: new PolicyCache({ ttlMs: 1000 }) });
 const { key } = await createApiKey(pool, { tenantIds: ["bench"], jobTypes: ["*"], name: "probe", actor: "probe" });
 const client = createProducerClient({ url: server.url, apiKey: key });
 let k = 0;

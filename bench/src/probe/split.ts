@@ -2,7 +2,7 @@
 // database, with the CPU split between this Node process and PostgreSQL's backends.
 //   npx tsx bench/src/probe/split.ts [jobs] [prefetch] [concurrency]
 import { defineHandler } from "@porter/sdk";
-import { createHandlerRegistry } from "@porter/worker/handlers/registry";
+import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
 import { pgTicks } from "../pg-ticks";
@@ -35,7 +35,7 @@ const vacuumer = vacuumEvery > 0 ? setInterval(() => void pool.query(`VACUUM job
 let ran = 0;
 const worker = await PorterWorker.start({
   db: pool, connectionString: url, poolId: "bench", concurrency, prefetch, logger: createLogger({ level: "warn" }),
-  handlers: createHandlerRegistry([defineHandler({ type: "bench.job", run: async () => { ran += 1; } })]), maintenance: false,
+  handlers: createHandlerMap([defineHandler({ type: "bench.job", run: async () => { ran += 1; } })]), maintenance: false,
 });
 while (ran < jobs) await new Promise((r) => setTimeout(r, 5));
 await worker.drain({ graceMs: 100 });

@@ -1,7 +1,7 @@
-import { enqueueJobs, Registry, type EnqueueInput } from "@porter/core";
+import { enqueueJobs, PolicyCache, type EnqueueInput } from "@porter/core";
 import { createPool, migrate } from "@porter/db";
 import { defineHandler } from "@porter/sdk";
-import { createHandlerRegistry } from "@porter/worker/handlers/registry";
+import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
 import type pg from "pg";
@@ -67,7 +67,7 @@ const startWorker = (pool: pg.Pool, url: string, handlerMs: number) =>
     poolId: "fair",
     concurrency: CONCURRENCY,
     logger: createLogger({ level: "warn" }),
-    handlers: createHandlerRegistry([
+    handlers: createHandlerMap([
       defineHandler({ type: "bench.noop", run: async () => (handlerMs ? new Promise((r) => setTimeout(r, handlerMs)) : null) }),
     ]),
     maintenance: false,
@@ -118,7 +118,7 @@ const waits = async (adminUrl: string, sizes: FairnessSizes, progress: Progress,
       for (let done = 0; done < n; done += 1000) await enqueueJobs(pool, jobsOf("C", Math.min(1000, n - done), done), { notify: false });
     }
     const worker = await startWorker(pool, url, 5);
-    const registry = new Registry({ ttlMs: 60_000 });
+    const policyCache = new PolicyCache({ ttlMs: 60_000 });
     const stopAt = Date.now() + sizes.arrivalSeconds * 1000;
     const intervalMs = 1000 / sizes.arrivalsPerS;
     let k = 0;
@@ -126,7 +126,7 @@ const waits = async (adminUrl: string, sizes: FairnessSizes, progress: Progress,
       ["A", "B"].map(async (tenant) => {
         for (let next = Date.now(); next < stopAt; next += intervalMs) {
           await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
-          await enqueueJobs(pool, jobsOf(tenant, 1, 1_000_000 + k++), { registry });
+          await enqueueJobs(pool, jobsOf(tenant, 1, 1_000_000 + k++), { policyCache });
         }
       }),
     );

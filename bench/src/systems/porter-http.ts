@@ -1,5 +1,5 @@
 import { startTestServer } from "@porter/api/testing/http-server";
-import { createApiKey, type Registry } from "@porter/core";
+import { createApiKey, type PolicyCache } from "@porter/core";
 import { createProducerClient } from "@porter/sdk";
 import type pg from "pg";
 import { porterInput, PORTER_TENANT } from "./porter";
@@ -11,8 +11,8 @@ import type { HttpProducer } from "./types";
  * called with the SDK's producer client and an API key from core's `createApiKey` — what a producer
  * service does.
  */
-export const startPorterHttp = async (pool: pg.Pool, registry: Registry): Promise<HttpProducer> => {
-  const server = await startTestServer({ pool, registry });
+export const startPorterHttp = async (pool: pg.Pool, policyCache: PolicyCache): Promise<HttpProducer> => {
+  const server = await startTestServer({ pool, policyCache });
   // The key's own call rate, far above what the bench sends: every call still pays for the rate
   // limit's bookkeeping (the same single statement), none is refused.
   const { key } = await createApiKey(pool, { tenantIds: [PORTER_TENANT], jobTypes: ["*"], name: "bench", actor: "bench", ratePerSecond: 1_000_000 });

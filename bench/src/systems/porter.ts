@@ -1,4 +1,4 @@
-import { enqueueJobs, Registry, type EnqueueInput } from "@porter/core";
+import { enqueueJobs, PolicyCache, type EnqueueInput } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { createDatabase } from "../database";
@@ -21,7 +21,7 @@ export const porterInput = (job: BenchJob): EnqueueInput => ({
 /**
  * Porter on a fresh migrated database: one pool, one queue, one job type, one tenant, with the
  * product's defaults except max attempts (25, as the peers are set). Enqueues go through core's
- * `enqueueJobs` — what `producer.enqueue`/`enqueueBatch` run — with a registry cached as the
+ * `enqueueJobs` — what `producer.enqueue`/`enqueueBatch` run — with a policy cache held as the
  * console caches it (1 s).
  */
 export const openPorter = async (adminUrl: string, variant: Variant, budget: Budget): Promise<Session> => {
@@ -34,9 +34,9 @@ export const openPorter = async (adminUrl: string, variant: Variant, budget: Bud
   await observer.query(`INSERT INTO job_types (id, queue_id) VALUES ($1, $2)`, [PORTER_JOB_TYPE, QUEUE]);
   await observer.query(`INSERT INTO tenants (id) VALUES ($1)`, [PORTER_TENANT]);
   await observer.query(EFFECTS_TABLE_SQL);
-  const registry = new Registry({ ttlMs: 1000 });
+  const policyCache = new PolicyCache({ ttlMs: 1000 });
   // A job stored by Porter itself is the template of generated rows; it does not stay queued.
-  await enqueueJobs(pool, [{ ...porterInput({ k: 0 }), idempotency_key: "template" }], { registry, notify: false });
+  await enqueueJobs(pool, [{ ...porterInput({ k: 0 }), idempotency_key: "template" }], { policyCache, notify: false });
   await observer.query(`CREATE TABLE bench_template_jobs AS SELECT * FROM jobs WHERE idempotency_key = 'template'`);
   await observer.query(`CREATE TABLE bench_template_keys AS SELECT * FROM idempotency_keys WHERE idempotency_key = 'template'`);
   await observer.query(`DELETE FROM jobs WHERE idempotency_key = 'template'`);
@@ -47,8 +47,8 @@ export const openPorter = async (adminUrl: string, variant: Variant, budget: Bud
     variant,
     url: database.url,
     observer,
-    enqueueBatch: async (jobs) => (await enqueueJobs(pool, jobs.map(porterInput), { registry })).map((r) => r.job_id),
-    enqueueOne: async (job) => (await enqueueJobs(pool, [porterInput(job)], { registry }))[0]!.job_id,
+    enqueueBatch: async (jobs) => (await enqueueJobs(pool, jobs.map(porterInput), { policyCache })).map((r) => r.job_id),
+    enqueueOne: async (job) => (await enqueueJobs(pool, [porterInput(job)], { policyCache }))[0]!.job_id,
     pending: () => count(`SELECT count(*)::int AS n FROM jobs`),
     doneAmong: async (ids) => {
       const { rows } = await observer.query<{ id: string }>(
@@ -96,7 +96,7 @@ export const openPorter = async (adminUrl: string, variant: Variant, budget: Bud
       });
       return true;
     },
-    http: async () => (http ??= await startPorterHttp(pool, registry)),
+    http: async () => (http ??= await startPorterHttp(pool, policyCache)),
     close: async () => {
       await http?.close();
       await pool.end();

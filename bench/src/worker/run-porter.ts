@@ -1,6 +1,6 @@
 import { createPool } from "@porter/db/pool";
 import { defineHandler, RetryableError } from "@porter/sdk";
-import { createHandlerRegistry } from "@porter/worker/handlers/registry";
+import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
 import { QUEUE } from "../variants";
@@ -44,7 +44,7 @@ export const startPorter = async (config: WorkerConfig, url: string, log: JobLog
     poolId: QUEUE,
     concurrency: config.budget.concurrency,
     logger: createLogger({ level: "error", destination: { write: (s: string) => process.stderr.write(s) } }),
-    handlers: createHandlerRegistry([handler]),
+    handlers: createHandlerMap([handler]),
   });
   return {
     info: { concurrency: worker.concurrency, poolMax: config.budget.connections },

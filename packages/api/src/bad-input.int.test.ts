@@ -1,5 +1,5 @@
 import { JOB_STATES } from "@porter/contracts";
-import { enqueueJobs, Registry } from "@porter/core";
+import { enqueueJobs, PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,7 +33,7 @@ beforeAll(async () => {
   // Every request is an admin's same-origin console request as well: console inputs are reached.
   server = await startTestServer({
     pool: db.pool,
-    registry: new Registry({ ttlMs: 1000 }),
+    policyCache: new PolicyCache({ ttlMs: 1000 }),
     getSession: async () => ({ userId: "u-admin", email: "admin@example.com", role: "admin" }),
   });
 });

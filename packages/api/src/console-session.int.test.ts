@@ -1,4 +1,4 @@
-import { createApiKey, createUser, endUserSessions, getActiveUser, Registry, updateUser } from "@porter/core";
+import { createApiKey, createUser, endUserSessions, getActiveUser, PolicyCache, updateUser } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { encode } from "next-auth/jwt";
@@ -34,7 +34,7 @@ beforeAll(async () => {
   producerKey = (await createApiKey(db.pool, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
   server = await startTestServer({
     pool: db.appPool,
-    registry: new Registry(),
+    policyCache: new PolicyCache(),
     getSession: createSessionReader({ pool: db.appPool, secret: SECRET, cache: createSessionUserCache({ ttlMs: CACHE_MS }) }),
   });
   origin = server.url;

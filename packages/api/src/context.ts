@@ -1,4 +1,4 @@
-import type { ApiKeyScope, KeyAuthLimits, Registry } from "@porter/core";
+import type { ApiKeyScope, KeyAuthLimits, PolicyCache } from "@porter/core";
 import type { ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
 
@@ -18,7 +18,7 @@ export type Context = {
   /** The control plane's Prisma client (pools, queues, job types, tenants, resource keys, keys, users, audit reads). */
   prisma: ControlDb;
   /** Job-type/tenant policy cache shared by the process (enqueue). */
-  registry: Registry;
+  policyCache: PolicyCache;
   /** Ceiling of one job's serialized payload (413 above it). */
   maxPayloadBytes: number;
   /** The verified producer key; set by `producerProcedure`. */
@@ -42,7 +42,7 @@ export type CreateContextOptions = {
   resHeaders: Headers;
   pool: pg.Pool;
   prisma: ControlDb;
-  registry: Registry;
+  policyCache: PolicyCache;
   maxPayloadBytes: number;
   getSession?: (req: Request) => Promise<Session | null>;
   trustedOrigins?: readonly string[];
@@ -72,7 +72,7 @@ export const createContext = async (opts: CreateContextOptions): Promise<Context
   resHeaders: opts.resHeaders,
   pool: opts.pool,
   prisma: opts.prisma,
-  registry: opts.registry,
+  policyCache: opts.policyCache,
   maxPayloadBytes: opts.maxPayloadBytes,
   apiKey: null,
   session: opts.getSession ? await opts.getSession(opts.req) : null,

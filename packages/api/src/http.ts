@@ -1,5 +1,5 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "@porter/contracts";
-import type { KeyAuthLimits, Registry } from "@porter/core";
+import type { KeyAuthLimits, PolicyCache } from "@porter/core";
 import type { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
@@ -19,7 +19,7 @@ export type TrpcHttpDeps = {
   /** The control plane's Prisma client (created once by the process, next to `pool`). */
   prisma: ControlDb;
   /** Shared by the process, so enqueue does not re-read the registry per request. */
-  registry: Registry;
+  policyCache: PolicyCache;
   /** Ceiling of one job's payload (core refuses more with 413). Default 64 KiB. */
   maxPayloadBytes?: number;
   /** Ceiling of the request body, enforced before it is parsed (413). Default 8 MiB. */
@@ -68,7 +68,7 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         resHeaders,
         pool: deps.pool,
         prisma: deps.prisma,
-        registry: deps.registry,
+        policyCache: deps.policyCache,
         maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         getSession: deps.getSession,
         trustedOrigins: deps.trustedOrigins,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { enqueueJobs, Registry } from "@porter/core";
+import { enqueueJobs, PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProcedure, fingerprint, type RawReply } from "./testing/bad-input";
@@ -21,7 +21,7 @@ let fx: ProducerFixtures;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
-  server = await startTestServer({ pool: db.pool, registry: new Registry() });
+  server = await startTestServer({ pool: db.pool, policyCache: new PolicyCache() });
 });
 afterAll(async () => {
   await server?.close();

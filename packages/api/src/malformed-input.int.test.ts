@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { enqueueJobs, Registry } from "@porter/core";
+import { enqueueJobs, PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProcedure, DeepJson, fingerprint } from "./testing/bad-input";
@@ -21,7 +21,7 @@ beforeAll(async () => {
   queuedJob = made!.job_id;
   server = await startTestServer({
     pool: db.pool,
-    registry: new Registry(),
+    policyCache: new PolicyCache(),
     getSession: async () => ({ userId: "u-admin", email: "admin@example.com", role: "admin" }),
   });
 });

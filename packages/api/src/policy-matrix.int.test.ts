@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createApiKey, Registry } from "@porter/core";
+import { createApiKey, PolicyCache } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { TRPCError } from "@trpc/server";
@@ -123,7 +123,7 @@ const contextFor = (caller: Caller): Context => {
     resHeaders: new Headers(),
     pool: db.appPool,
     prisma: db.appPrisma,
-    registry: new Registry(),
+    policyCache: new PolicyCache(),
     maxPayloadBytes: 64 * 1024,
     apiKey: null,
     session,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createApiKey, Registry } from "@porter/core";
+import { createApiKey, PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
@@ -19,8 +19,8 @@ beforeAll(async () => {
   await seedProducerFixtures(db.pool);
   pool2 = createPool(db.appConnectionString, { max: 3, applicationName: "producer-auth-second-server" });
   // Two "console processes": own pools, own registries, one database.
-  serverA = await startTestServer({ pool: db.appPool, registry: new Registry() });
-  serverB = await startTestServer({ pool: pool2, registry: new Registry() });
+  serverA = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache() });
+  serverB = await startTestServer({ pool: pool2, policyCache: new PolicyCache() });
 });
 afterAll(async () => {
   await serverA?.close();
@@ -95,7 +95,7 @@ describe("per-key rate limit", () => {
   });
 
   it("a key without its own rate gets the server's default (keyAuthLimits / PORTER_API_KEY_RATE)", async () => {
-    const limited = await startTestServer({ pool: db.appPool, registry: new Registry(), keyAuthLimits: { defaultRatePerSecond: 3 } });
+    const limited = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache(), keyAuthLimits: { defaultRatePerSecond: 3 } });
     try {
       const { key } = await newKey();
       const replies = await Promise.all(Array.from({ length: 8 }, () => enqueue(limited, key)));

@@ -1,4 +1,4 @@
-import { Registry } from "@porter/core";
+import { PolicyCache } from "@porter/core";
 import { TRPCError } from "@trpc/server";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
@@ -16,7 +16,7 @@ const caller = (session: Session | null) =>
     resHeaders: new Headers(),
     pool: null as unknown as pg.Pool, // role checks never reach the database
     prisma: null as unknown as Context["prisma"],
-    registry: new Registry(),
+    policyCache: new PolicyCache(),
     maxPayloadBytes: 1024,
     apiKey: null,
     session,

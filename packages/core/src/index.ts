@@ -1,7 +1,7 @@
 export * from "./state";
 export * from "./db";
 export * from "./audit";
-export * from "./registry";
+export * from "./policy-cache";
 export * from "./timeline";
 export * from "./maintenance";
 export * from "./policy/backoff";
@@ -25,6 +25,8 @@ export * from "./sql/prune-finished";
 export * from "./sql/apply-effect";
 export * from "./sql/get-job";
 export * from "./sql/workers";
+export * from "./sql/read-pool-settings";
+export * from "./sql/read-cancel-request";
 export * from "./api-keys";
 export * from "./control";
 export * from "./users";

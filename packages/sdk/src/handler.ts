@@ -53,7 +53,7 @@ export type HandlerContext = {
   workerId: string;
 };
 
-/** A handler as the worker's registry holds it. */
+/** A handler as the worker's handler map holds it. */
 export type Handler<P = UnknownPayload, R = unknown> = {
   type: string;
   /** The payload schema, if the handler declared one. */

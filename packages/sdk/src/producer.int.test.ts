@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { countStored, seedProducerFixtures, type ProducerFixtures } from "@porter/api/testing/fixtures";
 import { startTestServer, type TestServer } from "@porter/api/testing/http-server";
-import { Registry } from "@porter/core";
+import { PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProducerClient, ProducerError, type ProducerClient } from "./producer";
@@ -15,7 +15,7 @@ let client: ProducerClient;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
-  server = await startTestServer({ pool: db.appPool, registry: new Registry({ ttlMs: 1000 }) });
+  server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }) });
   client = createProducerClient({ url: server.url, apiKey: fx.keyA });
 });
 afterAll(async () => {

@@ -1,4 +1,4 @@
-import { Registry } from "@porter/core";
+import { PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { createPrisma, type ControlDb } from "@porter/db/prisma";
 import { runtimeDatabaseUrl } from "@porter/db/runtime-role";
@@ -8,7 +8,7 @@ import { getLogger } from "./logger";
 
 // Process-wide state of the console, created on first use. Kept on globalThis so `next dev`'s
 // module reloads reuse the pool instead of leaking connections.
-const state = globalThis as typeof globalThis & { porterConsolePool?: pg.Pool; porterConsolePrisma?: ControlDb; porterConsoleRegistry?: Registry };
+const state = globalThis as typeof globalThis & { porterConsolePool?: pg.Pool; porterConsolePrisma?: ControlDb; porterConsolePolicyCache?: PolicyCache };
 
 /** The console's connection string: the runtime role's (README "Configuration"), never the owner's. */
 export const consoleDatabaseUrl = (): string => {
@@ -34,4 +34,4 @@ export const getPool = (): pg.Pool =>
 export const getPrisma = (): ControlDb => (state.porterConsolePrisma ??= createPrisma(getPool()));
 
 /** The job-type/tenant policy cache of enqueue; console edits show within a second. */
-export const getRegistry = (): Registry => (state.porterConsoleRegistry ??= new Registry({ ttlMs: 1000 }));
+export const getPolicyCache = (): PolicyCache => (state.porterConsolePolicyCache ??= new PolicyCache({ ttlMs: 1000 }));

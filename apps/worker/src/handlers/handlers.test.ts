@@ -3,8 +3,8 @@ import { PermanentError, RetryableError, type HandlerContext, type Job } from "@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
 import { diagFail, diagSleep } from "./diag";
-import { defaultHandlerRegistry } from "./index";
-import { createHandlerRegistry } from "./registry";
+import { defaultHandlerMap } from "./index";
+import { createHandlerMap } from "./handler-map";
 
 const context = (signal: AbortSignal): HandlerContext => ({
   signal,
@@ -32,9 +32,9 @@ const job = <P>(payload: P, attempt = 1): Job<P> => ({
   priority: 50,
 });
 
-describe("handler registry", () => {
+describe("handler map", () => {
   it("ships the diag set and every simulated demo job type", () => {
-    expect([...defaultHandlerRegistry().keys()].sort()).toEqual(
+    expect([...defaultHandlerMap().keys()].sort()).toEqual(
       [
         "agent.run",
         "diag.effect",
@@ -52,7 +52,7 @@ describe("handler registry", () => {
   });
 
   it("refuses two handlers for one type", () => {
-    expect(() => createHandlerRegistry([diagSleep, diagSleep])).toThrow(/two handlers/);
+    expect(() => createHandlerMap([diagSleep, diagSleep])).toThrow(/two handlers/);
   });
 });
 
@@ -73,18 +73,18 @@ describe("diag handlers", () => {
 });
 
 describe("simulated handlers' payloads", () => {
-  const registry = defaultHandlerRegistry();
+  const handlers = defaultHandlerMap();
 
   it("accept references with extra fields", () => {
-    expect(registry.get("document.parse")!.parsePayload({ source_ref: "s3://docs/a.pdf", version: 3, mime: "application/pdf" })).toMatchObject({
+    expect(handlers.get("document.parse")!.parsePayload({ source_ref: "s3://docs/a.pdf", version: 3, mime: "application/pdf" })).toMatchObject({
       source_ref: "s3://docs/a.pdf",
       mime: "application/pdf",
     });
-    expect(registry.get("email.send")!.parsePayload({ template_ref: "tpl://welcome", recipient_ref: "user://42" })).toBeTruthy();
+    expect(handlers.get("email.send")!.parsePayload({ template_ref: "tpl://welcome", recipient_ref: "user://42" })).toBeTruthy();
   });
 
   it("refuse a payload without any reference, or with a mistyped one", () => {
-    expect(() => registry.get("agent.run")!.parsePayload({ prompt: "inline text" })).toThrow(PermanentError);
-    expect(() => registry.get("embed.chunks")!.parsePayload({ artifact_ref: 42 })).toThrow(/INVALID|invalid payload/);
+    expect(() => handlers.get("agent.run")!.parsePayload({ prompt: "inline text" })).toThrow(PermanentError);
+    expect(() => handlers.get("embed.chunks")!.parsePayload({ artifact_ref: 42 })).toThrow(/INVALID|invalid payload/);
   });
 });

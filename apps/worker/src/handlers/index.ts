@@ -1,10 +1,10 @@
 import { diagHandlers } from "./diag";
-import { createHandlerRegistry, type HandlerRegistry } from "./registry";
+import { createHandlerMap, type HandlerMap } from "./handler-map";
 import { simulatedHandlers } from "./simulated";
 
 export { diagHandlers } from "./diag";
 export { simulatedHandlers } from "./simulated";
-export { createHandlerRegistry, type HandlerRegistry } from "./registry";
+export { createHandlerMap, type HandlerMap } from "./handler-map";
 
 /** Every handler this worker ships: the diag set and the simulated demo job types. */
-export const defaultHandlerRegistry = (): HandlerRegistry => createHandlerRegistry([...diagHandlers, ...simulatedHandlers]);
+export const defaultHandlerMap = (): HandlerMap => createHandlerMap([...diagHandlers, ...simulatedHandlers]);

@@ -1,7 +1,7 @@
 import { defineHandler } from "@porter/sdk";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
-import { createHandlerRegistry } from "../handlers/registry";
+import { createHandlerMap } from "../handlers/handler-map";
 import { createLogger } from "../logger";
 import { claimedJob } from "../testing/claimed-job";
 import { Attempt, type AttemptDeps } from "./attempt";
@@ -24,11 +24,11 @@ describe("Attempt", () => {
     });
     const recorded: string[] = [];
     const deps: AttemptDeps = {
-      pool: undefined as unknown as pg.Pool,
+      db: undefined as unknown as pg.Pool,
       workerId: "w",
       version: "test",
       logger: createLogger({ level: "silent" }),
-      handlers: createHandlerRegistry([handler]),
+      handlers: createHandlerMap([handler]),
       completer: {
         ack: async () => (recorded.push("ack"), "applied"),
         fail: async () => (recorded.push("fail"), "applied"),

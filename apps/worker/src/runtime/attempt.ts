@@ -1,7 +1,7 @@
 import { applyEffect, CancelledError, reportThrottle, StaleLeaseError, TimeoutError, type ClaimedJob, type Failure, type LeaseRef } from "@porter/core";
 import { PermanentError, RetryableError, type HandlerContext, type Job } from "@porter/sdk";
 import type pg from "pg";
-import type { HandlerRegistry } from "../handlers/registry";
+import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
 import type { Completer } from "./completer";
 import { AttemptClosedError, LeaseLostError } from "./errors";
@@ -9,12 +9,12 @@ import { boundedCheckpoint, buildFailure } from "./failure";
 
 /** What an attempt needs from its worker. */
 export type AttemptDeps = {
-  pool: pg.Pool;
+  db: pg.Pool;
   workerId: string;
   version: string;
   /** The worker's logger, already bound to workerId; attempts add jobId, jobType, tenantId, attempt, traceId. */
   logger: Logger;
-  handlers: HandlerRegistry;
+  handlers: HandlerMap;
   completer: Completer;
   /** How long a handler may ignore its aborted signal before the worker gives up on it. */
   hangGraceMs: number;
@@ -218,7 +218,7 @@ export class Attempt {
       effect: async (key, fn) => {
         this.assertOpen();
         try {
-          const { result } = await applyEffect(deps.pool, scope, key, async (tx) => {
+          const { result } = await applyEffect(deps.db, scope, key, async (tx) => {
             this.assertOpen();
             return fn(tx);
           });
@@ -273,7 +273,7 @@ export class Attempt {
     if (error instanceof RetryableError && error.isThrottle && this.job.resourceKeyId) {
       // The provider behind the resource key said "slow down": slow the key down for everyone.
       const resourceKeyId = this.job.resourceKeyId;
-      void reportThrottle(this.deps.pool, { resourceKeyId, retryAfterMs: error.retryAfterMs })
+      void reportThrottle(this.deps.db, { resourceKeyId, retryAfterMs: error.retryAfterMs })
         .then((state) => this.logger.warn("resource key throttled", { resourceKeyId, ...state }))
         .catch((e: unknown) => this.logger.warn("could not record a throttle", { err: e, resourceKeyId }));
     }

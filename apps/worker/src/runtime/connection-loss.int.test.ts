@@ -3,7 +3,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { defineHandler } from "@porter/sdk";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createHandlerRegistry, diagHandlers } from "../handlers";
+import { createHandlerMap, diagHandlers } from "../handlers";
 import { createLogger } from "../logger";
 import { attemptsOf, createDiagPlane, enqueue, jobRow, waitFor, waitForStates } from "../testing/fixtures";
 import { isConnectionError } from "./errors";
@@ -84,7 +84,7 @@ describe("a worker whose effect's connection dies", () => {
         logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
         concurrency: 2,
         maintenance: false,
-        handlers: createHandlerRegistry([...diagHandlers, gated]),
+        handlers: createHandlerMap([...diagHandlers, gated]),
       });
       try {
         const key = `gated-${mode}`;

@@ -4,7 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { defineHandler } from "@porter/sdk";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHandlerRegistry } from "../handlers/registry";
+import { createHandlerMap } from "../handlers/handler-map";
 import { createLogger } from "../logger";
 import { attemptsOf, createDiagPlane, enqueue, jobRow, waitFor, waitForStates } from "../testing/fixtures";
 import { PorterWorker } from "./worker";
@@ -48,7 +48,7 @@ describe("fencing of an abandoned attempt", () => {
       logger,
       concurrency: 1,
       hangGraceMs: 200,
-      handlers: createHandlerRegistry([zombie]),
+      handlers: createHandlerMap([zombie]),
     });
     try {
       const [id] = await enqueue(db, [{ type: "test.zombie", payload: {}, timeoutS: 1, maxAttempts: 1 }]);

@@ -5,7 +5,7 @@ import { defineHandler, RetryableError } from "@porter/sdk";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createHandlerRegistry } from "../handlers";
+import { createHandlerMap } from "../handlers";
 import { sleepFor } from "../handlers/sleep";
 import { createLogger } from "../logger";
 import { enqueue, waitFor, waitForStates } from "../testing/fixtures";
@@ -62,7 +62,7 @@ describe("a handler's throttle (provider 429)", () => {
       poolId: "agents",
       concurrency: 8,
       logger,
-      handlers: createHandlerRegistry([llmCall, llmSummary]),
+      handlers: createHandlerMap([llmCall, llmSummary]),
       maintenance: false, // no recovery step during the test: the halved limit stays
       pollIntervalMs: 50,
     });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Registry } from "@porter/core";
+import { PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { countStored, seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
@@ -14,8 +14,8 @@ let fx: ProducerFixtures;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
-  // No registry cache: the knobs below change between tests.
-  server = await startTestServer({ pool: db.appPool, registry: new Registry({ ttlMs: 0 }) });
+  // No policy cache: the knobs below change between tests.
+  server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 0 }) });
 });
 afterAll(async () => {
   await server?.close();

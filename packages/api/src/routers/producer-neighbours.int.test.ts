@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Registry } from "@porter/core";
+import { PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
@@ -16,7 +16,7 @@ let fx: ProducerFixtures;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
-  server = await startTestServer({ pool: db.pool, registry: new Registry() });
+  server = await startTestServer({ pool: db.pool, policyCache: new PolicyCache() });
 });
 afterAll(async () => {
   await server?.close();

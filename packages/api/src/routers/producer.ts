@@ -59,7 +59,7 @@ export const producerRouter = createTRPCRouter({
     .output(ZEnqueueResult)
     .mutation(async ({ ctx, input }) => {
       const scoped = scopeEnqueueRequest(ctx.apiKey, input);
-      const [result] = await enqueueJobs(ctx.pool, [scoped], { registry: ctx.registry, maxPayloadBytes: ctx.maxPayloadBytes });
+      const [result] = await enqueueJobs(ctx.pool, [scoped], { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
       return result!;
     }),
 
@@ -69,7 +69,7 @@ export const producerRouter = createTRPCRouter({
     .output(z.object({ results: z.array(ZEnqueueResult) }))
     .mutation(async ({ ctx, input }) => {
       const scoped = input.jobs.map((job, index) => scopeEnqueueRequest(ctx.apiKey, job, index));
-      const results = await enqueueJobs(ctx.pool, scoped, { registry: ctx.registry, maxPayloadBytes: ctx.maxPayloadBytes });
+      const results = await enqueueJobs(ctx.pool, scoped, { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
       return { results };
     }),
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { enqueueJobs, Registry } from "@porter/core";
+import { enqueueJobs, PolicyCache } from "@porter/core";
 import { insertFinished } from "@porter/core/sql/finish";
 import { createPrisma, type ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
@@ -30,7 +30,7 @@ export const consoleCaller = (pool: pg.Pool, session: Session | null) => {
     resHeaders: new Headers(),
     pool,
     prisma: prismaFor(pool),
-    registry: new Registry(),
+    policyCache: new PolicyCache(),
     maxPayloadBytes: 64 * 1024,
     apiKey: null,
     session,

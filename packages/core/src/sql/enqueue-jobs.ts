@@ -1,7 +1,7 @@
 import type { TEnqueueResult } from "@porter/contracts";
 import pg from "pg";
 import type { Db } from "../db";
-import type { Registry } from "../registry";
+import type { PolicyCache } from "../policy-cache";
 import { enqueueCoalesced } from "./enqueue-coalesce";
 import { insertBatch, reserveVirtualTime } from "./enqueue-insert";
 import { prepareEnqueue, type EnqueueInput } from "./enqueue-prepare";
@@ -12,7 +12,7 @@ export type { EnqueueInput } from "./enqueue-prepare";
 export type EnqueueOptions = {
   now?: Date;
   maxPayloadBytes?: number;
-  registry?: Registry;
+  policyCache?: PolicyCache;
   /** NOTIFY waiting workers (once per pool per call). Default true. */
   notify?: boolean;
 };
@@ -33,7 +33,7 @@ export type EnqueueOptions = {
 export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: EnqueueOptions = {}): Promise<TEnqueueResult[]> => {
   if (inputs.length === 0) return [];
   const now = options.now ?? new Date();
-  const prepared = await prepareEnqueue(db, inputs, { now, maxPayloadBytes: options.maxPayloadBytes, registry: options.registry });
+  const prepared = await prepareEnqueue(db, inputs, { now, maxPayloadBytes: options.maxPayloadBytes, policyCache: options.policyCache });
 
   // Virtual time is reserved in its own short statement when we own the transaction, so the
   // (queue, tenant) clock row is locked for microseconds, not until the enqueue commits: concurrent

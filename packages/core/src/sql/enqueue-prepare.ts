@@ -1,7 +1,7 @@
 import { AppError, DEFAULT_MAX_PAYLOAD_BYTES, type TEnqueueRequest } from "@porter/contracts";
 import type { Db } from "../db";
 import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
-import { policyKey, Registry } from "../registry";
+import { policyKey, PolicyCache } from "../policy-cache";
 import { uuidv7 } from "../uuid";
 
 /** An enqueue request whose tenant has been resolved from the caller's credential. */
@@ -34,13 +34,13 @@ export type Prepared = {
 export const prepareEnqueue = async (
   db: Db,
   inputs: EnqueueInput[],
-  options: { now: Date; maxPayloadBytes?: number | undefined; registry?: Registry | undefined },
+  options: { now: Date; maxPayloadBytes?: number | undefined; policyCache?: PolicyCache | undefined },
 ): Promise<Prepared[]> => {
   const now = options.now;
   const maxBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-  const registry = options.registry ?? new Registry();
+  const policyCache = options.policyCache ?? new PolicyCache();
   const prepared: Prepared[] = [];
-  const policies = await registry.resolve(db, inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })));
+  const policies = await policyCache.resolve(db, inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })));
   const nowMs = now.getTime();
   inputs.forEach((input, ord) => {
     const payloadJson = JSON.stringify(input.payload);

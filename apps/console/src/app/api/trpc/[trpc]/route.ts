@@ -1,6 +1,6 @@
 import { createSessionReader, handleTrpcRequest } from "@porter/api";
 import { getSessionUserCache, isSecureCookie } from "../../../../server/auth";
-import { getPool, getPrisma, getRegistry } from "../../../../server/db";
+import { getPool, getPrisma, getPolicyCache } from "../../../../server/db";
 import { getEnv } from "../../../../server/env";
 import { getLogger } from "../../../../server/logger";
 
@@ -20,7 +20,7 @@ const handler = (request: Request): Promise<Response> => {
     getSession: createSessionReader({ pool: getPool(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() }),
     keyAuthLimits: { defaultRatePerSecond: env.PORTER_API_KEY_RATE },
     trustedOrigins: env.NEXTAUTH_URL ? [new URL(env.NEXTAUTH_URL).origin] : [],
-    registry: getRegistry(),
+    policyCache: getPolicyCache(),
     maxBodyBytes: env.PORTER_MAX_BODY_BYTES,
     maxPayloadBytes: env.PORTER_MAX_PAYLOAD_BYTES,
     onError: ({ error, path, type }) => {

@@ -9,7 +9,7 @@ import { updateConfig } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { createPrisma } from "@porter/db/prisma";
 import { startRestartableCluster } from "@porter/db/testing/restartable-cluster";
-import { seedDemo } from "../../../../prisma/seed";
+import { seedDemo } from "../seed/demo";
 import { WorkerFleet, type FleetMember, type ListenKill } from "./fleet";
 import { checkInvariants, QUIET_AFTER_RESTART_MS, type Check } from "./invariants";
 import { MixProducer, ORDERS_TABLE_SQL, TransactionalProducer, type JobKind } from "./producers";

@@ -7,11 +7,11 @@ import { pathToFileURL } from "node:url";
 import { describeProgress, migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { isPortFree } from "@porter/db/embedded-process";
-import { seedDemo, type SeedDemoResult } from "../../../../../prisma/seed";
-import { appRoleFor, resolveAppPassword } from "../app-role";
-import { seedSummaryLines } from "../commands/seed";
-import { parseCliEnv, type CliEnv } from "../env";
-import { embeddedDataDir, porterHome, repoRoot } from "../paths";
+import { seedDemo, type SeedDemoResult } from "../seed/demo";
+import { appRoleFor, resolveAppPassword } from "../cli/app-role";
+import { seedSummaryLines } from "../cli/commands/seed";
+import { parseCliEnv, type CliEnv } from "../cli/env";
+import { embeddedDataDir, porterHome, repoRoot } from "../cli/paths";
 import { watchAncestors } from "./ancestors";
 import { ensureAuthSecret } from "./auth-secret";
 import { consoleStartArgs, localHostOf } from "./console-args";
@@ -137,21 +137,21 @@ export const runLauncher = async (): Promise<number> => {
     say(`migrations: ${migrated.applied.length} applied, ${migrated.skipped} already applied; console and workers connect as ${migrated.runtimeRole?.name}`);
     checkpoint();
 
-    const pool = createPool(appRole.connectionString, { max: 2, applicationName: "porter-start" });
+    const db = createPool(appRole.connectionString, { max: 2, applicationName: "porter-start" });
     let seed: SeedDemoResult;
     let pools: string[];
     let hasAdmin: boolean;
     try {
-      seed = await seedDemo(pool, {
+      seed = await seedDemo(db, {
         actor: "seed",
         adminEmail: env.PORTER_ADMIN_EMAIL,
         ...(env.PORTER_ADMIN_PASSWORD ? { adminPassword: env.PORTER_ADMIN_PASSWORD } : {}),
       });
       say(seed.created ? "seeded the demo configuration" : "control plane already configured: not seeding");
-      pools = (await pool.query<{ id: string }>(`SELECT id FROM pools ORDER BY id`)).rows.map((r) => r.id);
-      hasAdmin = Boolean((await pool.query(`SELECT 1 FROM users WHERE email = lower($1) AND disabled_at IS NULL`, [env.PORTER_ADMIN_EMAIL])).rowCount);
+      pools = (await db.query<{ id: string }>(`SELECT id FROM pools ORDER BY id`)).rows.map((r) => r.id);
+      hasAdmin = Boolean((await db.query(`SELECT 1 FROM users WHERE email = lower($1) AND disabled_at IS NULL`, [env.PORTER_ADMIN_EMAIL])).rowCount);
     } finally {
-      await pool.end();
+      await db.end();
     }
     checkpoint();
 
@@ -190,7 +190,7 @@ export const runLauncher = async (): Promise<number> => {
     }
 
     if (!(await isPortFree(env.PORT))) throw new Error(`port ${env.PORT} is in use: stop what runs there, or set PORT`);
-    const guard = pathToFileURL(join(root, "apps/worker/src/cli/launcher/parent-guard.mjs")).href;
+    const guard = pathToFileURL(join(root, "apps/porter/src/launcher/parent-guard.mjs")).href;
     const guardedEnv = { ...childEnv, PORTER_PARENT_GUARD: "1" };
     const consoleExit = new Promise<ChildExit>((resolve) => (consoleDied = resolve));
     supervisor.start({
@@ -296,7 +296,7 @@ const startEmbedded = async (
   const holder = supervisor.start({
     name: "postgres",
     command: process.execPath,
-    args: ["--import", "tsx", join(root, "apps/worker/src/cli/launcher/embedded-holder.ts"), dataDir],
+    args: ["--import", "tsx", join(root, "apps/porter/src/launcher/embedded-holder.ts"), dataDir],
     cwd: root,
     env: process.env,
     restart: false,

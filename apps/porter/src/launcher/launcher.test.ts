@@ -78,7 +78,7 @@ describe("child output", () => {
 
 describe("the console's interface (HOST)", () => {
   it("binds loopback unless HOST says otherwise — never Next's every-interface default", async () => {
-    const { parseCliEnv } = await import("../env");
+    const { parseCliEnv } = await import("../cli/env");
     const { consoleStartArgs, localHostOf } = await import("./console-args");
     const env = (vars: Record<string, string>) => parseCliEnv(vars as NodeJS.ProcessEnv);
     const host = env({}).HOST;

@@ -1,7 +1,7 @@
 import { verifyPassword } from "@porter/core";
 import { createTestDatabase, type TestDatabase } from "@porter/db/testing/test-database";
 import { afterEach, describe, expect, it } from "vitest";
-import { DEMO_JOB_TYPES, DEMO_POOLS, DEMO_QUEUES, DEMO_TENANTS, seedDemo } from "../../../../prisma/seed";
+import { DEMO_JOB_TYPES, DEMO_POOLS, DEMO_QUEUES, DEMO_TENANTS, seedDemo } from "../seed/demo";
 
 // Each test gets an empty control plane of its own (a fresh clone of the migrated template).
 const databases: TestDatabase[] = [];

@@ -6,13 +6,13 @@ import { repoRoot } from "./paths";
 export type PorterRun = { code: number | null; stdout: string; stderr: string; json: unknown };
 
 /**
- * Runs the CLI as a real subprocess (`node --import tsx apps/worker/src/bin/porter.ts …`), for
+ * Runs the CLI as a real subprocess (`node --import tsx apps/porter/src/bin/porter.ts …`), for
  * tests and scripts. `json` is the last stdout line parsed, when it is JSON.
  */
 export const runPorter = (args: string[], options: { env?: NodeJS.ProcessEnv; onStderr?: (chunk: string) => void } = {}): Promise<PorterRun> =>
   new Promise((resolve, reject) => {
     const root = repoRoot();
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "apps/worker/src/bin/porter.ts"), ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", join(root, "apps/porter/src/bin/porter.ts"), ...args], {
       cwd: root,
       env: options.env ?? process.env,
       stdio: ["ignore", "pipe", "pipe"],

@@ -25,11 +25,11 @@ type TenantRow = {
 };
 
 /**
- * The job-type registry and tenant ceilings, read for each enqueue. With `ttlMs` > 0 the rows are
- * cached that long per process (knobs changed in the console take effect within the TTL);
- * the claim path never uses this cache.
+ * The enqueue policy cache: each job type's queue, pool and bounds and each tenant's ceilings, read
+ * for each enqueue. With `ttlMs` > 0 the rows are cached that long per process (knobs changed in
+ * the console take effect within the TTL); the claim path never uses this cache.
  */
-export class Registry {
+export class PolicyCache {
   private jobTypes = new Map<string, { row: JobTypeRow; at: number }>();
   private tenants = new Map<string, { row: TenantRow; at: number }>();
 

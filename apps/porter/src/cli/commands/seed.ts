@@ -1,4 +1,4 @@
-import { seedDemo } from "../../../../../prisma/seed";
+import { seedDemo } from "../../seed/demo";
 import { parseCommandArgs } from "../args";
 import { helpText, type Command } from "../command";
 

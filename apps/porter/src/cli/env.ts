@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_ADMIN_EMAIL } from "../../../../prisma/seed";
+import { DEFAULT_ADMIN_EMAIL } from "../seed/demo";
 
 // An empty variable (`DATABASE_URL= npm start`) means unset.
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === "" ? undefined : v), schema.optional());

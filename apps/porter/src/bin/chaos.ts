@@ -1,6 +1,6 @@
 // `npm run chaos [-- options]`: the full chaos run (a few minutes) against a PostgreSQL cluster
 // of its own; prints its table and exits 1 when an invariant fails. `--short` runs the form that
-// `npm test` runs (apps/worker/src/chaos/chaos.int.test.ts).
+// `npm test` runs (apps/porter/src/chaos/chaos.int.test.ts).
 import { randomInt } from "node:crypto";
 import { parseArgs } from "node:util";
 import { FULL_CHAOS, SHORT_CHAOS } from "../chaos/profiles";

@@ -2,7 +2,7 @@ import { JOB_ERROR_CODE_NAMES, JOB_ERROR_CODES, ZJobStatus } from "@porter/contr
 import { claimJobs, completeJobs, failJobs, getJob, verifyApiKey, verifyPassword } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { describe, expect, it } from "vitest";
-import { seedDemo } from "../../../../prisma/seed";
+import { seedDemo } from "../seed/demo";
 import { COMMANDS, cliActor } from "./main";
 import { runPorter } from "./run-porter";
 

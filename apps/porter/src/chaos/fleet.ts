@@ -3,7 +3,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import type pg from "pg";
-import { spawnWorker, type LogLine, type WorkerProcess } from "../testing/worker-process";
+import { spawnWorker, type LogLine, type WorkerProcess } from "@porter/worker/testing/worker-process";
 
 const run = promisify(execFile);
 

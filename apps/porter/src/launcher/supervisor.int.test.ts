@@ -3,11 +3,11 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { repoRoot } from "../paths";
+import { repoRoot } from "../cli/paths";
 import { Supervisor, type ChildSpec } from "./supervisor";
 
 // Real processes: the launcher's promises about process groups, restarts and orphans.
-const guard = pathToFileURL(join(repoRoot(), "apps/worker/src/cli/launcher/parent-guard.mjs")).href;
+const guard = pathToFileURL(join(repoRoot(), "apps/porter/src/launcher/parent-guard.mjs")).href;
 const isAlive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -50,10 +50,12 @@ describe("Supervisor", () => {
     const child = supervisor.start(
       nodeChild(
         "parent",
+        // The handler is installed before the line the test waits for: a SIGTERM right after it
+        // must find it (installed after, a fast stop killed the child before it could say bye).
         `const { spawn } = require("node:child_process");
+         process.on("SIGTERM", () => { console.log("bye"); process.exit(0); });
          const g = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
          console.log("grandchild " + g.pid);
-         process.on("SIGTERM", () => { console.log("bye"); process.exit(0); });
          setInterval(() => {}, 1000);`,
       ),
     );
@@ -99,7 +101,7 @@ describe("Supervisor", () => {
   });
 
   it("[ORPHANS]: children stop gracefully when the launcher is SIGKILLed", async () => {
-    const launcher = spawn(process.execPath, ["--import", "tsx", join(repoRoot(), "apps/worker/src/cli/launcher/testing/fake-launcher.ts"), guard], {
+    const launcher = spawn(process.execPath, ["--import", "tsx", join(repoRoot(), "apps/porter/src/launcher/testing/fake-launcher.ts"), guard], {
       cwd: repoRoot(),
       stdio: ["ignore", "pipe", "inherit"],
     });

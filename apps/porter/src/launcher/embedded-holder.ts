@@ -1,5 +1,5 @@
 // Holds the embedded PostgreSQL server for `npm start`, in a process of its own:
-//   node --import tsx apps/worker/src/cli/launcher/embedded-holder.ts <dataDir>
+//   node --import tsx apps/porter/src/launcher/embedded-holder.ts <dataDir>
 // The launcher runs it in its own process group, so a terminal's Ctrl-C does not reach the
 // postgres server (which would shut down at once, under workers still draining); the launcher
 // stops it last. Protocol: one line `PORTER_EMBEDDED_READY <json>` on stdout once the server

@@ -1,5 +1,0 @@
-// `npm start`: migrate, seed, build and run the console and one worker per pool, on DATABASE_URL
-// or an embedded PostgreSQL under .porter/ (see apps/worker/src/cli/launcher/run-launcher.ts).
-import { runLauncher } from "../cli/launcher/run-launcher";
-
-process.exit(await runLauncher());

@@ -1,0 +1,183 @@
+import { claimJobs, type ClaimedJob } from "@porter/core";
+import type pg from "pg";
+import type { Logger } from "../logger";
+import type { PrefetchBuffer } from "./prefetch-buffer";
+import type { Slots } from "./slots";
+import { jitter, sleep, Waker } from "./waker";
+
+export type ClaimLoopOptions = {
+  db: pg.Pool;
+  poolId: string;
+  workerId: string;
+  logger: Logger;
+  /** Whether the LISTEN connection is up (the poll is faster while it is not). */
+  isListening: () => boolean;
+  /** When fewer than a quarter of the slots are free, wait this long for more before claiming. */
+  claimGatherMs: number;
+  /** Poll fallback while the listener is connected (jittered). */
+  pollIntervalMs: number;
+  /** Poll interval while the listener is disconnected. */
+  disconnectedPollIntervalMs: number;
+  /** Coalescing window for notifications on a busy worker (see `WorkerOptions.notifyDebounceMs`). */
+  notifyDebounceMs: number;
+};
+
+/**
+ * The claim loop and its wake-ups. Claims while there is room (free slots plus the prefetch) and
+ * reason to expect work: at start, after a full batch (claim again at once), on a notification for
+ * this pool (at once when idle, debounced when busy: see `onReady`), when a scheduled retry comes
+ * due (`wakeAt`), when results freed capacity a cap held back (`onWritten`), and on the jittered
+ * poll fallback (faster while the listener is disconnected). `stop` ends it (the drain).
+ */
+export class ClaimLoop {
+  private readonly waker = new Waker();
+  private readonly lowWater: number;
+  private isStopped = false;
+  private isMoreLikely = true;
+  /** The last claim got some jobs but fewer than asked: work may be waiting behind a cap. */
+  private isClaimShort = false;
+  /**
+   * A claim is running, or the loop has just been woken to run one: a notification now is
+   * coalesced (debounced) rather than answered with a claim of its own.
+   */
+  private isClaiming = false;
+  /** Counts nudges (work may be waiting): one that comes while a claim runs must not be lost. */
+  private nudges = 0;
+  private done: Promise<void> = Promise.resolve();
+  private debounceTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryTimerAt = Infinity;
+
+  constructor(
+    private readonly slots: Slots,
+    private readonly buffer: PrefetchBuffer,
+    private readonly options: ClaimLoopOptions,
+  ) {
+    this.lowWater = Math.max(1, Math.floor(slots.concurrency / 4));
+  }
+
+  /** True once `stop` was called: no claim starts any more. */
+  get isStopping(): boolean {
+    return this.isStopped;
+  }
+
+  start(): void {
+    this.done = this.run();
+  }
+
+  /** Stops claiming; resolves when the claim under way (if any) has returned its jobs to the buffer. */
+  stop(): Promise<void> {
+    this.isStopped = true;
+    this.waker.wake();
+    return this.done;
+  }
+
+  /** Clears the wake-up timers (shutdown). */
+  clearTimers(): void {
+    clearTimeout(this.debounceTimer);
+    clearTimeout(this.retryTimer);
+  }
+
+  /** There may be work: claim as soon as a slot is free. */
+  nudge(): void {
+    this.nudges += 1;
+    this.isMoreLikely = true;
+    this.waker.wake();
+  }
+
+  /** A slot was freed (and refilled from the buffer): claim again if more work is likely. */
+  onSlotFreed(): void {
+    if (this.isMoreLikely) this.waker.wake();
+  }
+
+  /**
+   * Results were written. A claim cut short by a cap (tenant, queue, pool, resource key) leaves
+   * work behind that no notification announces; results just written freed capacity: claim again
+   * now, not at the poll.
+   */
+  onWritten(): void {
+    if (this.isClaimShort) this.nudge();
+  }
+
+  /**
+   * Work became ready in this pool. An idle worker claims at once: the job is committed (the
+   * notification is sent at commit), so a claim started now finds it. A busy one — a claim under
+   * way, every slot taken, or a window already open — coalesces notifications for
+   * `notifyDebounceMs` into one claim.
+   */
+  onReady(): void {
+    if (this.debounceTimer === undefined && !this.isClaiming && this.slots.size < this.slots.concurrency) {
+      // Marked before the loop runs, so the rest of a burst delivered in the same read is coalesced.
+      this.isClaiming = true;
+      this.nudge();
+      return;
+    }
+    this.debounceTimer ??= setTimeout(() => {
+      this.debounceTimer = undefined;
+      this.nudge();
+    }, this.options.notifyDebounceMs);
+  }
+
+  /** A retry of ours becomes claimable at `at`: wake then rather than at the next poll. */
+  wakeAt(at: number): void {
+    if (this.isStopped) return;
+    const delayMs = Math.max(0, at - Date.now()) + 5;
+    if (delayMs > 60_000 || at >= this.retryTimerAt) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimerAt = at;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.retryTimerAt = Infinity;
+      this.nudge();
+    }, delayMs);
+  }
+
+  private async run(): Promise<void> {
+    const { db, poolId, workerId, logger } = this.options;
+    let errors = 0;
+    while (!this.isStopped) {
+      let free = this.buffer.room();
+      if (free > 0 && this.isMoreLikely) {
+        this.isClaiming = true;
+        if (free < this.lowWater && this.slots.size > 0) {
+          // A claim costs about the same for 1 job as for 100: when only a few slots are free and
+          // others are about to be, gather them for a moment instead of claiming one by one.
+          await sleep(this.options.claimGatherMs);
+          if (this.isStopped) {
+            this.isClaiming = false;
+            break;
+          }
+          free = this.buffer.room();
+        }
+        let jobs: ClaimedJob[];
+        const claimStartedAt = performance.now();
+        const nudgesBefore = this.nudges;
+        try {
+          // The jobs for free slots start at once and are marked started by the claim itself; the
+          // prefetched rest are marked when they leave the buffer (PrefetchBuffer.pump).
+          jobs = await claimJobs(db, { poolId, workerId, limit: free, start: this.buffer.startable() });
+          errors = 0;
+          logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
+        } catch (error) {
+          errors += 1;
+          const retryInMs = jitter(Math.min(250 * 2 ** errors, 5000));
+          logger.warn("claim failed; retrying", { err: error, retryInMs });
+          this.isClaiming = false;
+          await this.waker.wait(retryInMs);
+          continue;
+        }
+        this.isClaiming = false;
+        if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
+        this.buffer.accept(jobs);
+        // A short claim means the queue is empty for now — unless work was announced while it ran
+        // (its NOTIFY may have come after the claim's snapshot): then claim again.
+        this.isMoreLikely = jobs.length === free || this.nudges !== nudgesBefore;
+        this.isClaimShort = jobs.length > 0 && jobs.length < free;
+        if (this.isMoreLikely && this.buffer.room() > 0) continue;
+      }
+      const pollMs = this.options.isListening() ? jitter(this.options.pollIntervalMs, 0.2) : this.options.disconnectedPollIntervalMs;
+      const isWoken = await this.waker.wait(pollMs);
+      if (!isWoken) this.isMoreLikely = true;
+    }
+  }
+}
