@@ -2,9 +2,9 @@
 // and tenants (and the editable fields of users and API keys) with its kind, bounds, default,
 // nullability, label, help and unit, and each entity's cross-field rules. Everything else derives
 // from it: the API's input and output schemas (packages/api/src/schemas/control-plane.ts), core's
-// writable columns (packages/core/src/control-plane.ts) and the console's forms
+// writable columns (packages/core/src/control-plane/config.ts) and the console's forms
 // (apps/console/src/components/config-form.tsx). The database's column DEFAULTs are the schema's
-// own; packages/core/src/control-plane-model.int.test.ts fails when they and this file disagree.
+// own; packages/core/src/control-plane/model.int.test.ts fails when they and this file disagree.
 // Only zod and plain data here: the console's client bundle imports this file.
 import { z } from "zod";
 import { ZStorableText } from "./storable";

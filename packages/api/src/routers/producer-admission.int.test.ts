@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from "../testing/http-server";
 
 // Admission control as a producer sees it over HTTP (issue 4): over the tenant's quota the answer
 // is 429 with a Retry-After header, and nothing is stored. Core's side (buckets, backlog counts,
-// defer, concurrent producers) is in packages/core/src/admission.int.test.ts.
+// defer, concurrent producers) is in packages/core/src/sql/admission.int.test.ts.
 const db = useTestDatabase();
 let server: TestServer;
 let fx: ProducerFixtures;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
-import { runMaintenance } from "../maintenance";
+import { runMaintenance } from "./maintenance";
 import { controlPlane } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";

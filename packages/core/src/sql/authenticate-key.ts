@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
-import type { ApiKeyScope } from "../api-keys";
+import type { ApiKeyScope } from "../control-plane/api-keys";
 
 /** Limits applied by {@link authenticateApiKey}. */
 export type KeyAuthLimits = {

@@ -1,5 +1,5 @@
 import { AppError, type TJobState } from "@porter/contracts";
-import { writeAudit } from "../audit";
+import { writeAudit } from "../control-plane/audit";
 import { inTransaction, type Db } from "../db";
 import { insertFinished } from "./finish";
 

@@ -1,6 +1,6 @@
 import { AppError, type TEnqueueResult, type TJobState } from "@porter/contracts";
 import { inTransaction, type Db } from "../db";
-import { admit } from "../admission";
+import { admit } from "./admission";
 import type { Prepared } from "./enqueue-prepare";
 import { reserveClocksSql } from "./fair-clock";
 

@@ -1,7 +1,7 @@
 import type { TEnqueueResult } from "@porter/contracts";
 import pg from "pg";
 import type { Db } from "../db";
-import type { PolicyCache } from "../policy-cache";
+import type { PolicyCache } from "../control-plane/policy-cache";
 import { enqueueCoalesced } from "./enqueue-coalesce";
 import { insertBatch, reserveVirtualTime } from "./enqueue-insert";
 import { prepareEnqueue, type EnqueueInput } from "./enqueue-prepare";

@@ -1,7 +1,7 @@
 import { AppError, DEFAULT_MAX_PAYLOAD_BYTES, type TEnqueueRequest } from "@porter/contracts";
 import type { Db } from "../db";
 import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
-import { policyKey, PolicyCache } from "../policy-cache";
+import { policyKey, PolicyCache } from "../control-plane/policy-cache";
 import { uuidv7 } from "../uuid";
 
 /** An enqueue request whose tenant has been resolved from the caller's credential. */

@@ -11,7 +11,7 @@ import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
 import { expireJobs } from "./expire-jobs";
 import { extendLeases } from "./extend-leases";
 import { failJobs } from "./fail-jobs";
-import { getJob } from "./get-job";
+import { getJob } from "../reads/get-job";
 import { handBackJobs } from "./hand-back-jobs";
 import { pruneFinished } from "./prune-finished";
 import { redriveJobs } from "./redrive-jobs";

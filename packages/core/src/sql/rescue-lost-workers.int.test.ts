@@ -1,7 +1,7 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
-import { WORKER_LOST_AFTER_MS } from "../worker-liveness";
+import { WORKER_LOST_AFTER_MS } from "../policy/worker-liveness";
 import { applyEffect } from "./apply-effect";
 import { claimJobs } from "./claim-jobs";
 import { enqueueJobs } from "./enqueue-jobs";

@@ -1,5 +1,5 @@
 import type { Db } from "../db";
-import { WORKER_LOST_AFTER_MS } from "../worker-liveness";
+import { WORKER_LOST_AFTER_MS } from "../policy/worker-liveness";
 import { rescueOutcome, rescueSql, type RescueOutcome } from "./rescue";
 
 /**

@@ -1,4 +1,4 @@
-import { writeAudit } from "../audit";
+import { writeAudit } from "../control-plane/audit";
 import { inTransaction, type Db } from "../db";
 import { READY_CHANNEL } from "./enqueue-insert";
 

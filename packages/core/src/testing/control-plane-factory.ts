@@ -2,7 +2,7 @@
 // API keys). It writes only the columns a test gives: every other column takes the database's
 // default (prisma/migrations), so a test that depends on a setting says so, and the defaults are
 // written once. Integration tests only.
-import { createApiKey } from "../api-keys";
+import { createApiKey } from "../control-plane/api-keys";
 import type { Db } from "../db";
 
 export type PoolRow = { id: string; description?: string; concurrency_cap?: number | null; worker_concurrency?: number };

@@ -1,4 +1,4 @@
--- The audit log's guards (packages/core/src/audit.ts writes it). A routine: this file is the one
+-- The audit log's guards (packages/core/src/control-plane/audit.ts writes it). A routine: this file is the one
 -- source of both trigger functions and their triggers, re-applied by the migrator whenever its
 -- checksum changes.
 --

@@ -1,6 +1,6 @@
 -- porter_tokens: the token-bucket arithmetic shared by the claim (tenant start rates, resource keys:
 -- claim.sql), the producer's key authentication (authenticate-key.sql), tenant admission
--- (packages/core/src/admission.ts) and the sign-in throttle (packages/core/src/sql/signin-throttle.ts).
+-- (packages/core/src/sql/admission.ts) and the sign-in throttle (packages/core/src/sql/signin-throttle.ts).
 -- A routine: this file is its one source, re-applied by the migrator whenever its checksum changes.
 --
 -- Tokens available now in a bucket (rate_buckets) that held `tokens` at `updated_at`, refilling at

@@ -1,6 +1,6 @@
 import { AppError, JOB_STATES, type TJobState } from "@porter/contracts";
-import type { Db } from "./db";
-import { LIVE_STATES, TERMINAL_STATES } from "./state";
+import type { Db } from "../db";
+import { LIVE_STATES, TERMINAL_STATES } from "../state";
 
 /** What the jobs browser filters by; every field narrows (AND). Absent = any. */
 export type JobFilter = {

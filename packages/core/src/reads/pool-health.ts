@@ -1,5 +1,5 @@
 import { listWorkers } from "./console-reads";
-import type { Db } from "./db";
+import type { Db } from "../db";
 
 /** One pool as the overview's health badge sees it. */
 export type PoolHealth = {

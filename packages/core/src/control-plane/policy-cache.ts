@@ -1,6 +1,6 @@
 import { AppError } from "@porter/contracts";
-import type { Db } from "./db";
-import type { EnqueuePolicy } from "./policy/clamp";
+import type { Db } from "../db";
+import type { EnqueuePolicy } from "../policy/clamp";
 
 type JobTypeRow = {
   id: string;

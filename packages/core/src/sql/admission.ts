@@ -1,6 +1,6 @@
 import { AppError } from "@porter/contracts";
 import type pg from "pg";
-import type { EnqueuePolicy } from "./policy/clamp";
+import type { EnqueuePolicy } from "../policy/clamp";
 
 type Arrival = { tenantId: string; queueId: string; policy: EnqueuePolicy };
 

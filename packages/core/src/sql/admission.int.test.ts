@@ -2,9 +2,9 @@ import { AppError } from "@porter/contracts";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
-import { claimJobs } from "./sql/claim-jobs";
-import { enqueueJobs, type EnqueueInput } from "./sql/enqueue-jobs";
-import { controlPlane } from "./testing/control-plane-factory";
+import { claimJobs } from "./claim-jobs";
+import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { controlPlane } from "../testing/control-plane-factory";
 
 // Admission control at enqueue (issue 4): a tenant over its arrival rate or backlog cap gets 429
 // with Retry-After and nothing is stored — or, where its queue defers, the jobs are accepted at

@@ -4,7 +4,7 @@
 import { AppError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createConfig, getConfig, updateConfig } from "./control-plane";
+import { createConfig, getConfig, updateConfig } from "../index";
 import { createUser } from "./user-admin";
 
 const db = useTestDatabase();

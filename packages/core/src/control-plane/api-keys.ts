@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { AppError } from "@porter/contracts";
 import type { ControlDb } from "@porter/db/prisma";
 import { writeAudit, writeAuditTx } from "./audit";
-import { inTransaction, type Db } from "./db";
+import { inTransaction, type Db } from "../db";
 
 /** A producer's credential as the API sees it once verified. */
 export type ApiKeyScope = { id: string; tenantIds: string[]; jobTypes: string[] };

@@ -1,9 +1,9 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import { listJobs, selectJobIds } from "./jobs-query";
-import { cancelJob } from "./sql/cancel-job";
-import { enqueueJobs } from "./sql/enqueue-jobs";
-import { controlPlane } from "./testing/control-plane-factory";
+import { cancelJob } from "../sql/cancel-job";
+import { enqueueJobs } from "../sql/enqueue-jobs";
+import { controlPlane } from "../testing/control-plane-factory";
 
 // The jobs browser's order is job_id descending (UUIDv7: creation order) across the live and the
 // finished table, page after page.

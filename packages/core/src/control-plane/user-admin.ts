@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { AppError } from "@porter/contracts";
 import type { ControlDb } from "@porter/db/prisma";
 import { writeAuditTx } from "./audit";
-import type { Db } from "./db";
+import type { Db } from "../db";
 import { hashPassword, verifyPassword, type Role } from "./users";
 
 /** A console user as the console shows it: never the password hash. */

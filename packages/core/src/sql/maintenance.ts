@@ -1,11 +1,11 @@
 import type pg from "pg";
-import { agePriorities } from "./sql/age-priorities";
-import { expireJobs } from "./sql/expire-jobs";
-import { pruneFinished } from "./sql/prune-finished";
-import { rescueExpiredLeases, type RescueOutcome } from "./sql/rescue-expired-leases";
-import { rescueLostWorkers } from "./sql/rescue-lost-workers";
-import { recoverResourceLimits } from "./sql/throttle";
-import { pruneWorkers } from "./sql/workers";
+import { agePriorities } from "./age-priorities";
+import { expireJobs } from "./expire-jobs";
+import { pruneFinished } from "./prune-finished";
+import { rescueExpiredLeases, type RescueOutcome } from "./rescue-expired-leases";
+import { rescueLostWorkers } from "./rescue-lost-workers";
+import { recoverResourceLimits } from "./throttle";
+import { pruneWorkers } from "./workers";
 
 /** Advisory-lock key held by the one maintenance leader across all worker processes. */
 export const MAINTENANCE_LOCK_KEY = 0x706f7274; // "port"

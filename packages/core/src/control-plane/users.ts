@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hash, verify } from "@node-rs/argon2";
-import type { Db } from "./db";
+import type { Db } from "../db";
 
 export type Role = "viewer" | "operator" | "admin";
 

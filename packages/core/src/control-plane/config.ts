@@ -2,7 +2,7 @@ import { AppError } from "@porter/contracts";
 import { CONTROL_PLANE, type ConfigObjectType, type EntityDecl, type FieldIssue } from "@porter/contracts/control-plane";
 import type { ControlDb, Prisma } from "@porter/db/prisma";
 import { writeAudit, writeAuditTx } from "./audit";
-import { inTransaction, type Db } from "./db";
+import { inTransaction, type Db } from "../db";
 
 export type { ConfigObjectType, FieldIssue } from "@porter/contracts/control-plane";
 

@@ -1,7 +1,7 @@
 import { JOB_STATES, type TJobState } from "@porter/contracts";
 import type { ControlDb } from "@porter/db/prisma";
-import type { Db } from "./db";
-import { isWorkerLost } from "./worker-liveness";
+import type { Db } from "../db";
+import { isWorkerLost } from "../policy/worker-liveness";
 
 /** One queue on the console's overview. */
 export type QueueOverview = {
