@@ -36,7 +36,11 @@ test.describe("[CONSOLE][AUTH] sign-in, roles and cross-site protection", () => 
 
     // The same call the operator's Pause button makes, from the viewer's signed-in page.
     const status = await page.evaluate(async () => {
-      const res = await fetch("/api/trpc/queues.pause", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "diag" }) });
+      const res = await fetch("/api/trpc/queues.pause", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ id: "diag" }),
+      });
       return res.status;
     });
     expect(status).toBe(403);

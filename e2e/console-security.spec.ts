@@ -1,4 +1,4 @@
-import { expect, test, type APIRequestContext } from "@playwright/test";
+import { type APIRequestContext, expect, test } from "@playwright/test";
 import pg from "pg";
 import { ADMIN, createUser, signIn } from "./console";
 import { e2eDatabaseUrl } from "./env";
@@ -19,7 +19,12 @@ test.describe("[CONSOLE][SECURITY] redirects, sessions, sign-in throttle, header
   test("[OPEN-REDIRECT]: a signed-in admin following a malicious sign-in link stays on the console", async ({ page }) => {
     await signIn(page, ADMIN);
     const consoleOrigin = new URL(page.url()).origin;
-    for (const link of ["/signin?callbackUrl=%2F%09%2Fevil.example", "/signin?callbackUrl=%2F%2Fevil.example", "/signin?callbackUrl=%2F%5Cevil.example", "/signin?callbackUrl=https%3A%2F%2Fevil.example"]) {
+    for (const link of [
+      "/signin?callbackUrl=%2F%09%2Fevil.example",
+      "/signin?callbackUrl=%2F%2Fevil.example",
+      "/signin?callbackUrl=%2F%5Cevil.example",
+      "/signin?callbackUrl=https%3A%2F%2Fevil.example",
+    ]) {
       await page.goto(link);
       await expect(page.getByTestId("role")).toBeVisible();
       expect(new URL(page.url()).origin, link).toBe(consoleOrigin);

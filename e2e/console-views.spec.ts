@@ -2,8 +2,8 @@
 // the audit log in order without repeats, attempts told apart across redrives, confirmations
 // before pause/drain/role changes, a SIGKILLed worker shown lost, health that names unserved
 // pools, and a sidebar that runs the full height of a long page.
-import { spawn, type ChildProcess } from "node:child_process";
-import { expect, test, type Page } from "@playwright/test";
+import { type ChildProcess, spawn } from "node:child_process";
+import { expect, type Page, test } from "@playwright/test";
 import { porterCli } from "./cli";
 import { ADMIN, createUser, enqueue, producerKey, shot, signIn } from "./console";
 import { e2eDatabaseUrl } from "./env";
@@ -115,7 +115,11 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await signIn(page, ADMIN, `/jobs/${jobId}`);
     const runs = page.getByTestId("attempt-row").locator("th");
     await expect(runs).toHaveText(["run 1 · attempt 1", "run 2 · attempt 1 after redrive 1", "run 3 · attempt 1 after redrive 2"]);
-    await expect(page.locator('[data-kind="attempt_failed"]')).toHaveText([/Attempt 1 failed/, /Attempt 1 failed.* · after redrive 1/, /Attempt 1 failed.* · after redrive 2/]);
+    await expect(page.locator('[data-kind="attempt_failed"]')).toHaveText([
+      /Attempt 1 failed/,
+      /Attempt 1 failed.* · after redrive 1/,
+      /Attempt 1 failed.* · after redrive 2/,
+    ]);
     await shot(page, "job-attempts-after-redrives");
   });
 
@@ -162,7 +166,9 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await signIn(page, operator, "/pools");
     await page.getByRole("button", { name: "Drain pool agents" }).click();
     const dialog = page.getByRole("dialog", { name: "Drain pool agents" });
-    await expect(dialog.getByTestId("confirm-summary")).toContainText(/Drain pool agents: 1 queue \(agent\.runs\) is paused, so \d+ ready jobs? stops? being claimed/);
+    await expect(dialog.getByTestId("confirm-summary")).toContainText(
+      /Drain pool agents: 1 queue \(agent\.runs\) is paused, so \d+ ready jobs? stops? being claimed/,
+    );
     await dialog.getByLabel("Reason (required, kept in the audit log)").fill("e2e: LLM provider maintenance");
     await shot(page, "pool-drain-dialog");
     await dialog.getByRole("button", { name: "Drain pool agents" }).click();
@@ -170,7 +176,9 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await expect(page.getByRole("button", { name: "Resume pool agents" })).toBeVisible();
 
     await page.goto("/audit");
-    await expect(page.getByRole("row").filter({ hasText: "queue.pause" }).filter({ hasText: "agent.runs" }).filter({ hasText: "e2e: LLM provider maintenance" })).toBeVisible({ timeout: AUDIT_LOAD_MS });
+    await expect(
+      page.getByRole("row").filter({ hasText: "queue.pause" }).filter({ hasText: "agent.runs" }).filter({ hasText: "e2e: LLM provider maintenance" }),
+    ).toBeVisible({ timeout: AUDIT_LOAD_MS });
     await page.goto("/pools");
     await page.getByRole("button", { name: "Resume pool agents" }).click();
     await expect(page.getByRole("button", { name: "Drain pool agents" })).toBeVisible();
@@ -195,7 +203,9 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     await expect(role).toHaveValue("operator");
 
     await page.goto("/audit");
-    await expect(page.getByRole("row").filter({ hasText: "user.update" }).filter({ hasText: "e2e: joins the on-call rota" })).toBeVisible({ timeout: AUDIT_LOAD_MS });
+    await expect(page.getByRole("row").filter({ hasText: "user.update" }).filter({ hasText: "e2e: joins the on-call rota" })).toBeVisible({
+      timeout: AUDIT_LOAD_MS,
+    });
   });
 
   test("[WORKERS][LOST]: a SIGKILLed worker shows lost within seconds and the overview names its pool with the jobs waiting", async ({ page, request }) => {

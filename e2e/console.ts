@@ -1,6 +1,6 @@
 // Helpers of the console specs (e2e/console-*.spec.ts): sign-in, users of each role, producer calls.
 import { mkdirSync } from "node:fs";
-import { expect, type APIRequestContext, type Page } from "@playwright/test";
+import { type APIRequestContext, expect, type Page } from "@playwright/test";
 import { porterCli } from "./cli";
 
 /** The admin e2e/serve.ts seeds (PORTER_ADMIN_PASSWORD). */

@@ -54,9 +54,7 @@ test.describe("[CORE] a producer's job runs to a durable result", () => {
       data: { job_type: "diag.fail", payload: { mode: "permanent" }, idempotency_key: `e2e-dead-${Date.now()}` },
     });
     const { job_id } = (await enqueue.json()).result.data as { job_id: string };
-    await expect
-      .poll(async () => porterCli<Status>("jobs", "get", job_id).status, { timeout: 30_000 })
-      .toBe("DEAD");
+    await expect.poll(async () => porterCli<Status>("jobs", "get", job_id).status, { timeout: 30_000 }).toBe("DEAD");
     expect(porterCli<Status>("jobs", "get", job_id).error?.code).toBeTruthy();
     const redrive = porterCli<{ redriven: string[] }>("redrive", job_id, "--reason", "e2e");
     expect(redrive.redriven).toEqual([job_id]);

@@ -2,9 +2,7 @@ import { fileURLToPath } from "node:url";
 
 /** Where the e2e stack lives; shared by e2e/serve.ts and the specs. */
 /** `PORTER_E2E_DATABASE` lets two checkouts run e2e on one server side by side. */
-export const E2E_DATABASE = /^[a-z_][a-z0-9_]*$/.test(process.env.PORTER_E2E_DATABASE ?? "")
-  ? process.env.PORTER_E2E_DATABASE!
-  : "porter_e2e";
+export const E2E_DATABASE = /^[a-z_][a-z0-9_]*$/.test(process.env.PORTER_E2E_DATABASE ?? "") ? process.env.PORTER_E2E_DATABASE! : "porter_e2e";
 export const e2eAdminUrl = (): string => process.env.PORTER_E2E_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 export const e2eDatabaseUrl = (): string => {
   const url = new URL(e2eAdminUrl());

@@ -4,7 +4,7 @@
 // the database's relayed lines into one file). Its name sorts it after the other specs (Playwright
 // runs files in alphabetical order with one worker), so their traffic is in the file too.
 import { existsSync, readFileSync } from "node:fs";
-import { expect, test, type APIRequestContext } from "@playwright/test";
+import { type APIRequestContext, expect, test } from "@playwright/test";
 import { porterCli } from "./cli";
 import { ADMIN, signIn } from "./console";
 import { credentialsPath, e2eStackLogPath } from "./env";
@@ -96,9 +96,11 @@ test("[LOGS][SECRETS]: no log line of any process carries a payload canary, the 
     ["the API key", secretOf(key)],
     ["the seeded producer key", secretOf(seededKey!)],
   ];
-  const found = secrets.filter(([, secret]) => log.includes(secret)).map(([what, secret]) => {
-    const line = log.split("\n").find((l) => l.includes(secret))!;
-    return `${what} in: ${line.slice(0, 400)}`;
-  });
+  const found = secrets
+    .filter(([, secret]) => log.includes(secret))
+    .map(([what, secret]) => {
+      const line = log.split("\n").find((l) => l.includes(secret))!;
+      return `${what} in: ${line.slice(0, 400)}`;
+    });
   expect(found, `log lines with a secret (${e2eStackLogPath()})`).toEqual([]);
 });

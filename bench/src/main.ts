@@ -5,15 +5,15 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { dropLeftovers } from "./database";
 import { HELP, parseOptions, SCENARIO_NAMES, type ScenarioId } from "./options";
-import { measureCommitCeiling, type CommitCeiling } from "./pgbench";
+import { type CommitCeiling, measureCommitCeiling } from "./pgbench";
 import { createProgress } from "./progress";
 import { scenarioMarkdown } from "./report";
 import { backlog } from "./scenarios/backlog";
 import { burnDown, estimateMaxRates, warmUp } from "./scenarios/burn-down";
-import { isPeerDefault, type BenchContext, type ScenarioResult } from "./scenarios/common";
+import { type BenchContext, isPeerDefault, type ScenarioResult } from "./scenarios/common";
 import { batchEnqueue, singleEnqueue } from "./scenarios/enqueue";
-import { fairness, FAIRNESS_FULL, FAIRNESS_QUICK } from "./scenarios/fairness";
 import { failures } from "./scenarios/failures";
+import { FAIRNESS_FULL, FAIRNESS_QUICK, fairness } from "./scenarios/fairness";
 import { idleLatency, steadyArrivals } from "./scenarios/latency";
 import { fmt, markdownTable } from "./table";
 
@@ -50,8 +50,8 @@ const environment = {
   connections: options.connections,
 };
 progress.done(
-  `bench (${environment.mode}): PostgreSQL ${environment.postgres}, ${environment.cpus} cores, Node ${environment.node}; ` +
-    `${options.variants.map((v) => v.id).join(", ")}; scenarios ${options.scenarios.join(",")}`,
+  `bench (${environment.mode}): PostgreSQL ${environment.postgres}, ${environment.cpus} cores, Node ${environment.node}; `
+    + `${options.variants.map((v) => v.id).join(", ")}; scenarios ${options.scenarios.join(",")}`,
 );
 
 let ceiling: CommitCeiling | undefined;
@@ -81,9 +81,7 @@ const runners: Record<Exclude<ScenarioId, "h">, (c: BenchContext) => Promise<Sce
 
 /** Quick mode shows the peers' default configurations in the burn-down only (where they differ most). */
 const variantsFor = (id: ScenarioId | "warm-up") =>
-  options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c")
-    ? ctx.variants.filter((v) => !isPeerDefault(v))
-    : ctx.variants;
+  options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c") ? ctx.variants.filter((v) => !isPeerDefault(v)) : ctx.variants;
 
 const results: ScenarioResult[] = [];
 /** Scenarios with a table of their own shape (h: fairness), in markdown. */
@@ -94,9 +92,9 @@ const header = (): string => {
   const lines = [
     `## Porter vs graphile-worker vs pg-boss — ${new Date(startedAt).toISOString()} (${environment.mode})`,
     "",
-    `PostgreSQL ${environment.postgres}, ${environment.cpus} × ${environment.cpu}, Node ${environment.node}. ` +
-      `Every worker: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections, one process; ` +
-      `producers: ${ctx.budget.connections} connections. ${ctx.sizes.runs} measured run(s) (the peers' default configurations: ${ctx.sizes.defaultRuns}) after a discarded warm-up, interleaved; median (min–max).`,
+    `PostgreSQL ${environment.postgres}, ${environment.cpus} × ${environment.cpu}, Node ${environment.node}. `
+      + `Every worker: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections, one process; `
+      + `producers: ${ctx.budget.connections} connections. ${ctx.sizes.runs} measured run(s) (the peers' default configurations: ${ctx.sizes.defaultRuns}) after a discarded warm-up, interleaved; median (min–max).`,
   ];
   if (ceiling) {
     lines.push(
@@ -110,7 +108,13 @@ const header = (): string => {
       ),
     );
   }
-  lines.push("", markdownTable(["system", "settings beyond the shared budget"], options.variants.map((v) => [v.label, v.settings])));
+  lines.push(
+    "",
+    markdownTable(
+      ["system", "settings beyond the shared budget"],
+      options.variants.map((v) => [v.label, v.settings]),
+    ),
+  );
   return lines.join("\n");
 };
 
@@ -122,7 +126,21 @@ const save = (final: boolean) => {
   mkdirSync(dir, { recursive: true });
   writeFileSync(
     join(dir, `${stamp}.json`),
-    JSON.stringify({ at: new Date(startedAt).toISOString(), final, environment, options, ceiling, timings, maxRates: Object.fromEntries(ctx.maxRates), results, extras: extras.map((e) => e.details) }, null, 2),
+    JSON.stringify(
+      {
+        at: new Date(startedAt).toISOString(),
+        final,
+        environment,
+        options,
+        ceiling,
+        timings,
+        maxRates: Object.fromEntries(ctx.maxRates),
+        results,
+        extras: extras.map((e) => e.details),
+      },
+      null,
+      2,
+    ),
   );
   writeFileSync(join(dir, `${stamp}.md`), `${report}\n\n${elapsed}\n`);
   return `${report}\n\n${elapsed}`;

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import type { Sizes } from "./scenarios/common";
-import { VARIANTS, type SystemName, type Variant } from "./variants";
+import { type SystemName, VARIANTS, type Variant } from "./variants";
 
 const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g", "h"] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
@@ -107,7 +107,10 @@ export const parseOptions = (argv: string[]): Options => {
       })
     : [...SCENARIOS];
   const systems = (values.systems ?? "porter,graphile,pgboss").split(",").map((s) => {
-    const name = s.trim().replace(/^pg-boss$/, "pgboss").replace(/^graphile-worker$/, "graphile");
+    const name = s
+      .trim()
+      .replace(/^pg-boss$/, "pgboss")
+      .replace(/^graphile-worker$/, "graphile");
     if (!["porter", "graphile", "pgboss"].includes(name)) throw new Error(`unknown system "${s}" (porter, graphile, pgboss)`);
     return name as SystemName;
   });

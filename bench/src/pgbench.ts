@@ -5,10 +5,14 @@ export type CommitCeiling = { syncOnTps: number; syncOffTps: number };
 
 const run = (url: string, args: string[], env: Record<string, string> = {}) => {
   const u = new URL(url);
-  const out = spawnSync("pgbench", [...args, "-h", u.hostname, "-p", u.port || "5432", "-U", decodeURIComponent(u.username || "postgres"), u.pathname.slice(1)], {
-    encoding: "utf8",
-    env: { ...process.env, PGPASSWORD: decodeURIComponent(u.password), ...env },
-  });
+  const out = spawnSync(
+    "pgbench",
+    [...args, "-h", u.hostname, "-p", u.port || "5432", "-U", decodeURIComponent(u.username || "postgres"), u.pathname.slice(1)],
+    {
+      encoding: "utf8",
+      env: { ...process.env, PGPASSWORD: decodeURIComponent(u.password), ...env },
+    },
+  );
   if (out.status !== 0) throw new Error(`pgbench failed: ${out.stderr}`);
   return out.stdout;
 };

@@ -16,7 +16,10 @@ export const scenarioMarkdown = (s: ScenarioResult): string => {
     const foreign = Math.max(...(r.values.foreign ?? [0]));
     const notes =
       foreign > 0.05
-        ? [...r.notes, `WAL is cluster-wide: other databases on the server made ${fmt(foreign * 100)}% of its row writes during this measurement, so WAL B/job is inflated`]
+        ? [
+            ...r.notes,
+            `WAL is cluster-wide: other databases on the server made ${fmt(foreign * 100)}% of its row writes during this measurement, so WAL B/job is inflated`,
+          ]
         : r.notes;
     const marks = notes.map((n) => {
       footnotes.push(n);

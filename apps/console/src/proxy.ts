@@ -1,4 +1,4 @@
-import { NextResponse, type NextRequest } from "next/server";
+import { type NextRequest, NextResponse } from "next/server";
 import { securityHeaders } from "./lib/security-headers";
 import { getEnv } from "./server/env";
 

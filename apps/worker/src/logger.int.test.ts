@@ -39,7 +39,9 @@ describe("the worker's log carries no data a query failed on", () => {
     }
     const text = lines.join("");
     expect(text).not.toContain(CANARY);
-    const codes = lines.map((line) => (JSON.parse(line) as { err: { code?: string; cause?: { code?: string } } }).err).map((err) => err.code ?? err.cause?.code);
+    const codes = lines
+      .map((line) => (JSON.parse(line) as { err: { code?: string; cause?: { code?: string } } }).err)
+      .map((err) => err.code ?? err.cause?.code);
     expect(new Set(codes)).toEqual(new Set(["22P05", "22P02", "23514", "23505"]));
   });
 });

@@ -4,6 +4,7 @@ import { defineHandler } from "@porter/sdk";
 import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
+
 const url = "postgres://postgres@127.0.0.1:5432/porter_perf";
 const [concurrency, prefetch, flushBatch] = [Number(process.argv[2] ?? 24), Number(process.argv[3] ?? 24), Number(process.argv[4] ?? 100)];
 const pool = createPool(url, { max: 10 });
@@ -11,8 +12,15 @@ const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM
 const total = rows[0]!.n;
 const t0 = performance.now();
 const worker = await PorterWorker.start({
-  db: pool, connectionString: url, poolId: "bench", concurrency, prefetch, flushBatch, logger: createLogger({ level: "warn" }),
-  handlers: createHandlerMap([defineHandler({ type: "bench.noop", run: async () => null })]), maintenance: false,
+  db: pool,
+  connectionString: url,
+  poolId: "bench",
+  concurrency,
+  prefetch,
+  flushBatch,
+  logger: createLogger({ level: "warn" }),
+  handlers: createHandlerMap([defineHandler({ type: "bench.noop", run: async () => null })]),
+  maintenance: false,
 });
 for (;;) {
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs`);

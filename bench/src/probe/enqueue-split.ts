@@ -1,7 +1,7 @@
 // Probe (not part of the suite): sequential enqueue calls of `batch` jobs on a fresh `porter_perf`
 // database, with the CPU split between Node and PostgreSQL and pg_stat_statements (STATS=1).
 //   npx tsx bench/src/probe/enqueue-split.ts [calls] [batch]
-import { enqueueJobs, PolicyCache, type EnqueueInput } from "@porter/core";
+import { type EnqueueInput, enqueueJobs, PolicyCache } from "@porter/core";
 import { pgTicks } from "../pg-ticks";
 import { freshPerfDatabase, startProfile } from "./perf-db";
 
@@ -24,8 +24,8 @@ const c = process.cpuUsage(c0);
 await profile.stop();
 const pgS = (pgTicks() - ticks0) / 100;
 console.log(
-  `${calls} calls of ${batch}: ${((calls * batch) / s).toFixed(0)} jobs/s; per call: wall ${((s * 1000) / calls).toFixed(1)} ms, ` +
-    `node CPU ${((c.user + c.system) / 1000 / calls).toFixed(1)} ms, postgres CPU ${((pgS * 1000) / calls).toFixed(1)} ms`,
+  `${calls} calls of ${batch}: ${((calls * batch) / s).toFixed(0)} jobs/s; per call: wall ${((s * 1000) / calls).toFixed(1)} ms, `
+    + `node CPU ${((c.user + c.system) / 1000 / calls).toFixed(1)} ms, postgres CPU ${((pgS * 1000) / calls).toFixed(1)} ms`,
 );
 if (stats) {
   const { rows } = await pool.query(

@@ -26,13 +26,17 @@ if (process.env.EXTERNAL) {
   process.stdout.write(stdout);
 } else {
   let left = calls;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (left-- > 0) await one();
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left-- > 0) await one();
+    }),
+  );
 }
 const s = (performance.now() - t0) / 1000;
 const c = process.cpuUsage(c0);
 await profile.stop();
-console.log(`${calls} calls at c=${concurrency}: ${(calls / s).toFixed(0)}/s, ${((s * 1000) / calls).toFixed(2)} ms/call wall, ${((c.user + c.system) / 1000 / calls).toFixed(2)} ms CPU/call`);
+console.log(
+  `${calls} calls at c=${concurrency}: ${(calls / s).toFixed(0)}/s, ${((s * 1000) / calls).toFixed(2)} ms/call wall, ${((c.user + c.system) / 1000 / calls).toFixed(2)} ms CPU/call`,
+);
 await server.close();
 await pool.end();

@@ -2,9 +2,9 @@
 // and tenant (all named "bench"), and an optional CPU profile of a measured stretch.
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
-import pg from "pg";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
+import pg from "pg";
 
 export const PERF_URL = "postgres://postgres@127.0.0.1:5432/porter_perf";
 const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";

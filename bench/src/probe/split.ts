@@ -34,8 +34,21 @@ const vacuumEvery = Number(process.env.VACUUM_EVERY_MS ?? 0);
 const vacuumer = vacuumEvery > 0 ? setInterval(() => void pool.query(`VACUUM jobs`).catch(() => undefined), vacuumEvery) : undefined;
 let ran = 0;
 const worker = await PorterWorker.start({
-  db: pool, connectionString: url, poolId: "bench", concurrency, prefetch, logger: createLogger({ level: "warn" }),
-  handlers: createHandlerMap([defineHandler({ type: "bench.job", run: async () => { ran += 1; } })]), maintenance: false,
+  db: pool,
+  connectionString: url,
+  poolId: "bench",
+  concurrency,
+  prefetch,
+  logger: createLogger({ level: "warn" }),
+  handlers: createHandlerMap([
+    defineHandler({
+      type: "bench.job",
+      run: async () => {
+        ran += 1;
+      },
+    }),
+  ]),
+  maintenance: false,
 });
 while (ran < jobs) await new Promise((r) => setTimeout(r, 5));
 await worker.drain({ graceMs: 100 });
@@ -52,8 +65,8 @@ if (process.env.VACUUM_STATS) {
 const left = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs`)).rows[0]!.n;
 if (left !== 0) throw new Error(`${left} jobs left in the hot table`);
 console.log(
-  `jobs=${jobs} prefetch=${prefetch} c=${concurrency}: ${(jobs / s).toFixed(0)} jobs/s in ${s.toFixed(2)} s; ` +
-    `CPU node ${nodeS.toFixed(2)} s (${((nodeS / jobs) * 1e6).toFixed(1)} µs/job), postgres ${pgS.toFixed(2)} s (${((pgS / jobs) * 1e6).toFixed(1)} µs/job)`,
+  `jobs=${jobs} prefetch=${prefetch} c=${concurrency}: ${(jobs / s).toFixed(0)} jobs/s in ${s.toFixed(2)} s; `
+    + `CPU node ${nodeS.toFixed(2)} s (${((nodeS / jobs) * 1e6).toFixed(1)} µs/job), postgres ${pgS.toFixed(2)} s (${((pgS / jobs) * 1e6).toFixed(1)} µs/job)`,
 );
 
 if (stats) {

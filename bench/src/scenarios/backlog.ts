@@ -3,7 +3,7 @@ import type { Session } from "../systems/types";
 import { fmt } from "../table";
 import { nowMs } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
-import { bootWorker, COST_COLUMNS, interleave, perJobValues, RowSet, type BenchContext, type ScenarioResult } from "./common";
+import { type BenchContext, bootWorker, COST_COLUMNS, interleave, perJobValues, RowSet, type ScenarioResult } from "./common";
 
 type Phase = { key: string; label: string };
 

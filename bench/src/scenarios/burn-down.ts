@@ -1,12 +1,12 @@
 import { perJob, settledStats } from "../database";
+import { pgTicks } from "../pg-ticks";
+import { describeStatement, statementProfile } from "../statements";
 import type { Session } from "../systems/types";
 import { fmt, median } from "../table";
 import type { VariantId } from "../variants";
 import { nowMs, type WorkerSummary } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
-import { COST_COLUMNS, interleave, isPeerDefault, perJobValues, RowSet, runLabel, sleep, type BenchContext, type ScenarioResult } from "./common";
-import { pgTicks } from "../pg-ticks";
-import { describeStatement, statementProfile } from "../statements";
+import { type BenchContext, COST_COLUMNS, interleave, isPeerDefault, perJobValues, RowSet, runLabel, type ScenarioResult, sleep } from "./common";
 
 /** Enqueues jobs k = from … from+count-1 in calls of `batch` through the system's batch API. */
 const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
@@ -87,30 +87,41 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     const isOnce = r.summary.repeatedSuccesses === 0 && r.summary.distinctSucceeded === r.summary.succeeded;
     const isAll = r.capped || (r.summary.succeeded === jobs && (inDb === null || inDb === jobs));
     if (!isOnce || !isAll) {
-      throw new Error(`${label}: expected ${jobs} jobs run once each; handlers ran ${r.summary.succeeded} (${r.summary.distinctSucceeded} distinct), the database holds ${inDb} succeeded`);
+      throw new Error(
+        `${label}: expected ${jobs} jobs run once each; handlers ran ${r.summary.succeeded} (${r.summary.distinctSucceeded} distinct), the database holds ${inDb} succeeded`,
+      );
     }
     if (r.capped) rows.note(session.variant.label, session.variant.id, `stopped at the ${capS} s cap (${fmt(r.done)}/${fmt(jobs)} done)`);
     const claims = r.summary.claims;
-    rows.add(
-      session.variant.label,
-      session.variant.id,
-      {
-        rate,
-        perClaim: claims.claims ? claims.rows / claims.claims : NaN,
-        claimP50: claims.latency.p50,
-        workerCpu: (r.summary.cpuMs * 1000) / r.done,
-        pgCpu: pgCpuMs > 0 ? (pgCpuMs * 1000) / r.done : NaN,
-        ...perJobValues(perJob(before, after, r.done)),
-      },
-    );
+    rows.add(session.variant.label, session.variant.id, {
+      rate,
+      perClaim: claims.claims ? claims.rows / claims.claims : NaN,
+      claimP50: claims.latency.p50,
+      workerCpu: (r.summary.cpuMs * 1000) / r.done,
+      pgCpu: pgCpuMs > 0 ? (pgCpuMs * 1000) / r.done : NaN,
+      ...perJobValues(perJob(before, after, r.done)),
+    });
     if (statements) {
       const top = await statements.top(3);
       statementNotes.set(session.variant.label, `${session.variant.label}: ${top.map((t) => describeStatement(t, r.done)).join("; ")}`);
       details.push({ variant: session.variant.id, run: run.index, statements: top });
     }
     (rates.get(session.variant.id) ?? rates.set(session.variant.id, []).get(session.variant.id)!).push(rate);
-    details.push({ variant: session.variant.id, run: run.index, jobs, done: r.done, capped: r.capped, rate, handlerRuns: r.summary.executed, succeededInDb: inDb, claims, info: r.info });
-    ctx.progress.done(`${label}: ${fmt(rate)} jobs/s${r.capped ? ` (capped at ${capS} s, ${fmt(r.done)} done)` : ""}, ${fmt(claims.claims)} claims of ${fmt(claims.rows / Math.max(1, claims.claims), 1)} jobs`);
+    details.push({
+      variant: session.variant.id,
+      run: run.index,
+      jobs,
+      done: r.done,
+      capped: r.capped,
+      rate,
+      handlerRuns: r.summary.executed,
+      succeededInDb: inDb,
+      claims,
+      info: r.info,
+    });
+    ctx.progress.done(
+      `${label}: ${fmt(rate)} jobs/s${r.capped ? ` (capped at ${capS} s, ${fmt(r.done)} done)` : ""}, ${fmt(claims.claims)} claims of ${fmt(claims.rows / Math.max(1, claims.claims), 1)} jobs`,
+    );
   });
   for (const [id, list] of rates) ctx.maxRates.set(id, median(list));
   return {

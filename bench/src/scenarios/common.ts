@@ -130,9 +130,7 @@ export const interleave = async (
       if (isPeerDefault(variant) && index > ctx.sizes.defaultRuns) continue;
       const [session, worker] = await Promise.allSettled([
         openSession(ctx.adminUrl, variant, ctx.budget),
-        options.worker
-          ? bootWorker(ctx, variant, typeof options.worker === "function" ? options.worker(variant) : options.worker)
-          : Promise.resolve(undefined),
+        options.worker ? bootWorker(ctx, variant, typeof options.worker === "function" ? options.worker(variant) : options.worker) : Promise.resolve(undefined),
       ]);
       try {
         if (session.status === "rejected") throw session.reason;

@@ -1,9 +1,9 @@
-import { perJob, settledStats, type PerJob } from "../database";
+import { type PerJob, perJob, settledStats } from "../database";
 import type { BenchJob, Session } from "../systems/types";
 import { fmt } from "../table";
 import type { Variant } from "../variants";
 import { distribution, nowMs } from "../worker/protocol";
-import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type BenchContext, type ScenarioResult } from "./common";
+import { type BenchContext, COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type ScenarioResult } from "./common";
 
 type Producer = { label: string; enqueueBatch: (jobs: BenchJob[]) => Promise<string[]>; enqueueOne: (job: BenchJob) => Promise<string> };
 
@@ -15,7 +15,9 @@ const enqueueVariants = (variants: readonly Variant[]): Variant[] => {
 
 const rowLabel = (variant: Variant, all: readonly Variant[]): string => {
   const same = all.filter((v) => v.enqueueKey === variant.enqueueKey);
-  return same.length > 1 ? `${variant.system === "graphile" ? "graphile-worker" : variant.system} (${same.map((v) => (v.tuned ? "tuned" : "default")).join(" = ")})` : variant.label;
+  return same.length > 1
+    ? `${variant.system === "graphile" ? "graphile-worker" : variant.system} (${same.map((v) => (v.tuned ? "tuned" : "default")).join(" = ")})`
+    : variant.label;
 };
 
 /** The producers of a session: the direct API, and for Porter also the HTTP API. */
@@ -73,11 +75,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
       `${fmt(n)} jobs per batch size per run, sequential calls from one producer; per-job costs are of the 1000-per-call phase.`,
       "Porter direct = core enqueueJobs (what producer.enqueueBatch runs); HTTP = the producer API over HTTP (SDK client → in-process server); graphile-worker addJobs; pg-boss insert.",
     ],
-    columns: [
-      { key: "b100", label: "100/call jobs/s", better: "higher" },
-      { key: "b1000", label: "1000/call jobs/s", better: "higher" },
-      ...COST_COLUMNS,
-    ],
+    columns: [{ key: "b100", label: "100/call jobs/s", better: "higher" }, { key: "b1000", label: "1000/call jobs/s", better: "higher" }, ...COST_COLUMNS],
     rows: rows.all(),
     details: [],
   };
@@ -112,7 +110,10 @@ export const singleEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> 
               latencies.push(last - start);
             }
           };
-          const ticker = setInterval(() => ctx.progress.update(`(b) ${label}, ${runLabel(run, ctx.sizes.runs)}: concurrency ${c}, ${latencies.length} calls`), 500);
+          const ticker = setInterval(
+            () => ctx.progress.update(`(b) ${label}, ${runLabel(run, ctx.sizes.runs)}: concurrency ${c}, ${latencies.length} calls`),
+            500,
+          );
           await Promise.all(Array.from({ length: c }, caller));
           clearInterval(ticker);
           rate = latencies.length / ((last - t0) / 1000);

@@ -1,10 +1,10 @@
 import { perJob, settledStats } from "../database";
 import { readEffects } from "../systems/types";
 import { fmt } from "../table";
-import { drainWith } from "./burn-down";
 import type { Variant } from "../variants";
 import type { HandlerMode } from "../worker/protocol";
-import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type BenchContext, type ScenarioResult } from "./common";
+import { drainWith } from "./burn-down";
+import { type BenchContext, COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type ScenarioResult } from "./common";
 
 const FAIL_PERCENT = 10;
 
@@ -21,7 +21,12 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const details: unknown[] = [];
   // Porter runs twice: with its effect ledger (ctx.effect) and with a plain write as the peers do.
   const cases = ctx.variants.flatMap((v) =>
-    v.system === "porter" ? [{ ...v, label: `${v.label} (ctx.effect)` }, { ...v, label: `${v.label} (plain write)` }] : [v],
+    v.system === "porter"
+      ? [
+          { ...v, label: `${v.label} (ctx.effect)` },
+          { ...v, label: `${v.label} (plain write)` },
+        ]
+      : [v],
   );
   const handler = (v: Variant): HandlerMode => ({ kind: "faulty", failPercent: FAIL_PERCENT, effect: v.label.endsWith("(ctx.effect)") ? "ledger" : "plain" });
   await interleave(ctx, cases, { runs: ctx.sizes.runs, worker: handler }, async (session, run, worker) => {
@@ -42,20 +47,16 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     const allDoneS = (r.endAt - r.summary.firstStartAt) / 1000;
     const rate = effects.applied / allDoneS;
     if (r.capped) rows.note(name, session.variant.id, `stopped at the ${ctx.sizes.failureCapS} s cap (${fmt(r.done)}/${fmt(jobs)} done)`);
-    rows.add(
-      name,
-      session.variant.id,
-      {
-        jobs,
-        rate,
-        allDoneS,
-        lost,
-        duplicated: effects.duplicated,
-        repeated: r.summary.repeatedSuccesses,
-        attempts: r.summary.executed / jobs,
-        ...perJobValues(perJob(before, after, jobs)),
-      },
-    );
+    rows.add(name, session.variant.id, {
+      jobs,
+      rate,
+      allDoneS,
+      lost,
+      duplicated: effects.duplicated,
+      repeated: r.summary.repeatedSuccesses,
+      attempts: r.summary.executed / jobs,
+      ...perJobValues(perJob(before, after, jobs)),
+    });
     details.push({ variant: name, run: run.index, jobs, done: r.done, capped: r.capped, effects, summary: r.summary, info: r.info });
     ctx.progress.done(
       `${label}: ${fmt(rate)} effective jobs/s, lost ${lost}, duplicated ${effects.duplicated}, ${fmt(r.summary.executed / jobs, 3)} attempts/job${r.capped ? ` (capped, ${fmt(r.done)}/${fmt(jobs)} done)` : ""}`,

@@ -1,4 +1,4 @@
-import { enqueueJobs, PolicyCache, type EnqueueInput } from "@porter/core";
+import { type EnqueueInput, enqueueJobs, PolicyCache } from "@porter/core";
 import { createPool, migrate } from "@porter/db";
 import { defineHandler } from "@porter/sdk";
 import { createHandlerMap } from "@porter/worker/handlers/handler-map";
@@ -33,7 +33,7 @@ const TENANTS = [
 const CONCURRENCY = 24;
 
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]! : NaN);
-const jain = (xs: number[]) => (xs.reduce((a, b) => a + b, 0) ** 2) / (xs.length * xs.reduce((a, b) => a + b * b, 0));
+const jain = (xs: number[]) => xs.reduce((a, b) => a + b, 0) ** 2 / (xs.length * xs.reduce((a, b) => a + b * b, 0));
 
 const withDatabase = async <T>(adminUrl: string, label: string, fn: (pool: pg.Pool, url: string) => Promise<T>): Promise<T> => {
   const name = `porter_bench_fair_${label}_${Date.now()}`;
@@ -67,9 +67,7 @@ const startWorker = (pool: pg.Pool, url: string, handlerMs: number) =>
     poolId: "fair",
     concurrency: CONCURRENCY,
     logger: createLogger({ level: "warn" }),
-    handlers: createHandlerMap([
-      defineHandler({ type: "bench.noop", run: async () => (handlerMs ? new Promise((r) => setTimeout(r, handlerMs)) : null) }),
-    ]),
+    handlers: createHandlerMap([defineHandler({ type: "bench.noop", run: async () => (handlerMs ? new Promise((r) => setTimeout(r, handlerMs)) : null) })]),
     maintenance: false,
   });
 
@@ -151,7 +149,8 @@ const policyCost = async (adminUrl: string, sizes: FairnessSizes, progress: Prog
     await setup(pool, policy);
     const tenants = policy ? TENANTS.map((t) => t.id) : ["A"];
     const per = Math.ceil(sizes.burnJobs / tenants.length);
-    for (const t of tenants) for (let done = 0; done < per; done += 1000) await enqueueJobs(pool, jobsOf(t, Math.min(1000, per - done), done), { notify: false });
+    for (const t of tenants)
+      for (let done = 0; done < per; done += 1000) await enqueueJobs(pool, jobsOf(t, Math.min(1000, per - done), done), { notify: false });
     const t0 = performance.now();
     const worker = await startWorker(pool, url, 0);
     await waitDrained(pool, progress, `burn-down with the policy ${policy ? "on" : "off"}`);
@@ -168,7 +167,9 @@ export const fairness = async (adminUrl: string, sizes: FairnessSizes, progress:
   const noisy = await waits(adminUrl, sizes, progress, true);
   const off = await policyCost(adminUrl, sizes, progress, false);
   const on = await policyCost(adminUrl, sizes, progress, true);
-  progress.done(`fairness: Jain ${s.jain.toFixed(4)}, quiet p99 ${noisy.p99.toFixed(0)} ms vs ${alone.p99.toFixed(0)} ms alone, policy on/off ${(on / off).toFixed(2)}×`);
+  progress.done(
+    `fairness: Jain ${s.jain.toFixed(4)}, quiet p99 ${noisy.p99.toFixed(0)} ms vs ${alone.p99.toFixed(0)} ms alone, policy on/off ${(on / off).toFixed(2)}×`,
+  );
   const fmt = (n: number, d = 0) => n.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d });
   const weightSum = TENANTS.reduce((a, t) => a + t.weight, 0);
   const markdown = [

@@ -1,9 +1,9 @@
-import { perJob, settledStats, type PgStats } from "../database";
+import { type PgStats, perJob, settledStats } from "../database";
 import type { Session } from "../systems/types";
 import { fmt } from "../table";
 import { distribution, nowMs } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
-import { COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, sleep, type BenchContext, type Column, type ScenarioResult } from "./common";
+import { type BenchContext, COST_COLUMNS, type Column, interleave, perJobValues, RowSet, runLabel, type ScenarioResult, sleep } from "./common";
 import { DoneProbe } from "./done-probe";
 
 const LATENCY_COLUMNS: Column[] = [
@@ -89,16 +89,25 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
         const done = distribution(probe.latencies(warm, end));
         const behind = k - 1 - worker.progress().succeeded;
         if (!caughtUp && behind > 0) {
-          rowSets[i]!.note(row, session.variant.id, `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`);
+          rowSets[i]!.note(
+            row,
+            session.variant.id,
+            `did not keep up: ${fmt(behind)} jobs not done ${fmt(catchUpMs / 1000)} s after the window (latencies are of those that ran)`,
+          );
           // The next load starts from an empty queue, not from this one's backlog.
           await worker.waitFor((p) => p.succeeded >= k - 1, 60_000);
         }
-        rowSets[i]!.add(
-          row,
-          session.variant.id,
-          { arrivals: sent / ((end - t0) / 1000), startP50: start.p50, startP99: start.p99, doneP50: done.p50, doneP99: done.p99, ...costs(before, after, sent, probe.queries + 3) },
+        rowSets[i]!.add(row, session.variant.id, {
+          arrivals: sent / ((end - t0) / 1000),
+          startP50: start.p50,
+          startP99: start.p99,
+          doneP50: done.p50,
+          doneP99: done.p99,
+          ...costs(before, after, sent, probe.queries + 3),
+        });
+        ctx.progress.done(
+          `${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms (${done.count} tracked)`,
         );
-        ctx.progress.done(`${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms (${done.count} tracked)`);
         before = after;
       }
     } finally {
@@ -146,12 +155,17 @@ export const idleLatency = async (ctx: BenchContext): Promise<ScenarioResult> =>
       const after = await settledStats(session.observer);
       const start = await worker.latency(t0, nowMs());
       const done = distribution(probe.latencies(t0, nowMs()));
-      rows.add(
-        session.variant.label,
-        session.variant.id,
-        { samples, startP50: start.p50, startP99: start.p99, doneP50: done.p50, doneP99: done.p99, ...costs(before, after, samples + 1, probe.queries + 3) },
+      rows.add(session.variant.label, session.variant.id, {
+        samples,
+        startP50: start.p50,
+        startP99: start.p99,
+        doneP50: done.p50,
+        doneP99: done.p99,
+        ...costs(before, after, samples + 1, probe.queries + 3),
+      });
+      ctx.progress.done(
+        `${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms, ${samples} samples`,
       );
-      ctx.progress.done(`${label}: start p50 ${fmt(start.p50, 1)} / p99 ${fmt(start.p99, 1)} ms, done p50 ${fmt(done.p50, 1)} / p99 ${fmt(done.p99, 1)} ms, ${samples} samples`);
     } finally {
       await worker.stop().catch(() => undefined);
     }

@@ -1,10 +1,10 @@
 import { makeWorkerUtils } from "graphile-worker";
 import pg from "pg";
 import { createDatabase } from "../database";
-import { QUEUE, type Budget, type Variant } from "../variants";
+import { type Budget, QUEUE, type Variant } from "../variants";
 import { quietGraphileLogger } from "../worker/run-graphile";
 import { cloneRows } from "./clone-rows";
-import { EFFECTS_TABLE_SQL, observerPool, type BenchJob, type Session } from "./types";
+import { type BenchJob, EFFECTS_TABLE_SQL, observerPool, type Session } from "./types";
 
 const JOBS = "graphile_worker._private_jobs";
 

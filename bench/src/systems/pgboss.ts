@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { PgBoss } from "pg-boss";
 import { createDatabase } from "../database";
-import { QUEUE, type Budget, type Variant } from "../variants";
+import { type Budget, QUEUE, type Variant } from "../variants";
 import { cloneRows } from "./clone-rows";
-import { EFFECTS_TABLE_SQL, observerPool, type BenchJob, type Session } from "./types";
+import { type BenchJob, EFFECTS_TABLE_SQL, observerPool, type Session } from "./types";
 
 const dataOf = (job: BenchJob) => (job.t === undefined ? { k: job.k } : { k: job.k, t: job.t });
 

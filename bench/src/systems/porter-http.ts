@@ -2,7 +2,7 @@ import { startTestServer } from "@porter/api/testing/http-server";
 import { createApiKey, type PolicyCache } from "@porter/core";
 import { createProducerClient } from "@porter/sdk";
 import type pg from "pg";
-import { porterInput, PORTER_TENANT } from "./porter";
+import { PORTER_TENANT, porterInput } from "./porter";
 import type { HttpProducer } from "./types";
 
 /**

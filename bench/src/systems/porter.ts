@@ -1,11 +1,11 @@
-import { enqueueJobs, PolicyCache, type EnqueueInput } from "@porter/core";
+import { type EnqueueInput, enqueueJobs, PolicyCache } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { createDatabase } from "../database";
-import { QUEUE, type Budget, type Variant } from "../variants";
+import { type Budget, QUEUE, type Variant } from "../variants";
 import { cloneRows, uuidOf } from "./clone-rows";
 import { startPorterHttp } from "./porter-http";
-import { EFFECTS_TABLE_SQL, observerPool, type BenchJob, type Session } from "./types";
+import { type BenchJob, EFFECTS_TABLE_SQL, observerPool, type Session } from "./types";
 
 const PORTER_JOB_TYPE = `${QUEUE}.job`;
 export const PORTER_TENANT = QUEUE;

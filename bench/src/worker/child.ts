@@ -4,7 +4,7 @@
 import { variantById } from "../variants";
 import { ClaimTimer } from "./claim-timer";
 import { JobLog } from "./job-log";
-import { nowMs, type FromWorker, type ToWorker, type WorkerConfig } from "./protocol";
+import { type FromWorker, nowMs, type ToWorker, type WorkerConfig } from "./protocol";
 import type { RunningWorker } from "./runner";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { distribution, nowMs, type ClaimStats } from "./protocol";
+import { type ClaimStats, distribution, nowMs } from "./protocol";
 
 type ClientState = { txStart: number | null; isClaimTx: boolean; claimRows: number };
 type QueryResultLike = { rowCount?: number | null } | undefined;

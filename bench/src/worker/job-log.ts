@@ -1,4 +1,4 @@
-import { distribution, nowMs, type BenchPayload, type Distribution, type HandlerMode, type Progress } from "./protocol";
+import { type BenchPayload, type Distribution, distribution, type HandlerMode, nowMs, type Progress } from "./protocol";
 
 /** The effect a successful faulty-mode job applies once: a duplicated execution shows as applied > 1. */
 export const EFFECT_SQL = `INSERT INTO bench_effects (k, applied) VALUES ($1, 1)

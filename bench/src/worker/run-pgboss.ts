@@ -1,4 +1,4 @@
-import { PgBoss, type Job, type JobResult } from "pg-boss";
+import { type Job, type JobResult, PgBoss } from "pg-boss";
 import { QUEUE, TUNED } from "../variants";
 import { EFFECT_SQL, InjectedFailure, type JobLog } from "./job-log";
 import type { BenchPayload, WorkerConfig } from "./protocol";
@@ -35,23 +35,19 @@ export const startPgBoss = async (config: WorkerConfig, url: string, log: JobLog
   const info: Record<string, unknown> = { max: config.budget.connections, useListenNotify: tuned };
   if (tuned) {
     const perBatch = Math.max(1, Math.ceil(config.budget.concurrency / TUNED.pgboss.localConcurrency));
-    await boss.work<BenchPayload>(
-      QUEUE,
-      { ...TUNED.pgboss, perJobResults: true },
-      async (jobs): Promise<JobResult[]> => {
-        const results: JobResult[] = [];
-        await eachLimited(jobs, perBatch, async (job) => {
-          try {
-            await runOne(job);
-            results.push({ id: job.id, status: "completed" });
-          } catch (error) {
-            if (!(error instanceof InjectedFailure)) process.stderr.write(`pg-boss handler: ${String(error)}\n`);
-            results.push({ id: job.id, status: "failed", output: { message: String(error) } });
-          }
-        });
-        return results;
-      },
-    );
+    await boss.work<BenchPayload>(QUEUE, { ...TUNED.pgboss, perJobResults: true }, async (jobs): Promise<JobResult[]> => {
+      const results: JobResult[] = [];
+      await eachLimited(jobs, perBatch, async (job) => {
+        try {
+          await runOne(job);
+          results.push({ id: job.id, status: "completed" });
+        } catch (error) {
+          if (!(error instanceof InjectedFailure)) process.stderr.write(`pg-boss handler: ${String(error)}\n`);
+          results.push({ id: job.id, status: "failed", output: { message: String(error) } });
+        }
+      });
+      return results;
+    });
     Object.assign(info, TUNED.pgboss, { perBatchConcurrency: perBatch, queueNotify: (await boss.getQueue(QUEUE))?.notify });
   } else {
     await boss.work<BenchPayload>(QUEUE, { localConcurrency: config.budget.concurrency }, async (jobs) => {

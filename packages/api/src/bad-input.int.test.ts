@@ -4,7 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProcedure, enqueueRequest, fingerprint, jobId, nastyJson, nastyNumber, nastyString, oddDate, toJsonText } from "./testing/bad-input";
-import { seedProducerFixtures, type ProducerFixtures } from "./testing/fixtures";
+import { type ProducerFixtures, seedProducerFixtures } from "./testing/fixtures";
 import { startTestServer, type TestServer } from "./testing/http-server";
 
 // The bad-input property: whatever a caller sends to a producer procedure or a console input —
@@ -27,7 +27,12 @@ beforeAll(async () => {
   fx = await seedProducerFixtures(db.pool);
   const made = await enqueueJobs(
     db.pool,
-    [fx.tenantA, fx.tenantA, fx.tenantB].map((tenant, i) => ({ job_type: i ? "fx.parse" : "fx.email", tenant_id: tenant, payload: { i }, idempotency_key: `seed-${i}` })),
+    [fx.tenantA, fx.tenantA, fx.tenantB].map((tenant, i) => ({
+      job_type: i ? "fx.parse" : "fx.email",
+      tenant_id: tenant,
+      payload: { i },
+      idempotency_key: `seed-${i}`,
+    })),
   );
   jobIds = made.map((r) => r.job_id);
   // Every request is an admin's same-origin console request as well: console inputs are reached.
@@ -72,8 +77,7 @@ const jobFilter = () =>
     job_id: jobId(jobIds),
     trace_id: text(),
   });
-const auditFilter = () =>
-  optional({ actor: text(), action: text(), object_type: text(), object_id: text(), from: orNasty(oddDate), to: orNasty(oddDate) });
+const auditFilter = () => optional({ actor: text(), action: text(), object_type: text(), object_id: text(), from: orNasty(oddDate), to: orNasty(oddDate) });
 const cursor = orNasty(
   fc.constantFrom("1", "99999999999999999999", "9223372036854775807", "9223372036854775808", "0", "-1", "AZmVr3X3cAGXXXXXXXXXXX"),
   nastyString(),
@@ -81,7 +85,13 @@ const cursor = orNasty(
 
 /** One row per procedure: its path, kind, and the inputs to throw at it. A new procedure is one more row. */
 const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: number; input: () => fc.Arbitrary<unknown>; key?: boolean }> = [
-  { path: "producer.enqueue", type: "mutation", numRuns: 120, key: true, input: () => orNasty(enqueueRequest(["fx.email", "fx.parse"], [fx.tenantA, fx.tenantB])) },
+  {
+    path: "producer.enqueue",
+    type: "mutation",
+    numRuns: 120,
+    key: true,
+    input: () => orNasty(enqueueRequest(["fx.email", "fx.parse"], [fx.tenantA, fx.tenantB])),
+  },
   {
     path: "producer.enqueueBatch",
     type: "mutation",
@@ -105,7 +115,12 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
     type: "mutation",
     numRuns: 25,
     // Dry runs: the filter is what is under test, not cancelling the fixtures.
-    input: () => fc.record({ selection: fc.oneof(fc.record({ filter: jobFilter() }), fc.record({ job_ids: orNasty(fc.array(jobId(jobIds))) })), dry_run: fc.constant(true), reason: nastyString() }),
+    input: () =>
+      fc.record({
+        selection: fc.oneof(fc.record({ filter: jobFilter() }), fc.record({ job_ids: orNasty(fc.array(jobId(jobIds))) })),
+        dry_run: fc.constant(true),
+        reason: nastyString(),
+      }),
   },
   {
     path: "jobs.redrive",
@@ -114,7 +129,12 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
     input: () => fc.record({ selection: fc.record({ filter: jobFilter() }), dry_run: fc.constant(true), force: orNasty(fc.boolean()), reason: nastyString() }),
   },
   { path: "audit.list", type: "query", numRuns: 50, input: () => orNasty(optional({ filter: auditFilter(), cursor, limit })) },
-  { path: "overview.throughput", type: "query", numRuns: 20, input: () => orNasty(optional({ minutes: orNasty(fc.integer({ min: 1, max: 180 }), nastyNumber), queue_id: text() })) },
+  {
+    path: "overview.throughput",
+    type: "query",
+    numRuns: 20,
+    input: () => orNasty(optional({ minutes: orNasty(fc.integer({ min: 1, max: 180 }), nastyNumber), queue_id: text() })),
+  },
   { path: "pools.overview", type: "query", numRuns: 10, input: () => orNasty(optional({ include_stopped: orNasty(fc.boolean()) })) },
   { path: "queues.get", type: "query", numRuns: 15, input: () => orNasty(fc.record({ id: text() })) },
   { path: "queues.pause", type: "mutation", numRuns: 20, input: () => fc.record({ id: fc.constant("fx-queue"), reason: nastyString() }) },
@@ -122,7 +142,18 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
     path: "tenants.update",
     type: "mutation",
     numRuns: 25,
-    input: () => fc.record({ id: fc.constant(fx.tenantA), patch: optional({ name: nastyString(), status_origins: fc.array(nastyString().map((s) => `https://${s}`), { maxLength: 2 }) }), reason: nastyString() }),
+    input: () =>
+      fc.record({
+        id: fc.constant(fx.tenantA),
+        patch: optional({
+          name: nastyString(),
+          status_origins: fc.array(
+            nastyString().map((s) => `https://${s}`),
+            { maxLength: 2 },
+          ),
+        }),
+        reason: nastyString(),
+      }),
   },
   {
     path: "jobTypes.update",
@@ -130,7 +161,12 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
     numRuns: 15,
     input: () => fc.record({ id: fc.constant("fx.other"), patch: optional({ description: nastyString(), payload_schema_version: nastyString() }) }),
   },
-  { path: "apiKeys.create", type: "mutation", numRuns: 15, input: () => fc.record({ name: nastyString(), tenant_ids: fc.constant([fx.tenantA]), job_types: fc.constant(["*"]) }) },
+  {
+    path: "apiKeys.create",
+    type: "mutation",
+    numRuns: 15,
+    input: () => fc.record({ name: nastyString(), tenant_ids: fc.constant([fx.tenantA]), job_types: fc.constant(["*"]) }),
+  },
   { path: "apiKeys.revoke", type: "mutation", numRuns: 15, input: () => fc.record({ id: nastyString(), reason: nastyString() }) },
   { path: "users.update", type: "mutation", numRuns: 15, input: () => optional({ id: nastyString(), name: nastyString(), reason: nastyString() }) },
 ];

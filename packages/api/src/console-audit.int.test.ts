@@ -25,7 +25,10 @@ beforeAll(async () => {
 });
 
 const rejects = async (call: Promise<unknown>) => {
-  const error = await call.then(() => null, (e: unknown) => e);
+  const error = await call.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(TRPCError);
   expect((error as TRPCError).code).toBe("INTERNAL_SERVER_ERROR");
 };
@@ -46,11 +49,17 @@ describe("control-plane mutations: audited in the same transaction", () => {
     expect(await one(`SELECT max_attempts FROM queues WHERE id = 'au-q'`)).toEqual({ max_attempts: 25 });
     await admin().queues.update({ id: "au-q", patch: { max_attempts: 9, default_max_attempts: 3, lease_seconds: 30 } });
     const rows = await auditOf(db.pool, "queue", "au-q");
-    expect(rows.at(-1)).toMatchObject({ action: "queue.update", before: { max_attempts: 25, default_max_attempts: 5 }, after: { max_attempts: 9, default_max_attempts: 3 } });
+    expect(rows.at(-1)).toMatchObject({
+      action: "queue.update",
+      before: { max_attempts: 25, default_max_attempts: 5 },
+      after: { max_attempts: 9, default_max_attempts: 3 },
+    });
   });
 
   it("queues.update refuses a merged row that breaks a cross-field rule (400 on the field), writing nothing", async () => {
-    const error = await admin().queues.update({ id: "au-q", patch: { default_max_attempts: 50 } }).catch((e: TRPCError) => e);
+    const error = await admin()
+      .queues.update({ id: "au-q", patch: { default_max_attempts: 50 } })
+      .catch((e: TRPCError) => e);
     expect((error as TRPCError).code).toBe("BAD_REQUEST");
     expect(await one(`SELECT default_max_attempts FROM queues WHERE id = 'au-q'`)).toEqual({ default_max_attempts: 3 });
   });
@@ -75,8 +84,10 @@ describe("control-plane mutations: audited in the same transaction", () => {
     await rejects(saboteur().tenants.update({ id: "au_t", patch: { weight: 7 } }));
     await rejects(saboteur().jobTypes.create({ id: "au.type", queue_id: "au-q" }));
     await rejects(saboteur().resourceKeys.update({ id: "au-rk", patch: { concurrency_limit: 2 } }));
-    expect(await one(`SELECT (SELECT worker_concurrency FROM pools WHERE id = 'au-pool') AS wc, (SELECT weight FROM tenants WHERE id = 'au_t') AS w,
-                             (SELECT count(*)::int FROM job_types WHERE id = 'au.type') AS jt, (SELECT concurrency_limit FROM resource_keys WHERE id = 'au-rk') AS cl`)).toEqual({
+    expect(
+      await one(`SELECT (SELECT worker_concurrency FROM pools WHERE id = 'au-pool') AS wc, (SELECT weight FROM tenants WHERE id = 'au_t') AS w,
+                             (SELECT count(*)::int FROM job_types WHERE id = 'au.type') AS jt, (SELECT concurrency_limit FROM resource_keys WHERE id = 'au-rk') AS cl`),
+    ).toEqual({
       wc: 10,
       w: 1,
       jt: 0,
@@ -86,10 +97,25 @@ describe("control-plane mutations: audited in the same transaction", () => {
     await admin().tenants.update({ id: "au_t", patch: { weight: 7, backlog_cap: 100 } });
     await admin().jobTypes.create({ id: "au.type", queue_id: "au-q", payload_schema_version: "2" });
     await admin().resourceKeys.update({ id: "au-rk", patch: { concurrency_limit: 2 } });
-    expect((await auditOf(db.pool, "pool", "au-pool")).at(-1)).toMatchObject({ action: "pool.update", before: { worker_concurrency: 10 }, after: { worker_concurrency: 3 } });
-    expect((await auditOf(db.pool, "tenant", "au_t")).at(-1)).toMatchObject({ action: "tenant.update", before: { weight: 1, backlog_cap: null }, after: { weight: 7, backlog_cap: 100 } });
-    expect((await auditOf(db.pool, "job_type", "au.type")).at(-1)).toMatchObject({ action: "job_type.create", after: { queue_id: "au-q", payload_schema_version: "2" } });
-    expect((await auditOf(db.pool, "resource_key", "au-rk")).at(-1)).toMatchObject({ action: "resource_key.update", before: { concurrency_limit: null }, after: { concurrency_limit: 2 } });
+    expect((await auditOf(db.pool, "pool", "au-pool")).at(-1)).toMatchObject({
+      action: "pool.update",
+      before: { worker_concurrency: 10 },
+      after: { worker_concurrency: 3 },
+    });
+    expect((await auditOf(db.pool, "tenant", "au_t")).at(-1)).toMatchObject({
+      action: "tenant.update",
+      before: { weight: 1, backlog_cap: null },
+      after: { weight: 7, backlog_cap: 100 },
+    });
+    expect((await auditOf(db.pool, "job_type", "au.type")).at(-1)).toMatchObject({
+      action: "job_type.create",
+      after: { queue_id: "au-q", payload_schema_version: "2" },
+    });
+    expect((await auditOf(db.pool, "resource_key", "au-rk")).at(-1)).toMatchObject({
+      action: "resource_key.update",
+      before: { concurrency_limit: null },
+      after: { concurrency_limit: 2 },
+    });
   });
 
   it("users: create and update are audited without the password or its hash", async () => {
@@ -107,8 +133,12 @@ describe("control-plane mutations: audited in the same transaction", () => {
   });
 
   it("users.update refuses to leave no enabled admin (409)", async () => {
-    const { rows } = await db.pool.query<{ id: string }>(`INSERT INTO users (id, email, password_hash, role) VALUES ('only-admin', 'only@example.com', 'x', 'admin') RETURNING id`);
-    const error = await admin().users.update({ id: rows[0]!.id, disabled: true }).catch((e: TRPCError) => e);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO users (id, email, password_hash, role) VALUES ('only-admin', 'only@example.com', 'x', 'admin') RETURNING id`,
+    );
+    const error = await admin()
+      .users.update({ id: rows[0]!.id, disabled: true })
+      .catch((e: TRPCError) => e);
     expect((error as TRPCError).code).toBe("CONFLICT");
   });
 
@@ -129,7 +159,8 @@ describe("job actions: audited in the same transaction", () => {
   const operator = () => consoleCaller(db.appPool, sessionOf("operator", "op@example.com"));
   const sabotagingOperator = () => consoleCaller(db.appPool, sessionOf("operator", "saboteur@example.com"));
   const stateOf = async (id: string) =>
-    (await one<{ state: string }>(`SELECT state::text FROM jobs WHERE job_id = $1 UNION ALL SELECT state::text FROM finished_jobs WHERE job_id = $1`, [id])).state;
+    (await one<{ state: string }>(`SELECT state::text FROM jobs WHERE job_id = $1 UNION ALL SELECT state::text FROM finished_jobs WHERE job_id = $1`, [id]))
+      .state;
 
   it("cancel: the job stays queued when the audit fails; otherwise CANCELLED with a job.cancel row", async () => {
     const [id] = await enqueueMany(db.pool, 1, { jobType: "au-q.job", tenantId: "au_t" });
@@ -138,7 +169,9 @@ describe("job actions: audited in the same transaction", () => {
     const result = await operator().jobs.cancel({ selection: { job_ids: [id!] }, dry_run: false, reason: "bad batch" });
     expect(result).toMatchObject({ applied: 1, eligible: 1 });
     expect(await stateOf(id!)).toBe("CANCELLED");
-    expect(await auditOf(db.pool, "job", id!)).toMatchObject([{ actor: "user:op@example.com", action: "job.cancel", after: { status: "CANCELLED" }, reason: "bad batch" }]);
+    expect(await auditOf(db.pool, "job", id!)).toMatchObject([
+      { actor: "user:op@example.com", action: "job.cancel", after: { status: "CANCELLED" }, reason: "bad batch" },
+    ]);
   });
 
   it("retry now: RETRY_WAIT keeps its backoff when the audit fails; otherwise runs now", async () => {
@@ -158,7 +191,9 @@ describe("job actions: audited in the same transaction", () => {
     expect(await stateOf(id!)).toBe("DEAD");
     await operator().jobs.redrive({ selection: { job_ids: [id!] }, dry_run: false, reason: "fixed upstream" });
     expect(await stateOf(id!)).toBe("READY");
-    expect(await auditOf(db.pool, "job", id!)).toMatchObject([{ action: "job.redrive", before: { status: "DEAD" }, after: { status: "READY" }, reason: "fixed upstream" }]);
+    expect(await auditOf(db.pool, "job", id!)).toMatchObject([
+      { action: "job.redrive", before: { status: "DEAD" }, after: { status: "READY" }, reason: "fixed upstream" },
+    ]);
   });
 
   it("the audit log itself refuses UPDATE and DELETE (append-only in the database)", async () => {

@@ -49,8 +49,7 @@ const request = async (path: string, init: { method?: string; headers?: Record<s
   const res = await fetch(`${server.url}/api/trpc/${path}`, init);
   return { status: res.status, body: (await res.json()) as Reply["body"] };
 };
-const pause = (headers: Record<string, string>, body = JSON.stringify({ id: "cs-q" })) =>
-  request("queues.pause", { method: "POST", headers, body });
+const pause = (headers: Record<string, string>, body = JSON.stringify({ id: "cs-q" })) => request("queues.pause", { method: "POST", headers, body });
 const isPaused = async () => (await db.pool.query<{ paused: boolean }>(`SELECT paused FROM queues WHERE id = 'cs-q'`)).rows[0]!.paused;
 const resume = () => db.pool.query(`UPDATE queues SET paused = false WHERE id = 'cs-q'`);
 

@@ -75,7 +75,15 @@ describe("jobs.get attempts", () => {
     };
     for (let life = 0; life < 3; life++) {
       const job = await claim();
-      const error = { code: "BOOM", class: "permanent" as const, message: "boom", worker_version: "t", attempt: job.attempt, trace_id: "t", last_checkpoint: null };
+      const error = {
+        code: "BOOM",
+        class: "permanent" as const,
+        message: "boom",
+        worker_version: "t",
+        attempt: job.attempt,
+        trace_id: "t",
+        last_checkpoint: null,
+      };
       await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error, next: { state: "DEAD" } }]);
       await redriveJobs(db.pool, { jobIds: [jobId], actor: "user:test", reason: `life ${life + 1}` });
     }

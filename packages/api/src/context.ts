@@ -59,7 +59,11 @@ export type CreateContextOptions = {
  */
 export const clientAddressOf = (req: Request): string | null => {
   const forwarded = req.headers.get("x-forwarded-for");
-  const last = forwarded?.split(",").map((s) => s.trim()).filter(Boolean).pop();
+  const last = forwarded
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .pop();
   return last ? last.slice(0, 100) : null;
 };
 

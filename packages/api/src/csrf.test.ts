@@ -27,7 +27,9 @@ describe("refuseCrossSite", () => {
     const proxied = { "content-type": "application/json", origin: "https://porter.example.com", host: "10.0.0.5:3000" };
     expect(refuseCrossSite(req(proxied, "http://10.0.0.5:3000/api/trpc/x"))).toMatch(/refused/);
     expect(refuseCrossSite(req(proxied, "http://10.0.0.5:3000/api/trpc/x"), ["https://porter.example.com"])).toBeNull();
-    expect(refuseCrossSite(req({ ...proxied, origin: "http://porter.example.com" }, "http://10.0.0.5:3000/api/trpc/x"), ["https://porter.example.com"])).toMatch(/refused/);
+    expect(
+      refuseCrossSite(req({ ...proxied, origin: "http://porter.example.com" }, "http://10.0.0.5:3000/api/trpc/x"), ["https://porter.example.com"]),
+    ).toMatch(/refused/);
     expect(refuseCrossSite(req({ ...proxied, "x-forwarded-host": "porter.example.com" }, "http://10.0.0.5:3000/api/trpc/x"))).toBeNull();
   });
 });

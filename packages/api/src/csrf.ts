@@ -30,8 +30,9 @@ export const refuseCrossSite = (req: Request, trustedOrigins: readonly string[] 
   const origin = req.headers.get("origin");
   if (!origin || origin === "null") return "cross-site request refused: the Origin header is missing";
   const originHost = hostOf(origin);
-  const hosts = [req.headers.get("x-forwarded-host"), req.headers.get("host"), hostOf(req.url)]
-    .flatMap((h) => (h ? h.split(",").map((part) => part.trim().toLowerCase()) : []));
+  const hosts = [req.headers.get("x-forwarded-host"), req.headers.get("host"), hostOf(req.url)].flatMap((h) =>
+    h ? h.split(",").map((part) => part.trim().toLowerCase()) : [],
+  );
   const isTrusted = trustedOrigins.some((trusted) => hostOf(trusted) === originHost && new URL(trusted).protocol === new URL(origin).protocol);
   if (!originHost || (!hosts.includes(originHost) && !isTrusted)) return `cross-site request refused (Origin: ${origin})`;
   return null;

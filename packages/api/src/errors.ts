@@ -9,10 +9,10 @@ import { TRPCError } from "@trpc/server";
 export const asAppError = (error: unknown): AppError | undefined => {
   if (error instanceof AppError) return error;
   if (
-    error instanceof Error &&
-    error.name === "AppError" &&
-    typeof (error as unknown as { code?: unknown }).code === "string" &&
-    (error as unknown as { code: string }).code in APP_ERROR_STATUS
+    error instanceof Error
+    && error.name === "AppError"
+    && typeof (error as unknown as { code?: unknown }).code === "string"
+    && (error as unknown as { code: string }).code in APP_ERROR_STATUS
   ) {
     return error as AppError;
   }
@@ -23,8 +23,7 @@ export const asAppError = (error: unknown): AppError | undefined => {
 export const appErrorOf = (error: TRPCError): AppError | undefined => asAppError(error) ?? asAppError(error.cause);
 
 /** Each AppError code is a tRPC code of the same name (and the same HTTP status). */
-export const toTRPCError = (error: AppError): TRPCError =>
-  new TRPCError({ code: error.code satisfies AppErrorCode, message: error.message, cause: error });
+export const toTRPCError = (error: AppError): TRPCError => new TRPCError({ code: error.code satisfies AppErrorCode, message: error.message, cause: error });
 
 /** Issues of a schema error (zod, or tRPC's standard-schema error), if `cause` is one. */
 export const schemaIssuesOf = (cause: unknown): unknown[] | undefined => {

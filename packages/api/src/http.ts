@@ -1,9 +1,9 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "@porter/contracts";
 import type { KeyAuthLimits, PolicyCache } from "@porter/core";
+import type { ControlDb } from "@porter/db/prisma";
 import type { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
-import type { ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
 import { createContext, type Session } from "./context";
 import { appErrorOf, DATABASE_UNAVAILABLE_RETRY_AFTER_S, isDatabaseUnavailable } from "./errors";

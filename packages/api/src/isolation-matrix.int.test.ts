@@ -4,7 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProcedure, fingerprint, type RawReply } from "./testing/bad-input";
 import { moveJobs } from "./testing/console";
-import { seedProducerFixtures, type ProducerFixtures } from "./testing/fixtures";
+import { type ProducerFixtures, seedProducerFixtures } from "./testing/fixtures";
 import { startTestServer, type TestServer } from "./testing/http-server";
 
 // The isolation matrix: a credential of tenant A limited to job type X, against the objects it
@@ -37,7 +37,14 @@ const makeTarget = async (kind: TargetKind, state: TargetState): Promise<Target>
   const idempotencyKey = `target-${randomUUID()}`;
   const [made] = await enqueueJobs(
     db.pool,
-    [{ job_type: kind === "tenant B, type X" ? "fx.email" : "fx.parse", tenant_id: kind === "tenant B, type X" ? fx.tenantB : fx.tenantA, payload: { marker }, idempotency_key: idempotencyKey }],
+    [
+      {
+        job_type: kind === "tenant B, type X" ? "fx.email" : "fx.parse",
+        tenant_id: kind === "tenant B, type X" ? fx.tenantB : fx.tenantA,
+        payload: { marker },
+        idempotency_key: idempotencyKey,
+      },
+    ],
     { notify: false },
   );
   if (state !== "READY") await moveJobs(db.pool, [made!.job_id], state);
@@ -67,12 +74,44 @@ const job = (over: Record<string, unknown> = {}) => ({ job_type: X, payload: { r
 
 const ROWS: Row[] = [
   ...(["tenant B, type X", "tenant A, type Y"] as const).flatMap((against): Row[] => [
-    { credential: "producer key of tenant A, type X", procedure: "producer.get", type: "query", against, states: ALL_STATES, expect: 404, input: (t) => ({ job_id: t.jobId }) },
-    { credential: "producer key of tenant A, type X", procedure: "producer.cancel", type: "mutation", against, states: ALL_STATES, expect: 404, input: (t) => ({ job_id: t.jobId, reason: "x" }) },
+    {
+      credential: "producer key of tenant A, type X",
+      procedure: "producer.get",
+      type: "query",
+      against,
+      states: ALL_STATES,
+      expect: 404,
+      input: (t) => ({ job_id: t.jobId }),
+    },
+    {
+      credential: "producer key of tenant A, type X",
+      procedure: "producer.cancel",
+      type: "mutation",
+      against,
+      states: ALL_STATES,
+      expect: 404,
+      input: (t) => ({ job_id: t.jobId, reason: "x" }),
+    },
   ]),
   // The request itself out of scope: 403, as DESIGN's producer contract says.
-  { credential: "producer key of tenant A, type X", procedure: "producer.enqueue", type: "mutation", against: "tenant B, type X", states: ["READY"], expect: 403, input: () => job({ tenant_id: fx.tenantB }) },
-  { credential: "producer key of tenant A, type X", procedure: "producer.enqueue", type: "mutation", against: "tenant A, type Y", states: ["READY"], expect: 403, input: () => job({ job_type: "fx.parse" }) },
+  {
+    credential: "producer key of tenant A, type X",
+    procedure: "producer.enqueue",
+    type: "mutation",
+    against: "tenant B, type X",
+    states: ["READY"],
+    expect: 403,
+    input: () => job({ tenant_id: fx.tenantB }),
+  },
+  {
+    credential: "producer key of tenant A, type X",
+    procedure: "producer.enqueue",
+    type: "mutation",
+    against: "tenant A, type Y",
+    states: ["READY"],
+    expect: 403,
+    input: () => job({ job_type: "fx.parse" }),
+  },
   {
     credential: "producer key of tenant A, type X",
     procedure: "producer.enqueueBatch",
@@ -93,7 +132,15 @@ const ROWS: Row[] = [
   },
   // Reusing the idempotency key of an own-tenant job of type Y: a conflict, but one that does not
   // name the job (its id is exactly what the key may not learn).
-  { credential: "producer key of tenant A, type X", procedure: "producer.enqueue", type: "mutation", against: "tenant A, type Y", states: ALL_STATES, expect: 409, input: (t) => job({ idempotency_key: t.idempotencyKey }) },
+  {
+    credential: "producer key of tenant A, type X",
+    procedure: "producer.enqueue",
+    type: "mutation",
+    against: "tenant A, type Y",
+    states: ALL_STATES,
+    expect: 409,
+    input: (t) => job({ idempotency_key: t.idempotencyKey }),
+  },
   {
     credential: "producer key of tenant A, type X",
     procedure: "producer.enqueueBatch",
@@ -125,7 +172,10 @@ describe("isolation matrix: a credential of tenant A / type X against tenant B's
     const credential = CREDENTIALS["producer key of tenant A, type X"]();
     for (const against of ["tenant B, type X", "tenant A, type Y"] as const) {
       const target = await makeTarget(against, "READY");
-      for (const [procedure, type] of [["producer.get", "query"], ["producer.cancel", "mutation"]] as const) {
+      for (const [procedure, type] of [
+        ["producer.get", "query"],
+        ["producer.cancel", "mutation"],
+      ] as const) {
         const unknown = randomUUID();
         const theirs = JSON.parse((await credential.call(procedure, type, { job_id: target.jobId })).text);
         const none = JSON.parse((await credential.call(procedure, type, { job_id: unknown })).text);

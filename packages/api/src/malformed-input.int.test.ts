@@ -3,7 +3,7 @@ import { enqueueJobs, PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProcedure, DeepJson, fingerprint } from "./testing/bad-input";
-import { seedProducerFixtures, type ProducerFixtures } from "./testing/fixtures";
+import { type ProducerFixtures, seedProducerFixtures } from "./testing/fixtures";
 import { startTestServer, type TestServer } from "./testing/http-server";
 
 // Issue 9, defect 2: each of these was a 500 (PostgreSQL refused the value, or JSON.stringify
@@ -63,7 +63,13 @@ const CASES: Case[] = [
     () => job({ not_before: "2099-01-01T02:00:00+02:00", deadline_at: "2099-01-01T00:00:00Z" }),
     /deadline_at: must be later than not_before/,
   ],
-  ["NUL in one job of a batch", "producer.enqueueBatch", "mutation", () => ({ jobs: [job(), job(), job({ payload: { x: "\u0000" } })] }), /jobs\.2\.payload\.x: must not/],
+  [
+    "NUL in one job of a batch",
+    "producer.enqueueBatch",
+    "mutation",
+    () => ({ jobs: [job(), job(), job({ payload: { x: "\u0000" } })] }),
+    /jobs\.2\.payload\.x: must not/,
+  ],
   ["NUL in a cancel reason", "producer.cancel", "mutation", () => ({ job_id: queuedJob, reason: "no\u0000" }), /reason: must not contain the NUL/],
   ["a lone surrogate in a cancel reason", "producer.cancel", "mutation", () => ({ job_id: queuedJob, reason: "\udfff" }), SURROGATE],
   ["audit.list cursor 99999999999999999999", "audit.list", "query", () => ({ cursor: "99999999999999999999" }), /cursor.*previous page/],
@@ -103,7 +109,7 @@ describe("malformed input is a 400 with a clear message, and changes nothing", (
       "producer.enqueue",
       "mutation",
       job({
-        payload: { deep: new DeepJson(30, "object"), emoji: "😀 é", "ключ": "значение" },
+        payload: { deep: new DeepJson(30, "object"), emoji: "😀 é", ключ: "значение" },
         idempotency_key: "k-😀",
         not_before: "1970-01-01T00:00:00Z",
         deadline_at: "9999-12-31T23:59:59Z",

@@ -150,7 +150,9 @@ const call = async (path: string, caller: Caller): Promise<string> => {
   }
 };
 
-const procedures = Object.entries((appRouter._def as unknown as { procedures: Record<string, { _def: { meta?: { policy?: Policy }; type: string } }> }).procedures);
+const procedures = Object.entries(
+  (appRouter._def as unknown as { procedures: Record<string, { _def: { meta?: { policy?: Policy }; type: string } }> }).procedures,
+);
 
 describe("the role × procedure matrix", () => {
   it("every procedure declares a policy, and the policies are the reviewed ones", () => {
@@ -168,7 +170,10 @@ describe("the role × procedure matrix", () => {
   // than it declares fails here.
   for (const [path, policy] of Object.entries(EXPECTED)) {
     it(`${path} (${policy}): ${CALLERS.join(", ")}`, async () => {
-      expect(procedures.some(([p]) => p === path), `${path} is not served`).toBe(true);
+      expect(
+        procedures.some(([p]) => p === path),
+        `${path} is not served`,
+      ).toBe(true);
       for (const caller of CALLERS) {
         const expected = expectedFor(policy, caller);
         const got = await call(path, caller);

@@ -110,8 +110,7 @@ describe("per-key rate limit", () => {
 });
 
 describe("api_keys.last_used_at", () => {
-  const lastUsed = async (id: string) =>
-    (await db.pool.query<{ at: Date | null }>(`SELECT last_used_at AS at FROM api_keys WHERE id = $1`, [id])).rows[0]!.at;
+  const lastUsed = async (id: string) => (await db.pool.query<{ at: Date | null }>(`SELECT last_used_at AS at FROM api_keys WHERE id = $1`, [id])).rows[0]!.at;
 
   it("is written on use, at most once a minute per key, and never by a failed attempt", async () => {
     const { key, id } = await newKey();

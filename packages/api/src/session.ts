@@ -1,4 +1,4 @@
-import { getActiveUser, type ActiveUser } from "@porter/core";
+import { type ActiveUser, getActiveUser } from "@porter/core";
 import { decode } from "next-auth/jwt";
 import type pg from "pg";
 import type { Session } from "./context";
@@ -110,5 +110,7 @@ export const readSession = async (cookieHeader: string | null, options: SessionR
 };
 
 /** `getSession` for {@link handleTrpcRequest}: reads the request's Cookie header. */
-export const createSessionReader = (options: SessionReaderOptions) => (req: Request): Promise<Session | null> =>
-  readSession(req.headers.get("cookie"), options);
+export const createSessionReader =
+  (options: SessionReaderOptions) =>
+  (req: Request): Promise<Session | null> =>
+    readSession(req.headers.get("cookie"), options);

@@ -1,5 +1,5 @@
 import { PolicyCache } from "@porter/core";
-import { TRPCError } from "@trpc/server";
+import type { TRPCError } from "@trpc/server";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { Context, Session } from "./context";

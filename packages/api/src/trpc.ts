@@ -41,35 +41,40 @@ export type Policy = "public" | "producer" | Role;
 /** Procedure metadata: its policy (set by the builders below, never by hand). */
 export type ProcedureMeta = { policy?: Policy };
 
-const t = initTRPC.context<Context>().meta<ProcedureMeta>().create({
-  // Plain JSON on the wire (no transformer): producers call us with curl and fetch.
-  errorFormatter({ shape, error }) {
-    const app = appErrorOf(error);
-    const issues = !app && error.code === "BAD_REQUEST" ? schemaIssuesOf(error.cause) : undefined;
-    const isInternal = !app && error.code === "INTERNAL_SERVER_ERROR";
-    const isUnavailable = isInternal && isDatabaseUnavailable(error.cause);
-    const code = app?.code ?? (isUnavailable ? "SERVICE_UNAVAILABLE" : error.code);
-    const { stack: _stack, ...data } = shape.data as typeof shape.data & { stack?: string };
-    const formatted: ErrorData = {
-      ...data,
-      code,
-      httpStatus: app ? APP_ERROR_STATUS[app.code] : isUnavailable ? 503 : data.httpStatus,
-      appCode: app?.code ?? (issues ? "BAD_REQUEST" : null),
-      details: app?.details ?? (issues ? { issues } : null),
-      retryAfterS: app?.retryAfterS ?? (isUnavailable ? DATABASE_UNAVAILABLE_RETRY_AFTER_S : null),
-    };
-    return {
-      // Driver errors and bugs can name hosts, tables or values: their message stays in the logs.
-      message: isUnavailable
-        ? "database unavailable; retry later"
-        : isInternal
-          ? INTERNAL_ERROR_MESSAGE
-          : issues ? `invalid input: ${summarizeIssues(issues)}` : shape.message,
-      code: TRPC_ERROR_CODES_BY_KEY[code],
-      data: formatted,
-    };
-  },
-});
+const t = initTRPC
+  .context<Context>()
+  .meta<ProcedureMeta>()
+  .create({
+    // Plain JSON on the wire (no transformer): producers call us with curl and fetch.
+    errorFormatter({ shape, error }) {
+      const app = appErrorOf(error);
+      const issues = !app && error.code === "BAD_REQUEST" ? schemaIssuesOf(error.cause) : undefined;
+      const isInternal = !app && error.code === "INTERNAL_SERVER_ERROR";
+      const isUnavailable = isInternal && isDatabaseUnavailable(error.cause);
+      const code = app?.code ?? (isUnavailable ? "SERVICE_UNAVAILABLE" : error.code);
+      const { stack: _stack, ...data } = shape.data as typeof shape.data & { stack?: string };
+      const formatted: ErrorData = {
+        ...data,
+        code,
+        httpStatus: app ? APP_ERROR_STATUS[app.code] : isUnavailable ? 503 : data.httpStatus,
+        appCode: app?.code ?? (issues ? "BAD_REQUEST" : null),
+        details: app?.details ?? (issues ? { issues } : null),
+        retryAfterS: app?.retryAfterS ?? (isUnavailable ? DATABASE_UNAVAILABLE_RETRY_AFTER_S : null),
+      };
+      return {
+        // Driver errors and bugs can name hosts, tables or values: their message stays in the logs.
+        message: isUnavailable
+          ? "database unavailable; retry later"
+          : isInternal
+            ? INTERNAL_ERROR_MESSAGE
+            : issues
+              ? `invalid input: ${summarizeIssues(issues)}`
+              : shape.message,
+        code: TRPC_ERROR_CODES_BY_KEY[code],
+        data: formatted,
+      };
+    },
+  });
 
 export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;

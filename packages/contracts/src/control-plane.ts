@@ -60,8 +60,7 @@ const DAY_S = 86_400;
 const description = { kind: "textarea", label: "Description", maxLength: 500, default: "" } as const;
 const nullableInt = (label: string, min: number, max: number, rest: Omit<Common, "label"> = {}) =>
   ({ kind: "int", label, min, max, default: null, isNullable: true, ...rest }) as const;
-const rate = (label: string, rest: Omit<Common, "label"> = {}) =>
-  ({ kind: "rate", label, max: 1_000_000, default: null, isNullable: true, ...rest }) as const;
+const rate = (label: string, rest: Omit<Common, "label"> = {}) => ({ kind: "rate", label, max: 1_000_000, default: null, isNullable: true, ...rest }) as const;
 const notAbove = (v: Record<string, unknown>, low: string, high: string, message: string): FieldIssue[] =>
   typeof v[low] === "number" && typeof v[high] === "number" && (v[low] as number) > (v[high] as number) ? [{ path: [low], message }] : [];
 
@@ -75,7 +74,14 @@ export const POOL = entity({
   fields: {
     description,
     concurrency_cap: nullableInt("Concurrency cap", 1, 100_000, { help: "running jobs across every worker of the pool; empty = the workers' own slots" }),
-    worker_concurrency: { kind: "int", label: "Slots per worker", min: 1, max: 10_000, default: 10, help: "default when a worker starts without --concurrency" },
+    worker_concurrency: {
+      kind: "int",
+      label: "Slots per worker",
+      min: 1,
+      max: 10_000,
+      default: 10,
+      help: "default when a worker starts without --concurrency",
+    },
   },
 });
 
@@ -185,7 +191,10 @@ export const TENANT = entity({
 });
 
 /** The entities the console edits as tables, by audit object type. */
-export const CONTROL_PLANE = { pool: POOL, resource_key: RESOURCE_KEY, queue: QUEUE, job_type: JOB_TYPE, tenant: TENANT } as const satisfies Record<ConfigObjectType, EntityDecl>;
+export const CONTROL_PLANE = { pool: POOL, resource_key: RESOURCE_KEY, queue: QUEUE, job_type: JOB_TYPE, tenant: TENANT } as const satisfies Record<
+  ConfigObjectType,
+  EntityDecl
+>;
 export type ConfigEntity = (typeof CONTROL_PLANE)[ConfigObjectType];
 
 // ---- types of rows and inputs, from a declaration -------------------------------------------------
@@ -201,7 +210,8 @@ type ValueOf<F> = F extends { kind: "int" | "rate" }
 type Cell<F> = F extends { isNullable: true } ? ValueOf<F> | null : ValueOf<F>;
 /** The writable fields of an entity, as stored. */
 export type FieldsOf<E extends EntityDecl> = { -readonly [K in keyof E["fields"]]: Cell<E["fields"][K]> };
-type StateOf<E extends EntityDecl> = E["state"] extends Readonly<Record<string, StateDecl>> ? { -readonly [K in keyof E["state"]]: Cell<E["state"][K]> } : unknown;
+type StateOf<E extends EntityDecl> =
+  E["state"] extends Readonly<Record<string, StateDecl>> ? { -readonly [K in keyof E["state"]]: Cell<E["state"][K]> } : unknown;
 /** A row as the API returns it: id, fields, state, ISO timestamps. */
 export type RowOf<E extends EntityDecl> = { id: string } & FieldsOf<E> & StateOf<E> & { created_at: string; updated_at: string };
 type Required_<E extends EntityDecl> = { [K in keyof E["fields"]]: E["fields"][K] extends { kind: "ref"; isNullable?: false } ? K : never }[keyof E["fields"]];
@@ -210,8 +220,7 @@ export type CreateOf<E extends EntityDecl> = { id: string; reason?: string } & P
 
 // ---- zod from a declaration -----------------------------------------------------------------------
 /** Ids of pools, queues, job types, tenants and resource keys: `email.transactional`, `tenant_A`. */
-export const ZConfigId = ZStorableText
-  .trim()
+export const ZConfigId = ZStorableText.trim()
   .min(1, "required")
   .max(100, "at most 100 characters")
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits and . _ : - only, starting with a letter or digit");
@@ -284,9 +293,11 @@ export const createSchema = <E extends EntityDecl>(e: E) =>
   >;
 /** An update: id, a patch of some fields (no defaults; cross-field rules run on the merged row in core), a reason. */
 export const updateSchema = <E extends EntityDecl>(e: E) =>
-  z.strictObject({ id: ZConfigId, patch: z.strictObject(mapFields(e, fieldInput)).partial(), reason: ZReason }) as unknown as z.ZodType<
-    { id: string; patch: Partial<FieldsOf<E>>; reason?: string }
-  >;
+  z.strictObject({ id: ZConfigId, patch: z.strictObject(mapFields(e, fieldInput)).partial(), reason: ZReason }) as unknown as z.ZodType<{
+    id: string;
+    patch: Partial<FieldsOf<E>>;
+    reason?: string;
+  }>;
 /** A row as the API returns it. */
 export const rowSchema = <E extends EntityDecl>(e: E) =>
   z.object({
@@ -298,7 +309,11 @@ export const rowSchema = <E extends EntityDecl>(e: E) =>
   }) as unknown as z.ZodType<RowOf<E>>;
 /** The defaults a create form starts from (null ones are left out: an empty input means null). */
 export const createDefaults = (e: EntityDecl): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(e.fields).filter(([, f]) => f.default !== null).map(([k, f]) => [k, f.default]));
+  Object.fromEntries(
+    Object.entries(e.fields)
+      .filter(([, f]) => f.default !== null)
+      .map(([k, f]) => [k, f.default]),
+  );
 
 // ---- users and API keys ---------------------------------------------------------------------------
 export const ROLE_VALUES = ["viewer", "operator", "admin"] as const;

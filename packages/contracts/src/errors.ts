@@ -20,10 +20,7 @@ export class AppError extends Error {
   readonly retryAfterS: number | undefined;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(
-    code: AppErrorCode,
-    options: { message: string; retryAfterS?: number; details?: Record<string, unknown> },
-  ) {
+  constructor(code: AppErrorCode, options: { message: string; retryAfterS?: number; details?: Record<string, unknown> }) {
     super(options.message);
     this.code = code;
     this.retryAfterS = options.retryAfterS;
@@ -48,10 +45,7 @@ export class RetryableError extends Error {
   readonly code: string;
   readonly retryAfterMs: number | undefined;
   readonly isThrottle: boolean;
-  constructor(
-    message: string,
-    options: { code?: string; retryAfterMs?: number; isThrottle?: boolean; cause?: unknown } = {},
-  ) {
+  constructor(message: string, options: { code?: string; retryAfterMs?: number; isThrottle?: boolean; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.code = options.code ?? (options.isThrottle ? "RATE_LIMITED" : "RETRYABLE");
     this.retryAfterMs = options.retryAfterMs;

@@ -1,4 +1,4 @@
-export * from "./job";
-export * from "./errors";
 export * from "./diag";
+export * from "./errors";
+export * from "./job";
 export * from "./storable";

@@ -9,15 +9,7 @@ export const JOB_CONTRACT_VERSION = "1.0" as const;
 export const DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024;
 
 /** Every state a job can be in; see @porter/core `state.ts` for who moves jobs between them. */
-export const JOB_STATES = [
-  "READY",
-  "RUNNING",
-  "RETRY_WAIT",
-  "SUCCEEDED",
-  "DEAD",
-  "CANCELLED",
-  "EXPIRED",
-] as const;
+export const JOB_STATES = ["READY", "RUNNING", "RETRY_WAIT", "SUCCEEDED", "DEAD", "CANCELLED", "EXPIRED"] as const;
 export const ZJobState = z.enum(JOB_STATES);
 export type TJobState = z.infer<typeof ZJobState>;
 
@@ -46,8 +38,8 @@ const ZStoredPayload = z.record(z.string(), z.unknown());
  */
 export const ZEnqueueRequest = z
   .strictObject({
-  contract: z.literal(JOB_CONTRACT).optional(),
-  contract_version: z.literal(JOB_CONTRACT_VERSION).optional(),
+    contract: z.literal(JOB_CONTRACT).optional(),
+    contract_version: z.literal(JOB_CONTRACT_VERSION).optional(),
     job_type: ZIdentifier,
     tenant_id: ZIdentifier.optional(),
     payload: ZPayload,

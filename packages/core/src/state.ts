@@ -30,8 +30,7 @@ export type LiveState = (typeof LIVE_STATES)[number];
 export type TerminalState = (typeof TERMINAL_STATES)[number];
 
 /** True for states a job never leaves on its own (DEAD leaves only by an audited redrive). */
-export const isTerminal = (state: JobState): state is TerminalState =>
-  (TERMINAL_STATES as readonly JobState[]).includes(state);
+export const isTerminal = (state: JobState): state is TerminalState => (TERMINAL_STATES as readonly JobState[]).includes(state);
 
 /** True for states the claim statement may pick up (once `run_at` has been reached). */
 export const isClaimable = (state: JobState): boolean => state === "READY" || state === "RETRY_WAIT";

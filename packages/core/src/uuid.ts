@@ -21,7 +21,7 @@ export const uuidv7 = (now = Date.now()): string => {
   const ms = now.toString(16).padStart(12, "0");
   const variantByte = (r[2]! & 0x3f) | 0x80;
   return (
-    `${ms.slice(0, 8)}-${ms.slice(8, 12)}-7${HEX[r[0]!]!.slice(1)}${HEX[r[1]!]}-` +
-    `${HEX[variantByte]}${HEX[r[3]!]}-${HEX[r[4]!]}${HEX[r[5]!]}${HEX[r[6]!]}${HEX[r[7]!]}${HEX[r[8]!]}${HEX[r[9]!]}`
+    `${ms.slice(0, 8)}-${ms.slice(8, 12)}-7${HEX[r[0]!]!.slice(1)}${HEX[r[1]!]}-`
+    + `${HEX[variantByte]}${HEX[r[3]!]}-${HEX[r[4]!]}${HEX[r[5]!]}${HEX[r[6]!]}${HEX[r[7]!]}${HEX[r[8]!]}${HEX[r[9]!]}`
   );
 };

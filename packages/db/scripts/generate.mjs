@@ -10,10 +10,7 @@ const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const stubDir = join(pkgDir, "node_modules", ".porter-stub");
 const stub = join(stubDir, "schema-engine");
 mkdirSync(stubDir, { recursive: true });
-writeFileSync(
-  stub,
-  "#!/bin/sh\necho 'porter: the Prisma schema engine is not used; migrations are applied by npm run db:migrate' >&2\nexit 1\n",
-);
+writeFileSync(stub, "#!/bin/sh\necho 'porter: the Prisma schema engine is not used; migrations are applied by npm run db:migrate' >&2\nexit 1\n");
 chmodSync(stub, 0o755);
 
 const result = spawnSync("npx", ["prisma", "generate", "--config", "prisma.config.ts"], {

@@ -19,9 +19,7 @@ export async function inspectProcess(pid: number): Promise<ProcessInfo> {
     const open = stat.indexOf("(");
     const close = stat.lastIndexOf(")");
     const state = stat.slice(close + 2, close + 3);
-    return state === "Z" || state === "X"
-      ? { isAlive: false }
-      : { isAlive: true, command: stat.slice(open + 1, close) };
+    return state === "Z" || state === "X" ? { isAlive: false } : { isAlive: true, command: stat.slice(open + 1, close) };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ESRCH") {

@@ -2,12 +2,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import pg from "pg";
-import {
-  findFreePort,
-  inspectProcess,
-  isPortFree,
-  stopPostmaster,
-} from "./embedded-process";
+import { findFreePort, inspectProcess, isPortFree, stopPostmaster } from "./embedded-process";
 
 /** Port tried first when neither the caller nor the state file names one. */
 export const EMBEDDED_DEFAULT_PORT = 54329;
@@ -78,8 +73,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   const isInitialised = await exists(join(dataDir, "PG_VERSION"));
   if (isInitialised && !saved) {
     throw new Error(
-      `${dataDir} holds a PostgreSQL cluster but ${statePath} (its port and password) is missing; ` +
-        `restore that file, or delete ${dataDir} to start with an empty database`,
+      `${dataDir} holds a PostgreSQL cluster but ${statePath} (its port and password) is missing; `
+        + `restore that file, or delete ${dataDir} to start with an empty database`,
     );
   }
 
@@ -150,11 +145,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
  * Looks at `postmaster.pid`: returns "shared" when a live server is owned by another live
  * process, otherwise makes sure no server runs on the directory (stopping a stale one).
  */
-async function findRunningServer(
-  dataDir: string,
-  saved: EmbeddedState | undefined,
-  log: (message: string) => void,
-): Promise<"shared" | "none"> {
+async function findRunningServer(dataDir: string, saved: EmbeddedState | undefined, log: (message: string) => void): Promise<"shared" | "none"> {
   const pidFile = join(dataDir, "postmaster.pid");
   let content: string;
   try {
@@ -275,8 +266,8 @@ async function assertTraversable(dir: string): Promise<void> {
     const mode = (await stat(current)).mode;
     if ((mode & 0o001) === 0) {
       throw new Error(
-        `embedded PostgreSQL runs as user "postgres", which cannot enter ${current} ` +
-          `(mode ${(mode & 0o777).toString(8)}); run chmod o+x ${current} or pick another data directory`,
+        `embedded PostgreSQL runs as user "postgres", which cannot enter ${current} `
+          + `(mode ${(mode & 0o777).toString(8)}); run chmod o+x ${current} or pick another data directory`,
       );
     }
     if (dirname(current) === current) return;

@@ -57,16 +57,18 @@ export function grantCoverage(tables: readonly string[], grants = RUNTIME_GRANTS
   const present = new Set(tables);
   return {
     missing: tables.filter((table) => !Object.hasOwn(grants, table)).sort(),
-    stale: Object.keys(grants).filter((table) => !present.has(table)).sort(),
+    stale: Object.keys(grants)
+      .filter((table) => !present.has(table))
+      .sort(),
   };
 }
 
 /** The message for tables without an entry: says exactly what to add, and where. */
 export function missingGrantsMessage(missing: readonly string[]): string {
   return (
-    `table${missing.length === 1 ? "" : "s"} ${missing.map((t) => `"${t}"`).join(", ")} ha${missing.length === 1 ? "s" : "ve"} ` +
-    `no entry in RUNTIME_GRANTS (packages/db/src/grants.ts), so the runtime role's privileges on ` +
-    `${missing.length === 1 ? "it are" : "them are"} undecided. Add, listing only what the console, workers and CLI need ([] for nothing):\n` +
-    missing.map((t) => `  ${t}: ["SELECT", "INSERT", "UPDATE", "DELETE"],`).join("\n")
+    `table${missing.length === 1 ? "" : "s"} ${missing.map((t) => `"${t}"`).join(", ")} ha${missing.length === 1 ? "s" : "ve"} `
+    + `no entry in RUNTIME_GRANTS (packages/db/src/grants.ts), so the runtime role's privileges on `
+    + `${missing.length === 1 ? "it are" : "them are"} undecided. Add, listing only what the console, workers and CLI need ([] for nothing):\n`
+    + missing.map((t) => `  ${t}: ["SELECT", "INSERT", "UPDATE", "DELETE"],`).join("\n")
   );
 }

@@ -1,53 +1,54 @@
 // @porter/db: connections, the Prisma client, the migrator and the embedded PostgreSQL server.
 // Test helpers live under `@porter/db/testing/*` and are not exported here.
-export { createPool, inTransaction, withTransaction, type CreatePoolOptions, type Queryable } from "./pool";
-export { createPrisma, type CreatePrismaOptions } from "./prisma";
+
+export {
+  EMBEDDED_DEFAULT_PORT,
+  type EmbeddedPostgres,
+  type EmbeddedPostgresOptions,
+  startEmbeddedPostgres,
+} from "./embedded";
+// The generated client: PrismaClient, the Prisma namespace, model types (Job, Queue, …) and enums
+// (JobState, AttemptOutcome, Role) as both values and types.
+export * from "./generated/prisma/client";
+export { grantCoverage, missingGrantsMessage, RUNTIME_GRANTS, RUNTIME_MAINTAIN_TABLES, type TablePrivilege } from "./grants";
 export {
   defaultMigrationsDir,
   describeProgress,
-  migrate,
-  migrationChecksum,
-  MigrationError,
   MIGRATION_LOCK_KEY,
   MIGRATIONS_TABLE,
-  readMigrations,
   type MigrateOptions,
   type MigrateResult,
+  MigrationError,
   type MigrationFile,
   type MigrationProgress,
+  migrate,
+  migrationChecksum,
+  readMigrations,
 } from "./migrator";
+export { type CreatePoolOptions, createPool, inTransaction, type Queryable, withTransaction } from "./pool";
+export { type CreatePrismaOptions, createPrisma } from "./prisma";
 export {
   defaultRoutinesDir,
-  readRoutines,
-  routineDrift,
   ROUTINES_TABLE,
   type RoutineDrift,
   type RoutineFile,
   type RoutineProgress,
   type RoutinesResult,
+  readRoutines,
+  routineDrift,
 } from "./routines";
 export {
   applyRuntimeRole,
+  type ConnectionRole,
   DEFAULT_RUNTIME_ROLE,
   inspectConnectionRole,
   passwordOf,
   privilegeWarning,
-  runtimeDatabaseUrl,
-  runtimeLoginHint,
-  runtimeRoleName,
   RuntimeRoleError,
-  type ConnectionRole,
   type RuntimeRoleResult,
   type RuntimeRoleSpec,
   type RuntimeUrlOptions,
+  runtimeDatabaseUrl,
+  runtimeLoginHint,
+  runtimeRoleName,
 } from "./runtime-role";
-export { grantCoverage, missingGrantsMessage, RUNTIME_GRANTS, RUNTIME_MAINTAIN_TABLES, type TablePrivilege } from "./grants";
-export {
-  EMBEDDED_DEFAULT_PORT,
-  startEmbeddedPostgres,
-  type EmbeddedPostgres,
-  type EmbeddedPostgresOptions,
-} from "./embedded";
-// The generated client: PrismaClient, the Prisma namespace, model types (Job, Queue, …) and enums
-// (JobState, AttemptOutcome, Role) as both values and types.
-export * from "./generated/prisma/client";

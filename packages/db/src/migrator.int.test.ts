@@ -3,15 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it, onTestFinished } from "vitest";
-import {
-  defaultMigrationsDir,
-  describeProgress,
-  migrate,
-  migrationChecksum,
-  MigrationError,
-  readMigrations,
-  type MigrationProgress,
-} from "./migrator";
+import { defaultMigrationsDir, describeProgress, MigrationError, type MigrationProgress, migrate, migrationChecksum, readMigrations } from "./migrator";
 import { defaultRoutinesDir, readRoutines } from "./routines";
 import { createTestDatabase, type TestDatabase } from "./testing/test-database";
 
@@ -47,9 +39,7 @@ const CREATE = "CREATE TABLE t (id int PRIMARY KEY, note text);\nCREATE INDEX t_
 const SEED = "INSERT INTO t VALUES (1, 'seed');\n";
 
 async function ledger(db: TestDatabase) {
-  const { rows } = await db.pool.query<{ name: string; checksum: string }>(
-    "SELECT name, checksum FROM _porter_migrations ORDER BY name",
-  );
+  const { rows } = await db.pool.query<{ name: string; checksum: string }>("SELECT name, checksum FROM _porter_migrations ORDER BY name");
   return rows;
 }
 
@@ -91,7 +81,11 @@ describe("migrate", () => {
 
     // Line endings alone are not a change (a Windows checkout must not break migrations).
     await write("001_create", CREATE.replaceAll("\n", "\r\n"));
-    await expect(migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false, routinesDir: false })).resolves.toEqual({ applied: [], skipped: 1, recorded: [] });
+    await expect(migrate(db.connectionString, { migrationsDir: dir, runtimeRole: false, routinesDir: false })).resolves.toEqual({
+      applied: [],
+      skipped: 1,
+      recorded: [],
+    });
 
     await write("001_create", CREATE.replace("note text", "note varchar(10)"));
     await write("002_seed", SEED);
@@ -160,10 +154,7 @@ describe("migrate", () => {
     expect(settled.map((outcome) => (outcome.status === "rejected" ? String(outcome.reason) : "ok"))).toEqual(["ok", "ok"]);
     const results = settled.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value] : []));
     expect(sawWaiter).toBe(true);
-    expect(results.map((r) => r.applied).sort((a, b) => a.length - b.length)).toEqual([
-      [],
-      ["001_create", "002_seed"],
-    ]);
+    expect(results.map((r) => r.applied).sort((a, b) => a.length - b.length)).toEqual([[], ["001_create", "002_seed"]]);
     expect(results.map((r) => r.skipped).sort()).toEqual([0, 2]);
     expect((await ledger(db)).map((row) => row.name)).toEqual(["001_create", "002_seed"]);
     expect(await rowsOfT(db)).toBe(1);
@@ -192,7 +183,10 @@ describe("migrate", () => {
          FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace ORDER BY 1`,
     );
     expect(functions).toEqual(
-      ["audit_log_append_only", "audit_log_stamp", "porter_age", "porter_authenticate_key", "porter_claim", "porter_tokens"].map((name) => ({ name, can: true })),
+      ["audit_log_append_only", "audit_log_stamp", "porter_age", "porter_authenticate_key", "porter_claim", "porter_tokens"].map((name) => ({
+        name,
+        can: true,
+      })),
     );
     const { rows: ledgerRights } = await db.pool.query<{ can: boolean }>(`SELECT has_table_privilege('porter_app', '_porter_routines', 'SELECT') AS can`);
     expect(ledgerRights).toEqual([{ can: false }]);
@@ -217,8 +211,8 @@ async function functionsOf(db: TestDatabase): Promise<string[]> {
 const TABLES = "CREATE TABLE t (id int PRIMARY KEY, note text);\n";
 const ONE = "CREATE OR REPLACE FUNCTION one() RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;\n";
 const STAMP =
-  "CREATE OR REPLACE FUNCTION t_stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.note := 'stamped'; RETURN NEW; END $$;\n" +
-  "CREATE OR REPLACE TRIGGER t_stamp BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION t_stamp();\n";
+  "CREATE OR REPLACE FUNCTION t_stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.note := 'stamped'; RETURN NEW; END $$;\n"
+  + "CREATE OR REPLACE TRIGGER t_stamp BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION t_stamp();\n";
 
 describe("migrate: routines", () => {
   it("runs routines after the migrations, again only when a file's checksum changed", async () => {
@@ -278,7 +272,11 @@ describe("migrate: routines", () => {
     await routines.writeRoutine("two.sql", "CREATE OR REPLACE FUNCTION one(n int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT n $$;\n");
     await rm(join(routines.dir, "one.sql"));
     const events: MigrationProgress[] = [];
-    expect((await migrate(db.connectionString, { ...opts, onProgress: (e) => events.push(e) })).routines).toEqual({ applied: ["two.sql"], skipped: 1, dropped: [] });
+    expect((await migrate(db.connectionString, { ...opts, onProgress: (e) => events.push(e) })).routines).toEqual({
+      applied: ["two.sql"],
+      skipped: 1,
+      dropped: [],
+    });
     expect(events.filter((e) => e.kind === "routine").map((e) => [e.name, e.status])).toEqual([
       ["stamp.sql", "skipped"],
       ["two.sql", "applied"],

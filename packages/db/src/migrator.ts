@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { MigrationError, reasonOf, sqlChecksum } from "./ledger";
-import { applyRoutines, defaultRoutinesDir, readRoutines, type RoutineProgress, type RoutinesResult } from "./routines";
+import { applyRoutines, defaultRoutinesDir, type RoutineProgress, type RoutinesResult, readRoutines } from "./routines";
 import { applyRuntimeRole, type RuntimeRoleResult, type RuntimeRoleSpec } from "./runtime-role";
 
 export { MigrationError } from "./ledger";
@@ -133,7 +133,10 @@ export async function readMigrations(migrationsDir: string): Promise<MigrationFi
 async function readReplaces(dir: string): Promise<string[]> {
   try {
     const text = await readFile(join(dir, "replaces"), "utf8");
-    return text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#"));
+    return text
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== "" && !line.startsWith("#"));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;
@@ -165,10 +168,7 @@ async function readReplaces(dir: string): Promise<string[]> {
  * connection is checked out for the duration). Migrating is a step of its own: call it from
  * `npm run db:migrate` or test setup, never as a side effect of a process booting.
  */
-export async function migrate(
-  target: string | pg.Pool,
-  opts: MigrateOptions = {},
-): Promise<MigrateResult> {
+export async function migrate(target: string | pg.Pool, opts: MigrateOptions = {}): Promise<MigrateResult> {
   const files = await readMigrations(opts.migrationsDir ?? defaultMigrationsDir());
   const routinesDir = opts.routinesDir ?? defaultRoutinesDir();
   const routines = routinesDir === false ? undefined : await readRoutines(routinesDir);
@@ -187,11 +187,9 @@ export async function migrate(
       }
     } finally {
       // A failed unlock means a broken connection, whose end releases the lock anyway.
-      await client
-        .query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK_KEY])
-        .catch((error: Error) => {
-          broken = error;
-        });
+      await client.query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK_KEY]).catch((error: Error) => {
+        broken = error;
+      });
     }
   } catch (error) {
     broken ??= error instanceof Error ? error : new Error(String(error));
@@ -231,8 +229,8 @@ function squashesToRecord(files: MigrationFile[], applied: Map<string, string>):
     if (absent.length === 0) toRecord.add(file.name);
     else if (absent.length < file.replaces.length) {
       throw new MigrationError(
-        `migration ${file.name} replaces ${file.replaces.length} older migrations, of which the database lacks ` +
-          `${absent.join(", ")}; migrate it with the Porter version that still has them first, then with this one`,
+        `migration ${file.name} replaces ${file.replaces.length} older migrations, of which the database lacks `
+          + `${absent.join(", ")}; migrate it with the Porter version that still has them first, then with this one`,
         { migration: file.name },
       );
     }
@@ -240,19 +238,13 @@ function squashesToRecord(files: MigrationFile[], applied: Map<string, string>):
   return toRecord;
 }
 
-async function applyLocked(
-  client: pg.ClientBase,
-  files: MigrationFile[],
-  onProgress: MigrateOptions["onProgress"],
-): Promise<MigrateResult> {
+async function applyLocked(client: pg.ClientBase, files: MigrationFile[], onProgress: MigrateOptions["onProgress"]): Promise<MigrateResult> {
   await client.query(`CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (
     name       text PRIMARY KEY,
     checksum   text NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
   )`);
-  const ledger = await client.query<{ name: string; checksum: string }>(
-    `SELECT name, checksum FROM ${MIGRATIONS_TABLE} ORDER BY name`,
-  );
+  const ledger = await client.query<{ name: string; checksum: string }>(`SELECT name, checksum FROM ${MIGRATIONS_TABLE} ORDER BY name`);
   const applied = new Map(ledger.rows.map((row) => [row.name, row.checksum]));
   // Rows of squashed migrations stay in the ledger (the database's history); their files are gone.
   const known = new Set(files.flatMap((file) => [file.name, ...file.replaces]));
@@ -260,8 +252,8 @@ async function applyLocked(
   const missing = [...applied.keys()].filter((name) => !known.has(name));
   if (missing.length > 0) {
     throw new MigrationError(
-      `migration ${missing.join(", ")} is applied to the database but missing on disk; ` +
-        `restore it (migrations are append-only) or use the matching version of Porter`,
+      `migration ${missing.join(", ")} is applied to the database but missing on disk; `
+        + `restore it (migrations are append-only) or use the matching version of Porter`,
       { migration: missing[0] },
     );
   }
@@ -269,8 +261,8 @@ async function applyLocked(
     const checksum = applied.get(file.name);
     if (checksum !== undefined && checksum !== file.checksum) {
       throw new MigrationError(
-        `migration ${file.name} was changed after it was applied (checksum ${checksum.slice(0, 12)}… ` +
-          `in the database, ${file.checksum.slice(0, 12)}… on disk); add a new migration instead`,
+        `migration ${file.name} was changed after it was applied (checksum ${checksum.slice(0, 12)}… `
+          + `in the database, ${file.checksum.slice(0, 12)}… on disk); add a new migration instead`,
         { migration: file.name },
       );
     }
@@ -288,10 +280,7 @@ async function applyLocked(
     const isRecorded = toRecord.has(file.name);
     await client.query("BEGIN");
     try {
-      await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (name, checksum) VALUES ($1, $2)`, [
-        file.name,
-        file.checksum,
-      ]);
+      await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (name, checksum) VALUES ($1, $2)`, [file.name, file.checksum]);
       // No parameters: pg sends it as a simple query, so the file may hold many statements.
       if (!isRecorded) await client.query(file.sql);
       await client.query("COMMIT");

@@ -90,10 +90,7 @@ export async function checkout(pool: pg.Pool): Promise<CheckedOut> {
  * the connection error (when it was lost during COMMIT, the outcome is unknown: retry with the same
  * idempotency key).
  */
-export async function withTransaction<T>(
-  pool: pg.Pool,
-  fn: (client: pg.PoolClient) => Promise<T>,
-): Promise<T> {
+export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const { client, release } = await checkout(pool);
   let broken: Error | undefined;
   try {

@@ -26,8 +26,6 @@ export type CreatePrismaOptions = {
  */
 export function createPrisma(target: string | pg.Pool, opts: CreatePrismaOptions = {}): PrismaClient {
   const adapter =
-    target instanceof pg.Pool
-      ? new PrismaPg(target)
-      : new PrismaPg({ connectionString: target, max: opts.max ?? 5, application_name: opts.applicationName });
+    target instanceof pg.Pool ? new PrismaPg(target) : new PrismaPg({ connectionString: target, max: opts.max ?? 5, application_name: opts.applicationName });
   return new PrismaClient({ adapter });
 }

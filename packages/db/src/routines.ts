@@ -97,11 +97,7 @@ async function definitions(client: pg.ClientBase): Promise<Map<string, string>> 
  * Triggers are dropped before functions; a function something still depends on makes the drop
  * fail (no CASCADE), naming the file. Runs on the migrator's connection, under its lock.
  */
-export async function applyRoutines(
-  client: pg.ClientBase,
-  files: RoutineFile[],
-  onProgress?: (event: RoutineProgress) => void,
-): Promise<RoutinesResult> {
+export async function applyRoutines(client: pg.ClientBase, files: RoutineFile[], onProgress?: (event: RoutineProgress) => void): Promise<RoutinesResult> {
   await client.query(`CREATE TABLE IF NOT EXISTS ${ROUTINES_TABLE} (
     name       text PRIMARY KEY,
     checksum   text NOT NULL,

@@ -76,12 +76,8 @@ describe("the runtime role", () => {
       disableAll: await asRuntime(`ALTER TABLE audit_log DISABLE TRIGGER ALL`),
       dropTrigger: await asRuntime(`DROP TRIGGER audit_log_no_update ON audit_log`),
       dropStamp: await asRuntime(`DROP TRIGGER audit_log_stamp ON audit_log`),
-      createTrigger: await asRuntime(
-        `CREATE TRIGGER sneaky BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_stamp()`,
-      ),
-      replaceFunction: await asRuntime(
-        `CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
-      ),
+      createTrigger: await asRuntime(`CREATE TRIGGER sneaky BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_stamp()`),
+      replaceFunction: await asRuntime(`CREATE OR REPLACE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`),
       replicationRole: await asRuntime(`SET session_replication_role = replica`),
       replicationRoleLocal: await asRuntime(`SELECT set_config('session_replication_role', 'replica', false)`),
       dropTable: await asRuntime(`DROP TABLE audit_log`),
@@ -210,7 +206,9 @@ describe("the migrator and the runtime role", () => {
 describe("runtimeDatabaseUrl", () => {
   it("uses PORTER_APP_DATABASE_URL as it is, else the owner's URL with the runtime role and its password", () => {
     expect(runtimeDatabaseUrl({ databaseUrl: "postgres://owner:pw@db:5432/porter", appDatabaseUrl: "postgres://me:x@h/d" })).toBe("postgres://me:x@h/d");
-    expect(runtimeDatabaseUrl({ databaseUrl: "postgres://owner:pw@db:5432/porter?sslmode=require" })).toBe("postgres://porter_app@db:5432/porter?sslmode=require");
+    expect(runtimeDatabaseUrl({ databaseUrl: "postgres://owner:pw@db:5432/porter?sslmode=require" })).toBe(
+      "postgres://porter_app@db:5432/porter?sslmode=require",
+    );
     expect(runtimeDatabaseUrl({ databaseUrl: "postgres://owner:pw@db/porter", appPassword: "a b/c@d" })).toBe("postgres://porter_app:a%20b%2Fc%40d@db/porter");
     expect(runtimeRoleName("postgres://svc_porter:x@h/d")).toBe("svc_porter");
   });

@@ -64,14 +64,14 @@ export async function applyRuntimeRole(client: pg.ClientBase, spec: RuntimeRoleS
   if (!found) throw new RuntimeRoleError(`runtime role "${name}" vanished while the migrator granted it`);
   if (found.is_superuser || found.bypasses_rls) {
     throw new RuntimeRoleError(
-      `runtime role "${name}" is a superuser (or bypasses row security): it would bypass every guard, the audit log's ` +
-        `included. Use a role of its own (PORTER_APP_DATABASE_URL names it), not the owner or a superuser`,
+      `runtime role "${name}" is a superuser (or bypasses row security): it would bypass every guard, the audit log's `
+        + `included. Use a role of its own (PORTER_APP_DATABASE_URL names it), not the owner or a superuser`,
     );
   }
   if (found.owns) {
     throw new RuntimeRoleError(
-      `runtime role "${name}" can act as the owner of "${found.owns}" (it is the owner, or a member of the owner's role): ` +
-        `it could alter or drop what guards the data. Use a role of its own (PORTER_APP_DATABASE_URL names it), not the migrations' user`,
+      `runtime role "${name}" can act as the owner of "${found.owns}" (it is the owner, or a member of the owner's role): `
+        + `it could alter or drop what guards the data. Use a role of its own (PORTER_APP_DATABASE_URL names it), not the migrations' user`,
     );
   }
 
@@ -100,8 +100,8 @@ export async function applyRuntimeRole(client: pg.ClientBase, spec: RuntimeRoleS
       const again = await client.query<{ can: boolean }>(`SELECT has_schema_privilege($1, 'public', 'CREATE') AS can`, [name]);
       if (again.rows[0]?.can) {
         throw new RuntimeRoleError(
-          `runtime role "${name}" may create objects in schema public (granted to PUBLIC) and the migrator may not revoke it: ` +
-            `have the schema's owner run REVOKE CREATE ON SCHEMA public FROM PUBLIC`,
+          `runtime role "${name}" may create objects in schema public (granted to PUBLIC) and the migrator may not revoke it: `
+            + `have the schema's owner run REVOKE CREATE ON SCHEMA public FROM PUBLIC`,
         );
       }
     }
@@ -118,9 +118,7 @@ async function createRoleIfMissing(client: pg.ClientBase, name: string): Promise
   if (exists.rowCount) return false;
   try {
     // Roles are per server, advisory locks per database: migrators of two databases may race here.
-    await client.query(
-      `CREATE ROLE ${client.escapeIdentifier(name)} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`,
-    );
+    await client.query(`CREATE ROLE ${client.escapeIdentifier(name)} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`);
     return true;
   } catch (error) {
     const code = (error as { code?: string }).code;
@@ -128,8 +126,8 @@ async function createRoleIfMissing(client: pg.ClientBase, name: string): Promise
     if (code === "42710" || code === "23505") return false;
     if (code === "42501") {
       throw new RuntimeRoleError(
-        `the migrations' user may not create the runtime role "${name}" (it needs CREATEROLE): create it once as an ` +
-          `administrator (CREATE ROLE ${client.escapeIdentifier(name)} LOGIN PASSWORD '…'), then migrate again`,
+        `the migrations' user may not create the runtime role "${name}" (it needs CREATEROLE): create it once as an `
+          + `administrator (CREATE ROLE ${client.escapeIdentifier(name)} LOGIN PASSWORD '…'), then migrate again`,
         { cause: error },
       );
     }
@@ -211,9 +209,9 @@ export function privilegeWarning(role: ConnectionRole): string | undefined {
   if (!role.isSuperuser && !role.isOwner) return undefined;
   const what = role.isSuperuser ? "a superuser" : "the owner of Porter's tables";
   return (
-    `connected to PostgreSQL as "${role.user}", ${what}: the audit log's guards and the least-privilege grants do not ` +
-    `bind this process. Run the console, workers and CLI as the runtime role (${DEFAULT_RUNTIME_ROLE}, created by ` +
-    `npm run db:migrate; see README "Configuration")`
+    `connected to PostgreSQL as "${role.user}", ${what}: the audit log's guards and the least-privilege grants do not `
+    + `bind this process. Run the console, workers and CLI as the runtime role (${DEFAULT_RUNTIME_ROLE}, created by `
+    + `npm run db:migrate; see README "Configuration")`
   );
 }
 
@@ -225,7 +223,7 @@ export function runtimeLoginHint(error: unknown): string | undefined {
   const code = (error as { code?: string } | null)?.code;
   if (code !== "28000" && code !== "28P01") return undefined;
   return (
-    `cannot log in as the runtime role: run npm run db:migrate (it creates ${DEFAULT_RUNTIME_ROLE} and grants it), and when ` +
-    `the server asks for a password set PORTER_APP_PASSWORD (the migrator sets it on the role) or PORTER_APP_DATABASE_URL`
+    `cannot log in as the runtime role: run npm run db:migrate (it creates ${DEFAULT_RUNTIME_ROLE} and grants it), and when `
+    + `the server asks for a password set PORTER_APP_PASSWORD (the migrator sets it on the role) or PORTER_APP_DATABASE_URL`
   );
 }

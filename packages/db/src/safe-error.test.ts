@@ -37,7 +37,13 @@ const nulInJson = () =>
     detail: "\\u0000 cannot be converted to text.",
     where: `JSON data, line 1: {"note":"${CANARY}\\u0000...\nunnamed portal parameter $1 = '...'`,
   });
-const badUuid = () => pgError({ code: "22P02", message: `invalid input syntax for type uuid: "${CANARY}"`, where: "unnamed portal parameter $1 = '...'", routine: "string_to_uuid" });
+const badUuid = () =>
+  pgError({
+    code: "22P02",
+    message: `invalid input syntax for type uuid: "${CANARY}"`,
+    where: "unnamed portal parameter $1 = '...'",
+    routine: "string_to_uuid",
+  });
 const checkViolation = () =>
   pgError({
     code: "23514",
@@ -145,7 +151,12 @@ describe("createLogger: one logger setup for every process", () => {
 
   it("credentials and payloads are redacted wherever a caller puts them", () => {
     const { logger, text, records } = capture();
-    logger.info("careless call", { password: CANARY, payload: { note: CANARY }, job: { payload: CANARY, token: CANARY }, headers: { authorization: `Bearer ${CANARY}` } });
+    logger.info("careless call", {
+      password: CANARY,
+      payload: { note: CANARY },
+      job: { payload: CANARY, token: CANARY },
+      headers: { authorization: `Bearer ${CANARY}` },
+    });
     expect(text()).not.toContain(CANARY);
     expect(records()[0]).toMatchObject({ msg: "careless call", password: "[redacted]", job: { payload: "[redacted]" } });
   });

@@ -79,9 +79,7 @@ const maskQuoted = (message: string, names: Set<string>): string =>
  */
 export const safeErrorMessage = (error: unknown): string => {
   if (!isErrorLike(error)) return String(error);
-  const names = new Set(
-    ["schema", "table", "column", "dataType", "constraint"].map((k) => error[k]).filter((v): v is string => typeof v === "string"),
-  );
+  const names = new Set(["schema", "table", "column", "dataType", "constraint"].map((k) => error[k]).filter((v): v is string => typeof v === "string"));
   if (isPostgresError(error)) {
     return NAME_ONLY_CLASSES.has(error.code.slice(0, 2)) ? error.message : maskQuoted(error.message, names);
   }
@@ -118,7 +116,9 @@ export const serializeError = (error: unknown, depth = 0): unknown => {
     const { cause } = error;
     if (cause !== undefined) out.cause = isErrorLike(cause) ? (serializeError(cause, depth + 1) as SafeError) : `[${typeof cause}]`;
     if (Array.isArray(error.errors)) {
-      out.errors = error.errors.slice(0, MAX_AGGREGATED).map((e) => (isErrorLike(e) ? (serializeError(e, depth + 1) as SafeError) : { type: typeof e, message: "[not an error]" }));
+      out.errors = error.errors
+        .slice(0, MAX_AGGREGATED)
+        .map((e) => (isErrorLike(e) ? (serializeError(e, depth + 1) as SafeError) : { type: typeof e, message: "[not an error]" }));
     }
   }
   return out;

@@ -16,18 +16,16 @@ describe("schema.prisma vs the migrated database", () => {
 
     // Not vacuous: every model maps to a table that exists and was compared.
     expect(schema.models.length).toBeGreaterThanOrEqual(16);
-    expect(database.tables.map((table) => table.name).sort()).toEqual(
-      schema.models.map((model) => model.table).sort(),
-    );
+    expect(database.tables.map((table) => table.name).sort()).toEqual(schema.models.map((model) => model.table).sort());
     expect(diffSchema(schema, database)).toEqual([]);
   });
 
   it("reports a schema that drifted from the database", async () => {
     const text = (await readFile(schemaPath, "utf8"))
       .replace("leaseOwner        String?", "leaseOwner        String")
-      .replace("\n\n  @@map(\"jobs\")", "\n  shard Int @map(\"shard\")\n\n  @@map(\"jobs\")")
+      .replace('\n\n  @@map("jobs")', '\n  shard Int @map("shard")\n\n  @@map("jobs")')
       .replace("  operator\n  admin\n", "  operator\n  owner\n  admin\n")
-      .replace("idempotencyKey String   @map(\"idempotency_key\")\n  jobId ", "idempotencyKey String   @map(\"idempotency_key\") @db.Uuid\n  jobId ")
+      .replace('idempotencyKey String   @map("idempotency_key")\n  jobId ', 'idempotencyKey String   @map("idempotency_key") @db.Uuid\n  jobId ')
       .replace("@@index([at])", "@@index([at, actor])");
     const problems = diffSchema(parsePrismaSchema(text), await readDatabaseSchema(db.pool));
 

@@ -23,10 +23,12 @@ export function scramVerifier(password: string, salt: Buffer = randomBytes(16)):
  * to nothing" characters removed, NFKC — the same steps node-postgres applies client side.
  */
 export function saslprep(password: string): string {
-  return password
-    .replace(/[\u00A0\u1680\u2000-\u200B\u202F\u205F\u3000]/g, " ")
-    // The joiner (U+200D) and the combining marks (U+034F, U+180B–U+180D, U+FE00–U+FE0F) stand
-    // alone: in one class with other characters they read as one joined character.
-    .replace(/[\u00AD\u1806\u200C\u2060\uFEFF]|\u200D|\u034F|[\u180B-\u180D]|[\uFE00-\uFE0F]/g, "")
-    .normalize("NFKC");
+  return (
+    password
+      .replace(/[\u00A0\u1680\u2000-\u200B\u202F\u205F\u3000]/g, " ")
+      // The joiner (U+200D) and the combining marks (U+034F, U+180B–U+180D, U+FE00–U+FE0F) stand
+      // alone: in one class with other characters they read as one joined character.
+      .replace(/[\u00AD\u1806\u200C\u2060\uFEFF]|\u200D|\u034F|[\u180B-\u180D]|[\uFE00-\uFE0F]/g, "")
+      .normalize("NFKC")
+  );
 }

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { countStored, seedProducerFixtures, type ProducerFixtures } from "@porter/api/testing/fixtures";
+import { countStored, type ProducerFixtures, seedProducerFixtures } from "@porter/api/testing/fixtures";
 import { startTestServer, type TestServer } from "@porter/api/testing/http-server";
 import { PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createProducerClient, ProducerError, type ProducerClient } from "./producer";
+import { createProducerClient, type ProducerClient, ProducerError } from "./producer";
 
 const db = useTestDatabase();
 let server: TestServer;

@@ -37,10 +37,7 @@ export class ProducerError extends Error {
   readonly retryAfterS: number | undefined;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(
-    message: string,
-    options: { status: number; code: string; retryAfterS?: number; details?: Record<string, unknown>; cause?: unknown },
-  ) {
+  constructor(message: string, options: { status: number; code: string; retryAfterS?: number; details?: Record<string, unknown>; cause?: unknown }) {
     super(message, { cause: options.cause });
     this.status = options.status;
     this.code = options.code;

@@ -2,17 +2,24 @@
 // every consumer derives from it: the API's create/update/row schemas, core's writable columns and
 // Prisma fields, and the console's forms. A field added to a declaration and missed by one of them
 // fails here.
-import { CONTROL_PLANE, createDefaults, type ConfigObjectType, type EntityDecl, type FieldDecl } from "@porter/contracts/control-plane";
+
+import * as api from "@porter/api/schemas/control-plane";
+import { CONTROL_PLANE, type ConfigObjectType, createDefaults, type EntityDecl, type FieldDecl } from "@porter/contracts/control-plane";
 import { CONFIG_TABLES, prismaField } from "@porter/core";
 import { Prisma } from "@porter/db/prisma";
-import * as api from "@porter/api/schemas/control-plane";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { entityFields } from "./config-form";
 
 const SCHEMAS: Record<ConfigObjectType, { create: z.ZodType; update: z.ZodType; fields: z.ZodType; row: z.ZodType; prisma: Record<string, string> }> = {
   pool: { create: api.ZPoolCreate, update: api.ZPoolUpdate, fields: api.ZPoolFields, row: api.ZPoolRow, prisma: Prisma.PoolScalarFieldEnum },
-  resource_key: { create: api.ZResourceKeyCreate, update: api.ZResourceKeyUpdate, fields: api.ZResourceKeyFields, row: api.ZResourceKeyRow, prisma: Prisma.ResourceKeyScalarFieldEnum },
+  resource_key: {
+    create: api.ZResourceKeyCreate,
+    update: api.ZResourceKeyUpdate,
+    fields: api.ZResourceKeyFields,
+    row: api.ZResourceKeyRow,
+    prisma: Prisma.ResourceKeyScalarFieldEnum,
+  },
   queue: { create: api.ZQueueCreate, update: api.ZQueueUpdate, fields: api.ZQueueFields, row: api.ZQueueRow, prisma: Prisma.QueueScalarFieldEnum },
   job_type: { create: api.ZJobTypeCreate, update: api.ZJobTypeUpdate, fields: api.ZJobTypeFields, row: api.ZJobTypeRow, prisma: Prisma.JobTypeScalarFieldEnum },
   tenant: { create: api.ZTenantCreate, update: api.ZTenantUpdate, fields: api.ZTenantFields, row: api.ZTenantRow, prisma: Prisma.TenantScalarFieldEnum },
@@ -27,7 +34,12 @@ const sample = (f: FieldDecl): unknown => {
   if (f.kind === "enum") return f.options[0]!.value;
   return "";
 };
-const required = (e: EntityDecl) => Object.fromEntries(Object.entries(e.fields).filter(([, f]) => f.kind === "ref" && !f.isNullable).map(([k]) => [k, "some_id"]));
+const required = (e: EntityDecl) =>
+  Object.fromEntries(
+    Object.entries(e.fields)
+      .filter(([, f]) => f.kind === "ref" && !f.isNullable)
+      .map(([k]) => [k, "some_id"]),
+  );
 
 describe.each(Object.entries(CONTROL_PLANE) as Array<[ConfigObjectType, EntityDecl]>)("the %s declaration", (type, entity) => {
   const names = Object.keys(entity.fields);
@@ -41,7 +53,8 @@ describe.each(Object.entries(CONTROL_PLANE) as Array<[ConfigObjectType, EntityDe
   });
 
   it("is the update schema: each field alone is a valid patch, an undeclared one is refused", () => {
-    for (const [name, f] of Object.entries(entity.fields)) expect(schemas.update.safeParse({ id: "x1", patch: { [name]: sample(f) } }).success, name).toBe(true);
+    for (const [name, f] of Object.entries(entity.fields))
+      expect(schemas.update.safeParse({ id: "x1", patch: { [name]: sample(f) } }).success, name).toBe(true);
     expect(schemas.update.safeParse({ id: "x1", patch: { not_a_field: 1 } }).success).toBe(false);
   });
 

@@ -1,7 +1,7 @@
 "use client";
 import type { EntityDecl, FieldDecl } from "@porter/contracts/control-plane";
 import { TRPCClientError } from "@trpc/client";
-import { useId, useRef, useState, type FormEvent } from "react";
+import { type FormEvent, useId, useRef, useState } from "react";
 import type { z } from "zod";
 import { errorMessage } from "./states";
 
@@ -32,7 +32,10 @@ const KIND_OF: Record<FieldDecl["kind"], FieldSpec["kind"]> = {
 };
 
 /** The input of one declared field (@porter/contracts/control-plane): its label, help, unit, kind and options. */
-export const fieldSpec = (name: string, f: Pick<FieldDecl, "label" | "help" | "unit" | "placeholder"> & { kind: string; isNullable?: boolean; options?: FieldSpec["options"] }): FieldSpec => ({
+export const fieldSpec = (
+  name: string,
+  f: Pick<FieldDecl, "label" | "help" | "unit" | "placeholder"> & { kind: string; isNullable?: boolean; options?: FieldSpec["options"] },
+): FieldSpec => ({
   name,
   label: f.label,
   kind: (KIND_OF as Record<string, FieldSpec["kind"]>)[f.kind] ?? (f.kind as FieldSpec["kind"]),
@@ -48,10 +51,7 @@ export const fieldSpec = (name: string, f: Pick<FieldDecl, "label" | "help" | "u
  * that order). A view only chooses layout: which fields, their order, and `overrides` such as the
  * options of a reference (the pools a queue may pick).
  */
-export const entityFields = (
-  entity: EntityDecl,
-  opts: { names?: readonly string[]; overrides?: Record<string, Partial<FieldSpec>> } = {},
-): FieldSpec[] => [
+export const entityFields = (entity: EntityDecl, opts: { names?: readonly string[]; overrides?: Record<string, Partial<FieldSpec>> } = {}): FieldSpec[] => [
   { name: "id", label: entity.idLabel, kind: "text", isId: true, placeholder: entity.idPlaceholder, ...opts.overrides?.id },
   ...(opts.names ?? Object.keys(entity.fields)).map((name) => ({ ...fieldSpec(name, entity.fields[name]!), ...opts.overrides?.[name] })),
 ];

@@ -1,13 +1,13 @@
 "use client";
 import type { UseMutationOptions } from "@tanstack/react-query";
-import { useState, type ReactNode } from "react";
+import { type ReactNode, useState } from "react";
 import type { z } from "zod";
 import { ConfigForm, type FieldSpec } from "./config-form";
-import { DataTable, type Column, type ListQuery } from "./data-table";
+import { type Column, DataTable, type ListQuery } from "./data-table";
 import { Page } from "./page";
 import { useViewer } from "./providers";
 import { Empty } from "./states";
-import { useAction, type Refreshes } from "./use-action";
+import { type Refreshes, useAction } from "./use-action";
 
 /** A ConfigForm whose submit is an action (`useAction`): the write, the refresh, the flash message. */
 export function ActionForm<TValues, TInput, TOutput, TError, TContext>({
@@ -46,7 +46,17 @@ export function ActionForm<TValues, TInput, TOutput, TError, TContext>({
  * schemas; a write refreshes `refreshes` and says so in the flash message. `newButton` and
  * `editButton(row)` open them, `panel` is where they render. Without `update`, objects are only created.
  */
-export function useConfigEditor<Row extends { id: string }, TCreate, TCreated extends { id: string }, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>({
+export function useConfigEditor<
+  Row extends { id: string },
+  TCreate,
+  TCreated extends { id: string },
+  TEdit,
+  TUpdated,
+  TCreateError,
+  TCreateContext,
+  TUpdateError,
+  TUpdateContext,
+>({
   noun,
   rows,
   fields,
@@ -133,7 +143,17 @@ export function useConfigEditor<Row extends { id: string }, TCreate, TCreated ex
  * "Edit" form per row (`useConfigEditor`). Operators and viewers see the table, with the row actions
  * the view gives them (`rowActions`).
  */
-export function ConfigPage<Row extends { id: string }, TCreate, TCreated extends { id: string }, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>({
+export function ConfigPage<
+  Row extends { id: string },
+  TCreate,
+  TCreated extends { id: string },
+  TEdit,
+  TUpdated,
+  TCreateError,
+  TCreateContext,
+  TUpdateError,
+  TUpdateContext,
+>({
   title,
   intro,
   query,
@@ -148,7 +168,10 @@ export function ConfigPage<Row extends { id: string }, TCreate, TCreated extends
   columns: ReadonlyArray<Column<Row>>;
   rowActions?: (row: Row) => ReactNode;
   emptyHint?: ReactNode;
-} & Omit<Parameters<typeof useConfigEditor<Row, TCreate, TCreated, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>>[0], "rows" | "canEdit">) {
+} & Omit<
+  Parameters<typeof useConfigEditor<Row, TCreate, TCreated, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>>[0],
+  "rows" | "canEdit"
+>) {
   const canEdit = useViewer().can("admin");
   const { newButton, editButton, panel } = useConfigEditor({ ...editor, rows: query.data, canEdit });
   const hasActions = canEdit || rowActions !== undefined;

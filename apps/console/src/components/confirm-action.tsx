@@ -1,5 +1,5 @@
 "use client";
-import { createContext, Fragment, useContext, useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { createContext, type FormEvent, Fragment, type ReactNode, useContext, useEffect, useRef, useState } from "react";
 import { Dialog } from "./dialog";
 import { errorMessage } from "./states";
 

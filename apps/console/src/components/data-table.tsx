@@ -1,7 +1,7 @@
 "use client";
-import { useState, type KeyboardEvent, type ReactNode } from "react";
+import { type KeyboardEvent, type ReactNode, useState } from "react";
 import { count } from "../lib/format";
-import { pageOf, PAGE_SIZE } from "../lib/paging";
+import { PAGE_SIZE, pageOf } from "../lib/paging";
 import { ErrorState, Loading } from "./states";
 
 /** One column: its header, what a row shows in it, and how it is laid out. */
@@ -72,7 +72,8 @@ const moveBetweenRows = (event: KeyboardEvent<HTMLTableSectionElement>) => {
   if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
   const target = event.target;
   if (!(target instanceof HTMLElement)) return;
-  if (target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement || (target instanceof HTMLInputElement && target.type !== "checkbox")) return;
+  if (target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement || (target instanceof HTMLInputElement && target.type !== "checkbox"))
+    return;
   const cell = target.closest("td, th");
   let row: Element | null | undefined = cell?.parentElement;
   if (!cell || !row) return;

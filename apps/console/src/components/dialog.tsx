@@ -1,12 +1,24 @@
 "use client";
-import { useEffect, useId, useRef, type ReactNode } from "react";
+import { type ReactNode, useEffect, useId, useRef } from "react";
 
 /**
  * A modal dialog on the native <dialog> element: focus moves into it and is kept there, Escape
  * closes it (calling `onClose`) unless `canClose` is false (an action is under way), and focus
  * returns to what opened it.
  */
-export function Dialog({ open, title, onClose, canClose = true, children }: { open: boolean; title: string; onClose: () => void; canClose?: boolean; children: ReactNode }) {
+export function Dialog({
+  open,
+  title,
+  onClose,
+  canClose = true,
+  children,
+}: {
+  open: boolean;
+  title: string;
+  onClose: () => void;
+  canClose?: boolean;
+  children: ReactNode;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useEffect(() => {

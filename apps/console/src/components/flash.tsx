@@ -1,6 +1,6 @@
 "use client";
 import { usePathname } from "next/navigation";
-import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
+import { createContext, type ReactNode, useContext, useEffect, useState } from "react";
 
 /** The outcome of the last action: good news is a status, a failure an alert. */
 export type Notice = { tone: "ok" | "bad"; text: string };

@@ -1,5 +1,5 @@
 "use client";
-import { useTRPC, type RouterInputs, type RouterOutputs } from "../lib/trpc";
+import { type RouterInputs, type RouterOutputs, useTRPC } from "../lib/trpc";
 import type { Confirmation, ConfirmValues } from "./confirm-action";
 import { useAction } from "./use-action";
 
@@ -26,7 +26,9 @@ function DryRun({ action, answer }: { action: JobAction; answer: BulkResult }) {
       ) : (
         <p>
           Dry run: <strong>{plural(answer.eligible, "job")}</strong> will be affected.
-          {answer.capped ? ` (${answer.total.toLocaleString("en-US")} match; this run takes the oldest ${answer.eligible.toLocaleString("en-US")} — run it again for the rest.)` : ""}
+          {answer.capped
+            ? ` (${answer.total.toLocaleString("en-US")} match; this run takes the oldest ${answer.eligible.toLocaleString("en-US")} — run it again for the rest.)`
+            : ""}
         </p>
       )}
       {Object.keys(answer.skipped).length ? (

@@ -1,8 +1,8 @@
 "use client";
 import type { Role } from "@porter/api";
-import { signOut } from "next-auth/react";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
+import { signOut } from "next-auth/react";
 import { useViewer } from "./providers";
 
 const LINKS: Array<{ href: string; label: string; role?: Role }> = [

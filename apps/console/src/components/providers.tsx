@@ -2,7 +2,7 @@
 import type { AppRouter, Role } from "@porter/api";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { createTRPCClient, httpBatchLink, TRPCClientError } from "@trpc/client";
-import { createContext, useContext, useState, type ReactNode } from "react";
+import { createContext, type ReactNode, useContext, useState } from "react";
 import { TRPCProvider } from "../lib/trpc";
 import { ConfirmHost } from "./confirm-action";
 import { FlashProvider } from "./flash";

@@ -1,6 +1,6 @@
 "use client";
-import { useMutation, useQueryClient, type QueryKey, type UseMutationOptions } from "@tanstack/react-query";
-import { useConfirm, type Confirmation, type ConfirmValues } from "./confirm-action";
+import { type QueryKey, type UseMutationOptions, useMutation, useQueryClient } from "@tanstack/react-query";
+import { type Confirmation, type ConfirmValues, useConfirm } from "./confirm-action";
 import { useFlash } from "./flash";
 import { errorMessage } from "./states";
 

@@ -2,7 +2,10 @@ import { createHash, timingSafeEqual } from "node:crypto";
 
 /** Whether a host the console binds to is loopback-only (127.0.0.0/8, ::1, localhost). */
 export const isLoopbackHost = (host: string): boolean => {
-  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "");
   return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
 };
 
@@ -12,10 +15,7 @@ export const isLoopbackHost = (host: string): boolean => {
  * on loopback, where "anyone" is this machine. Bound wider without a token, the endpoint is
  * refused (503 with the fix in the message) rather than open. Returns the refusal, or null.
  */
-export const refuseMetrics = (
-  authorization: string | null,
-  options: { token?: string; host: string },
-): { status: 401 | 503; message: string } | null => {
+export const refuseMetrics = (authorization: string | null, options: { token?: string; host: string }): { status: 401 | 503; message: string } | null => {
   if (!options.token) {
     return isLoopbackHost(options.host)
       ? null

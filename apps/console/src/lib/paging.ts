@@ -9,5 +9,12 @@ export const pageOf = <Row>(rows: readonly Row[], page: number, size = PAGE_SIZE
   const pages = Math.max(1, Math.ceil(rows.length / size));
   const current = Math.min(Math.max(0, Math.floor(page)), pages - 1);
   const from = current * size;
-  return { rows: rows.slice(from, from + size), page: current, pages, from: rows.length ? from + 1 : 0, to: Math.min(rows.length, from + size), total: rows.length };
+  return {
+    rows: rows.slice(from, from + size),
+    page: current,
+    pages,
+    from: rows.length ? from + 1 : 0,
+    to: Math.min(rows.length, from + size),
+    total: rows.length,
+  };
 };

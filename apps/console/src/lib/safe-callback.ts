@@ -30,5 +30,4 @@ export const safeCallbackPath = (value: unknown, consoleOrigin: string): string 
 };
 
 /** The same, as an absolute URL on the console's origin (what next-auth's `redirect` callback returns). */
-export const safeCallbackUrl = (value: unknown, consoleOrigin: string): string =>
-  `${new URL(consoleOrigin).origin}${safeCallbackPath(value, consoleOrigin)}`;
+export const safeCallbackUrl = (value: unknown, consoleOrigin: string): string => `${new URL(consoleOrigin).origin}${safeCallbackPath(value, consoleOrigin)}`;

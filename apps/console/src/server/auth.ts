@@ -1,8 +1,8 @@
 import { clientAddressOf, createSessionUserCache, readSession, SESSION_VERSION_CLAIM, type Session, type SessionUserCache } from "@porter/api";
 import { authenticateUser, clearSignInFailures, endUserSessions, recordSignInFailure, signInRetryAfter, writeAudit } from "@porter/core";
+import { cookies } from "next/headers";
 import type { NextAuthOptions } from "next-auth";
 import CredentialsProvider from "next-auth/providers/credentials";
-import { cookies } from "next/headers";
 import { z } from "zod";
 import { safeCallbackUrl } from "../lib/safe-callback";
 import { getPool } from "./db";
@@ -85,8 +85,7 @@ export const getAuthOptions = (): NextAuthOptions => ({
     }),
   ],
   callbacks: {
-    jwt: ({ token, user }) =>
-      user ? { ...token, sub: user.id, [SESSION_VERSION_CLAIM]: (user as { sessionVersion?: number }).sessionVersion } : token,
+    jwt: ({ token, user }) => (user ? { ...token, sub: user.id, [SESSION_VERSION_CLAIM]: (user as { sessionVersion?: number }).sessionVersion } : token),
     // Wherever next-auth would send the browser (sign-in, sign-out): a path of ours, or `/`.
     redirect: ({ url, baseUrl }) => safeCallbackUrl(url.startsWith(baseUrl) ? url.slice(baseUrl.length) || "/" : url, baseUrl),
   },

@@ -1,6 +1,6 @@
 import { PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
-import { createPrisma, type ControlDb } from "@porter/db/prisma";
+import { type ControlDb, createPrisma } from "@porter/db/prisma";
 import { runtimeDatabaseUrl } from "@porter/db/runtime-role";
 import type pg from "pg";
 import { getEnv } from "./env";

@@ -14,13 +14,18 @@ import { runChaos } from "./run-chaos";
 const REPO_ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 
 describe("chaos (short form)", () => {
-  it("SIGKILLed workers, terminated LISTEN connections and immediate PostgreSQL restarts lose, duplicate and leave nothing unrecorded", { timeout: 150_000 }, async () => {
+  it("SIGKILLed workers, terminated LISTEN connections and immediate PostgreSQL restarts lose, duplicate and leave nothing unrecorded", {
+    timeout: 150_000,
+  }, async () => {
     const seed = randomInt(1, 2 ** 31);
     const logDir = `${REPO_ROOT}.porter/chaos/test-${seed}`;
     const report = await runChaos({ ...SHORT_CHAOS(), seed, logDir });
     process.stdout.write(`\n${report.table}\n`);
     if (report.isOk) await rm(logDir, { recursive: true, force: true });
-    expect(report.checks.filter((c) => !c.isOk).map((c) => `${c.name}: expected ${c.expected}, observed ${c.observed}`), report.table).toEqual([]);
+    expect(
+      report.checks.filter((c) => !c.isOk).map((c) => `${c.name}: expected ${c.expected}, observed ${c.observed}`),
+      report.table,
+    ).toEqual([]);
     // The run did what it claims: the faults happened.
     expect(report.actions.restarts.length).toBe(1);
     expect(report.actions.crashCase.commits).toBeGreaterThan(0);

@@ -2,8 +2,8 @@
 // SIGKILLable and replaced, with every exit, its code and its stderr kept as evidence.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { type LogLine, spawnWorker, type WorkerProcess } from "@porter/worker/testing/worker-process";
 import type pg from "pg";
-import { spawnWorker, type LogLine, type WorkerProcess } from "@porter/worker/testing/worker-process";
 
 const run = promisify(execFile);
 

@@ -108,9 +108,20 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
   const { rows: clock } = await db.query<{ now: Date }>(`SELECT clock_timestamp() AS now`);
   const now = clock[0]!.now.getTime();
   const pastLease = jobs.filter((j) => j.state === "RUNNING" && j.lease_until !== null && j.lease_until.getTime() < now);
-  checks.push(zeroCheck("jobs RUNNING past their lease", pastLease.map((j) => `${j.job_id} lease_until ${j.lease_until?.toISOString()}`)));
+  checks.push(
+    zeroCheck(
+      "jobs RUNNING past their lease",
+      pastLease.map((j) => `${j.job_id} lease_until ${j.lease_until?.toISOString()}`),
+    ),
+  );
   const open = jobs.filter((j) => j.is_live);
-  checks.push(zeroCheck("jobs not terminal", open.map((j) => `${j.job_id} ${j.state} attempt ${j.attempt}`), jobs.length));
+  checks.push(
+    zeroCheck(
+      "jobs not terminal",
+      open.map((j) => `${j.job_id} ${j.state} attempt ${j.attempt}`),
+      jobs.length,
+    ),
+  );
 
   // 7. Workers recover by themselves: no exit but the suite's SIGKILLs, a clean drain at the end.
   const exits = facts.fleet.unexpectedExits().map(describeExit);
@@ -122,9 +133,7 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
 
   // 8. Every worker that lived through a restart (ready before it, not SIGKILLed until the quiet
   // time after it was over) finished work again after it, before any later SIGKILL.
-  const { rows: finishedRows } = await db.query<{ last_worker: string | null; finished_at: Date }>(
-    `SELECT last_worker, finished_at FROM finished_jobs`,
-  );
+  const { rows: finishedRows } = await db.query<{ last_worker: string | null; finished_at: Date }>(`SELECT last_worker, finished_at FROM finished_jobs`);
   const finishes = [
     ...attempts.map((a) => ({ workerId: a.worker_id, at: a.finished_at.getTime() })),
     ...finishedRows.map((f) => ({ workerId: f.last_worker, at: f.finished_at.getTime() })),
@@ -135,10 +144,10 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
     const backAt = restart.at + restart.ms;
     const survivors = facts.fleet.members.filter(
       (m) =>
-        m.readyAt !== undefined &&
-        m.readyAt < restart.at &&
-        (m.killedAt === undefined || m.killedAt >= backAt + QUIET_AFTER_RESTART_MS) &&
-        !facts.fleet.unexpectedExits().includes(m),
+        m.readyAt !== undefined
+        && m.readyAt < restart.at
+        && (m.killedAt === undefined || m.killedAt >= backAt + QUIET_AFTER_RESTART_MS)
+        && !facts.fleet.unexpectedExits().includes(m),
     );
     survivorCount += survivors.length;
     for (const m of survivors) {
@@ -207,9 +216,7 @@ export const checkInvariants = async (facts: ChaosFacts): Promise<Check[]> => {
   const unrecorded = facts.fleet
     .logs()
     .filter(({ line }) => line.msg === "results refused: the lease is no longer held by this worker")
-    .flatMap(({ member, line }) =>
-      (Array.isArray(line.jobRowIds) ? (line.jobRowIds as string[]) : []).map((rowId) => ({ member, rowId: String(rowId) })),
-    )
+    .flatMap(({ member, line }) => (Array.isArray(line.jobRowIds) ? (line.jobRowIds as string[]) : []).map((rowId) => ({ member, rowId: String(rowId) })))
     .filter(({ member, rowId }) => {
       const job = byRow.get(rowId);
       if (!job) return true;

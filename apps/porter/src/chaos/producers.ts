@@ -2,7 +2,7 @@
 // core coalesces, and batches), and transactional producers that write their own row and enqueue
 // inside their own transaction. Each keeps exactly what PostgreSQL acknowledged to it.
 import { randomUUID } from "node:crypto";
-import { enqueueJobs, type EnqueueInput } from "@porter/core";
+import { type EnqueueInput, enqueueJobs } from "@porter/core";
 import type pg from "pg";
 
 /** What a job of the mix is meant to do, and so how it must end. */
@@ -71,7 +71,10 @@ export class MixProducer {
 
   private async enqueue(batch: Array<{ kind: JobKind; input: EnqueueInput }>): Promise<void> {
     try {
-      const results = await enqueueJobs(this.db, batch.map((job) => job.input));
+      const results = await enqueueJobs(
+        this.db,
+        batch.map((job) => job.input),
+      );
       results.forEach((result, i) => this.acknowledged.set(result.job_id, batch[i]!.kind));
     } catch {
       this.failedCalls += 1;
@@ -129,9 +132,7 @@ export class TransactionalProducer {
       const orderKey = `order-${this.options.runId}-${randomUUID()}`;
       try {
         await client.query("BEGIN");
-        const [result] = await enqueueJobs(client, [
-          { job_type: "diag.sleep", tenant_id: "tenant_A", idempotency_key: orderKey, payload: { ms: 5 } },
-        ]);
+        const [result] = await enqueueJobs(client, [{ job_type: "diag.sleep", tenant_id: "tenant_A", idempotency_key: orderKey, payload: { ms: 5 } }]);
         await client.query(`INSERT INTO chaos_orders (order_key, job_id) VALUES ($1, $2)`, [orderKey, result!.job_id]);
         await client.query("COMMIT");
         this.committed.set(orderKey, result!.job_id);

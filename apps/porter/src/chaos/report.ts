@@ -22,9 +22,15 @@ export const formatReport = (checks: Check[], a: ChaosActions): string => {
       `${a.crashCase.commits} producer transactions committed (${a.crashCase.commitsInLastSecond} in the last second), then an immediate restart on the quiet server (back after ${s(a.crashCase.ms)})`,
     ],
     ["LISTEN connections terminated", `${a.listenKills.length} (${a.listenKills.map((k) => `w${k.member?.index ?? "?"}`).join(" ") || "none"})`],
-    ["jobs acknowledged", `${acknowledged}: ${kinds.effect} diag.effect, ${kinds.sleep} diag.sleep, ${kinds.transient} transient + ${kinds.permanent} permanent diag.fail; ${a.jobsTotal} jobs in the database in all`],
+    [
+      "jobs acknowledged",
+      `${acknowledged}: ${kinds.effect} diag.effect, ${kinds.sleep} diag.sleep, ${kinds.transient} transient + ${kinds.permanent} permanent diag.fail; ${a.jobsTotal} jobs in the database in all`,
+    ],
     ["enqueue calls refused (server down)", String(a.failedEnqueueCalls)],
-    ["transactional commits", `${a.transactionalCommits} acknowledged (${a.restarts.map((r) => r.commitsInLastSecond).join(", ")} in the last second before the mid-run restart), ${a.failedTransactions} failed`],
+    [
+      "transactional commits",
+      `${a.transactionalCommits} acknowledged (${a.restarts.map((r) => r.commitsInLastSecond).join(", ")} in the last second before the mid-run restart), ${a.failedTransactions} failed`,
+    ],
     ["seed", String(a.seed)],
   ];
   const lines = [

@@ -10,9 +10,9 @@ import { createPool } from "@porter/db/pool";
 import { createPrisma } from "@porter/db/prisma";
 import { startRestartableCluster } from "@porter/db/testing/restartable-cluster";
 import { seedDemo } from "../seed/demo";
-import { WorkerFleet, type FleetMember, type ListenKill } from "./fleet";
-import { checkInvariants, QUIET_AFTER_RESTART_MS, type Check } from "./invariants";
-import { MixProducer, ORDERS_TABLE_SQL, TransactionalProducer, type JobKind } from "./producers";
+import { type FleetMember, type ListenKill, WorkerFleet } from "./fleet";
+import { type Check, checkInvariants, QUIET_AFTER_RESTART_MS } from "./invariants";
+import { type JobKind, MixProducer, ORDERS_TABLE_SQL, TransactionalProducer } from "./producers";
 import { formatReport } from "./report";
 
 export type ChaosOptions = {
@@ -67,7 +67,6 @@ export type ChaosActions = {
 
 /** One immediate restart: when it was issued, how long until the server accepted connections again. */
 export type Restart = { at: number; ms: number; commitsInLastSecond: number };
-
 
 export type ChaosReport = { isOk: boolean; checks: Check[]; actions: ChaosActions; table: string };
 

@@ -16,7 +16,9 @@ const env = (vars: Record<string, string> = {}) => parseCliEnv(vars as NodeJS.Pr
 describe("the runtime role's password and URL", () => {
   it("takes the password of PORTER_APP_DATABASE_URL (never another), else PORTER_APP_PASSWORD, else .porter/app-password", async () => {
     await writeFile(appPasswordPath(home), "from-file\n");
-    expect(await resolveAppPassword(env({ PORTER_APP_DATABASE_URL: "postgres://svc:in%40url@db/p", PORTER_APP_PASSWORD: "x" }), { home, generate: true })).toBe("in@url");
+    expect(await resolveAppPassword(env({ PORTER_APP_DATABASE_URL: "postgres://svc:in%40url@db/p", PORTER_APP_PASSWORD: "x" }), { home, generate: true })).toBe(
+      "in@url",
+    );
     expect(await resolveAppPassword(env({ PORTER_APP_DATABASE_URL: "postgres://svc@db/p" }), { home, generate: true })).toBeUndefined();
     expect(await resolveAppPassword(env({ PORTER_APP_PASSWORD: "from-env" }), { home, generate: true })).toBe("from-env");
     expect(await resolveAppPassword(env(), { home, generate: false })).toBe("from-file");

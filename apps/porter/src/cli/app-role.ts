@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { passwordOf, runtimeDatabaseUrl, runtimeRoleName, type RuntimeRoleSpec } from "@porter/db/runtime-role";
+import { passwordOf, type RuntimeRoleSpec, runtimeDatabaseUrl, runtimeRoleName } from "@porter/db/runtime-role";
 import type { CliEnv } from "./env";
 
 /** The generated runtime-role password of `npm start` and the embedded database (mode 0600). */

@@ -50,6 +50,14 @@ describe("CLI errors", () => {
 
 describe("formatTable", () => {
   it("pads every column but the last", () => {
-    expect(formatTable([["a", "bb", "c"], ["ccc", "d", ""]], "  ")).toEqual(["  a    bb  c", "  ccc  d"]);
+    expect(
+      formatTable(
+        [
+          ["a", "bb", "c"],
+          ["ccc", "d", ""],
+        ],
+        "  ",
+      ),
+    ).toEqual(["  a    bb  c", "  ccc  d"]);
   });
 });

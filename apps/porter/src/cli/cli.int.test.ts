@@ -13,11 +13,18 @@ const db = useTestDatabase();
 const porter = (...args: string[]) => runPorter(args, { env: { ...cleanEnv(), DATABASE_URL: db.connectionString } });
 
 const cleanEnv = () => {
-  const { PORTER_ADMIN_PASSWORD: _password, PORTER_ADMIN_EMAIL: _email, PORTER_APP_DATABASE_URL: _app, PORTER_APP_PASSWORD: _appPassword, ...env } = process.env;
+  const {
+    PORTER_ADMIN_PASSWORD: _password,
+    PORTER_ADMIN_EMAIL: _email,
+    PORTER_APP_DATABASE_URL: _app,
+    PORTER_APP_PASSWORD: _appPassword,
+    ...env
+  } = process.env;
   return env;
 };
 
-const count = async (sql: string, params: unknown[] = []) => Number((await db.pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM (${sql}) s`, params)).rows[0]!.n);
+const count = async (sql: string, params: unknown[] = []) =>
+  Number((await db.pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM (${sql}) s`, params)).rows[0]!.n);
 
 /** Tests other than [SEED] need the demo configuration; seeding is idempotent, so any order works. */
 const seeded = () => seedDemo(db.pool, { actor: "seed", adminEmail: "admin@porter.local" });
@@ -32,7 +39,8 @@ const makeDeadJob = async (): Promise<string> => {
   await failJobs(db.pool, [
     {
       id: claimed!.id,
-      leaseToken: claimed!.leaseToken, attempt: claimed!.attempt,
+      leaseToken: claimed!.leaseToken,
+      attempt: claimed!.attempt,
       outcome: "failed",
       error: { code: "BOOM", class: "permanent", message: "boom", worker_version: "test", attempt: 1, trace_id: claimed!.traceId, last_checkpoint: null },
       next: { state: "DEAD" },
@@ -74,10 +82,16 @@ describe("porter CLI", () => {
     expect(pools.rows.map((r) => r.id)).toEqual(["agents", "background", "interactive"]);
     const diag = await db.pool.query(`SELECT pool_id, lease_seconds, default_max_attempts, backoff_base_ms FROM queues WHERE id = 'diag'`);
     expect(diag.rows[0]).toEqual({ pool_id: "background", lease_seconds: 5, default_max_attempts: 5, backoff_base_ms: 1000 });
-    const agents = await db.pool.query(`SELECT q.resource_key_id, p.concurrency_cap, r.concurrency_limit FROM queues q JOIN pools p ON p.id = q.pool_id JOIN resource_keys r ON r.id = q.resource_key_id WHERE q.id = 'agent.runs'`);
+    const agents = await db.pool.query(
+      `SELECT q.resource_key_id, p.concurrency_cap, r.concurrency_limit FROM queues q JOIN pools p ON p.id = q.pool_id JOIN resource_keys r ON r.id = q.resource_key_id WHERE q.id = 'agent.runs'`,
+    );
     expect(agents.rows[0]).toEqual({ resource_key_id: "llm", concurrency_cap: 4, concurrency_limit: 4 });
     const tenants = await db.pool.query(`SELECT id, weight FROM tenants ORDER BY id`);
-    expect(tenants.rows).toEqual([{ id: "tenant_A", weight: 1 }, { id: "tenant_B", weight: 1 }, { id: "tenant_C", weight: 2 }]);
+    expect(tenants.rows).toEqual([
+      { id: "tenant_A", weight: 1 },
+      { id: "tenant_B", weight: 1 },
+      { id: "tenant_C", weight: 2 },
+    ]);
     const types = await db.pool.query<{ id: string; queue_id: string }>(`SELECT id, queue_id FROM job_types ORDER BY id`);
     expect(Object.fromEntries(types.rows.map((r) => [r.id, r.queue_id]))).toEqual({
       "agent.run": "agent.runs",
@@ -138,7 +152,20 @@ describe("porter CLI", () => {
 
   it("[ENQUEUE]: enqueue --json, then jobs get shows the job READY with an enqueued event; same key deduplicates", async () => {
     await seeded();
-    const enqueued = await porter("enqueue", "--type", "diag.sleep", "--tenant", "tenant_A", "--payload", '{"ms":10}', "--priority", "70", "--idempotency-key", "k-1", "--json");
+    const enqueued = await porter(
+      "enqueue",
+      "--type",
+      "diag.sleep",
+      "--tenant",
+      "tenant_A",
+      "--payload",
+      '{"ms":10}',
+      "--priority",
+      "70",
+      "--idempotency-key",
+      "k-1",
+      "--json",
+    );
     expect(enqueued.code, enqueued.stderr).toBe(0);
     const result = enqueued.json as { job_id: string; status: string; deduplicated: boolean };
     expect(result).toMatchObject({ status: "READY", deduplicated: false });
@@ -146,7 +173,17 @@ describe("porter CLI", () => {
     const got = await porter("jobs", "get", result.job_id, "--json");
     expect(got.code, got.stderr).toBe(0);
     const job = ZJobStatus.parse(got.json);
-    expect(job).toMatchObject({ job_id: result.job_id, status: "READY", job_type: "diag.sleep", tenant_id: "tenant_A", queue_id: "diag", priority: 70, idempotency_key: "k-1", payload: { ms: 10 }, max_attempts: 5 });
+    expect(job).toMatchObject({
+      job_id: result.job_id,
+      status: "READY",
+      job_type: "diag.sleep",
+      tenant_id: "tenant_A",
+      queue_id: "diag",
+      priority: 70,
+      idempotency_key: "k-1",
+      payload: { ms: 10 },
+      max_attempts: 5,
+    });
     expect(job.timeline.map((e) => e.kind)).toEqual(["enqueued"]);
 
     const human = await porter("jobs", "get", result.job_id);
@@ -217,7 +254,10 @@ describe("porter CLI", () => {
     await running;
     const paused = await db.pool.query(`SELECT paused FROM queues WHERE id = 'diag'`);
     expect(paused.rows[0]?.paused).toBe(true);
-    await completeJobs(db.pool, claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: { ok: true } })));
+    await completeJobs(
+      db.pool,
+      claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: { ok: true } })),
+    );
     const drained = await drain;
     expect(drained.code, drained.stderr).toBe(0);
     expect(drained.json).toMatchObject({ drained: true, queues: ["diag"], running: 0, paused: ["diag"] });

@@ -1,9 +1,9 @@
 import { relative } from "node:path";
-import type pg from "pg";
 import { startEmbeddedPostgres } from "@porter/db/embedded";
 import { createPool } from "@porter/db/pool";
-import { createPrisma, type ControlDb } from "@porter/db/prisma";
-import { inspectConnectionRole, privilegeWarning, runtimeLoginHint, type RuntimeRoleSpec } from "@porter/db/runtime-role";
+import { type ControlDb, createPrisma } from "@porter/db/prisma";
+import { inspectConnectionRole, privilegeWarning, type RuntimeRoleSpec, runtimeLoginHint } from "@porter/db/runtime-role";
+import type pg from "pg";
 import { appRoleFor, resolveAppPassword } from "./app-role";
 import type { CliEnv } from "./env";
 import { embeddedDataDir, porterHome, repoRoot } from "./paths";

@@ -10,7 +10,7 @@ import { pauseCommand, resumeCommand } from "./commands/queue-control";
 import { redriveCommand } from "./commands/redrive";
 import { seedCommand } from "./commands/seed";
 import { usersCreateCommand } from "./commands/users";
-import { openCliDatabase, type CliDatabase } from "./database";
+import { type CliDatabase, openCliDatabase } from "./database";
 import { parseCliEnv } from "./env";
 import { describeError } from "./errors";
 import { createOutput, type OutputStreams } from "./output";
@@ -41,7 +41,7 @@ const globalHelp = (): string => {
     "Porter's operations CLI. Works straight on the database: DATABASE_URL, or when it is unset the",
     "embedded PostgreSQL under .porter/pg (the one of a running `npm start`, or started for the command).",
     "`migrate` connects as DATABASE_URL's user (the owner); every other command as the runtime role",
-    "(PORTER_APP_DATABASE_URL, or porter_app with PORTER_APP_PASSWORD; see README \"Configuration\").",
+    '(PORTER_APP_DATABASE_URL, or porter_app with PORTER_APP_PASSWORD; see README "Configuration").',
     "",
     "Commands:",
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -86,7 +86,9 @@ export const runCli = async (argv: string[], streams?: OutputStreams): Promise<n
     if (!command) {
       const inGroup = COMMANDS.filter((c) => c.name.startsWith(`${first} `)).map((c) => c.name);
       if (isGroup && (second === undefined || isHelpFlag(second))) {
-        (second === undefined ? out.progress : out.line)(`Usage: npm run porter -- ${first} <${inGroup.map((c) => c.split(" ")[1]).join("|")}> [options]\n\nCommands:\n${inGroup.map((c) => `  ${c}`).join("\n")}`);
+        (second === undefined ? out.progress : out.line)(
+          `Usage: npm run porter -- ${first} <${inGroup.map((c) => c.split(" ")[1]).join("|")}> [options]\n\nCommands:\n${inGroup.map((c) => `  ${c}`).join("\n")}`,
+        );
         return second === undefined ? 2 : 0;
       }
       throw Object.assign(new Error(), { usage: `unknown command "${name}"; commands: ${COMMANDS.map((c) => c.name).join(", ")}` });
@@ -111,7 +113,8 @@ export const runCli = async (argv: string[], streams?: OutputStreams): Promise<n
     const report = usage ? { code: "BAD_REQUEST", message: usage, exitCode: 2 as const } : describeError(error);
     out.progress(`error: ${report.message}`);
     if (report.code === "INTERNAL" && process.env.PORTER_DEBUG && error instanceof Error && error.stack) out.progress(error.stack);
-    if (out.isJson) out.result({ error: { code: report.code, message: report.message, ...("details" in report && report.details ? { details: report.details } : {}) } });
+    if (out.isJson)
+      out.result({ error: { code: report.code, message: report.message, ...("details" in report && report.details ? { details: report.details } : {}) } });
     return report.exitCode;
   } finally {
     if (database) await database.then((db) => db.close()).catch(() => undefined);

@@ -31,5 +31,12 @@ export const createOutput = (isJson: boolean, streams: OutputStreams = { stdout:
 export const formatTable = (rows: ReadonlyArray<ReadonlyArray<string>>, indent = ""): string[] => {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return rows.map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ").trimEnd());
+  return rows.map(
+    (row) =>
+      indent
+      + row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .join("  ")
+        .trimEnd(),
+  );
 };

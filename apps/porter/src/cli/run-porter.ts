@@ -27,7 +27,7 @@ export const runPorter = (args: string[], options: { env?: NodeJS.ProcessEnv; on
     child.on("error", reject);
     child.on("close", (code) => {
       const last = stdout.trimEnd().split("\n").pop() ?? "";
-      let json: unknown = undefined;
+      let json: unknown;
       try {
         json = JSON.parse(last);
       } catch {

@@ -63,7 +63,11 @@ describe("seedDemo", () => {
   it("[SEED]: nothing is written when the control plane already has a configuration", async () => {
     const db = await freshDatabase();
     await db.pool.query(`INSERT INTO pools (id) VALUES ('mine')`);
-    expect(await seedDemo(db.appPool, { actor: "seed", adminEmail: "admin@porter.local" })).toEqual({ created: false, adminEmail: "admin@porter.local", adminCreated: false });
+    expect(await seedDemo(db.appPool, { actor: "seed", adminEmail: "admin@porter.local" })).toEqual({
+      created: false,
+      adminEmail: "admin@porter.local",
+      adminCreated: false,
+    });
     expect(await count(db, "pools")).toBe(1);
     expect(await count(db, "users")).toBe(0);
     expect(await count(db, "api_keys")).toBe(0);

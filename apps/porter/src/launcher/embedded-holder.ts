@@ -7,8 +7,8 @@
 // (the launcher died without cleaning up): wait until the other clients (draining workers) have
 // disconnected, at most a minute, then stop the server and exit.
 import { setTimeout as sleep } from "node:timers/promises";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "@porter/db/embedded";
 import pg from "pg";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "@porter/db/embedded";
 import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
 
 const ORPHAN_WAIT_MS = 60_000;

@@ -4,14 +4,14 @@ import { createRequire } from "node:module";
 import { join, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
+import { isPortFree } from "@porter/db/embedded-process";
 import { describeProgress, migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
-import { isPortFree } from "@porter/db/embedded-process";
-import { seedDemo, type SeedDemoResult } from "../seed/demo";
 import { appRoleFor, resolveAppPassword } from "../cli/app-role";
 import { seedSummaryLines } from "../cli/commands/seed";
-import { parseCliEnv, type CliEnv } from "../cli/env";
+import { type CliEnv, parseCliEnv } from "../cli/env";
 import { embeddedDataDir, porterHome, repoRoot } from "../cli/paths";
+import { type SeedDemoResult, seedDemo } from "../seed/demo";
 import { watchAncestors } from "./ancestors";
 import { ensureAuthSecret } from "./auth-secret";
 import { consoleStartArgs, localHostOf } from "./console-args";
@@ -19,7 +19,7 @@ import { consoleBuildReason } from "./console-build";
 import { CREDENTIALS_FILE_NAME, presentCredentials } from "./credentials";
 import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
 import { makePrefixer, renderLogLine } from "./prefix";
-import { Supervisor, type ChildExit, type ManagedChild } from "./supervisor";
+import { type ChildExit, type ManagedChild, Supervisor } from "./supervisor";
 
 /** How long children get to stop on Ctrl-C (workers drain: 10 s grace by default) before SIGKILL. */
 const CHILD_STOP_TIMEOUT_MS = 30_000;
@@ -123,7 +123,9 @@ export const runLauncher = async (): Promise<number> => {
   try {
     const databaseUrl = env.DATABASE_URL ?? (await startEmbedded(root, supervisor, say, (stream) => (postgresLog = stream)));
     checkpoint();
-    const where = env.DATABASE_URL ? `DATABASE_URL (${redact(databaseUrl)})` : `embedded PostgreSQL in ${relative(process.cwd(), embeddedDataDir(root)) || embeddedDataDir(root)}`;
+    const where = env.DATABASE_URL
+      ? `DATABASE_URL (${redact(databaseUrl)})`
+      : `embedded PostgreSQL in ${relative(process.cwd(), embeddedDataDir(root)) || embeddedDataDir(root)}`;
     say(`database: ${where}`);
 
     // Migrations run as the owner; the seed, console and workers as the runtime role, whose
@@ -250,7 +252,9 @@ export const runLauncher = async (): Promise<number> => {
         : seed.adminCreated
           ? seedSummaryLines({ ...seed, producerKey: undefined })
           : hasAdmin
-            ? [`  admin login:  ${env.PORTER_ADMIN_EMAIL}${env.PORTER_ADMIN_PASSWORD ? " / the password in PORTER_ADMIN_PASSWORD" : " (password shown at the first start)"}`]
+            ? [
+                `  admin login:  ${env.PORTER_ADMIN_EMAIL}${env.PORTER_ADMIN_PASSWORD ? " / the password in PORTER_ADMIN_PASSWORD" : " (password shown at the first start)"}`,
+              ]
             : []),
       ...credentials,
       `  workers:      ${pools.length ? pools.map((p) => `worker:${p}`).join(", ") : "none"}`,
@@ -265,15 +269,18 @@ export const runLauncher = async (): Promise<number> => {
     warn(`could not start: ${error instanceof Error ? error.message : String(error)}`);
     return stop("start-up failed", 1);
   }
-  return stopping ?? new Promise<number>((resolve) => {
-    // Keeps running until a signal (or a crash) starts the stop, then reports its exit code.
-    const timer = setInterval(() => {
-      if (stopping) {
-        clearInterval(timer);
-        void stopping.then(resolve);
-      }
-    }, 200);
-  });
+  return (
+    stopping
+    ?? new Promise<number>((resolve) => {
+      // Keeps running until a signal (or a crash) starts the stop, then reports its exit code.
+      const timer = setInterval(() => {
+        if (stopping) {
+          clearInterval(timer);
+          void stopping.then(resolve);
+        }
+      }, 200);
+    })
+  );
 };
 
 /**
@@ -288,7 +295,9 @@ const startEmbedded = async (
 ): Promise<string> => {
   const dataDir = embeddedDataDir(root);
   const logPath = join(porterHome(root), "postgres.log");
-  say(`DATABASE_URL is not set: starting the embedded PostgreSQL (${relative(process.cwd(), dataDir) || dataDir}, log in ${relative(process.cwd(), logPath)})…`);
+  say(
+    `DATABASE_URL is not set: starting the embedded PostgreSQL (${relative(process.cwd(), dataDir) || dataDir}, log in ${relative(process.cwd(), logPath)})…`,
+  );
   await mkdir(porterHome(root), { recursive: true });
   setLog(createWriteStream(logPath, { flags: "a", mode: 0o600 }));
   let onReady!: (ready: EmbeddedReady) => void;
@@ -309,7 +318,9 @@ const startEmbedded = async (
   const result = await Promise.race([ready, holder.exited().then((exit) => ({ exit }))]);
   if ("exit" in result) {
     const exit = result.exit;
-    throw new Error(`the embedded PostgreSQL did not start (${exit?.signal ?? `exit code ${exit?.code}`}); see the [postgres] lines above and .porter/postgres.log`);
+    throw new Error(
+      `the embedded PostgreSQL did not start (${exit?.signal ?? `exit code ${exit?.code}`}); see the [postgres] lines above and .porter/postgres.log`,
+    );
   }
   if (!result.isOwner) {
     throw new Error(

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../cli/paths";
-import { Supervisor, type ChildSpec } from "./supervisor";
+import { type ChildSpec, Supervisor } from "./supervisor";
 
 // Real processes: the launcher's promises about process groups, restarts and orphans.
 const guard = pathToFileURL(join(repoRoot(), "apps/porter/src/launcher/parent-guard.mjs")).href;
@@ -60,7 +60,12 @@ describe("Supervisor", () => {
       ),
     );
     expect(await waitUntil(() => lines.some((l) => l.startsWith("parent: grandchild ")), 10_000)).toBe(true);
-    const grandchild = Number(lines.find((l) => l.startsWith("parent: grandchild "))!.split(" ").pop());
+    const grandchild = Number(
+      lines
+        .find((l) => l.startsWith("parent: grandchild "))!
+        .split(" ")
+        .pop(),
+    );
     const pid = child.pid!;
     expect(isAlive(grandchild)).toBe(true);
     await supervisor.stop({ timeoutMs: 5_000 });
@@ -71,7 +76,9 @@ describe("Supervisor", () => {
 
   it("[STOP]: a child that ignores SIGTERM is killed after the timeout", async () => {
     const { supervisor, lines, notes } = collect();
-    const child = supervisor.start(nodeChild("stubborn", `process.on("SIGTERM", () => console.log("ignored")); setInterval(() => {}, 1000); console.log("up");`));
+    const child = supervisor.start(
+      nodeChild("stubborn", `process.on("SIGTERM", () => console.log("ignored")); setInterval(() => {}, 1000); console.log("up");`),
+    );
     expect(await waitUntil(() => lines.includes("stubborn: up"), 10_000)).toBe(true);
     const pid = child.pid!;
     const started = Date.now();

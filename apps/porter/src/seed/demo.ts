@@ -2,7 +2,7 @@
 // `npm start` on an empty database write. Ids are fixed so scripts, docs and tests can rely on
 // them. Importable: `seedDemo(pool, { actor, adminEmail })`.
 import { randomInt } from "node:crypto";
-import { createApiKey, inTransaction, upsertUser, writeAudit, type Db } from "@porter/core";
+import { createApiKey, type Db, inTransaction, upsertUser, writeAudit } from "@porter/core";
 
 type PoolRow = { id: string; description: string; concurrency_cap: number | null; worker_concurrency: number };
 type ResourceKeyRow = { id: string; description: string; concurrency_limit: number | null; rate_per_second: number | null; burst: number | null };
@@ -54,52 +54,142 @@ const queue = (row: Omit<QueueRow, "resource_key_id" | "max_priority"> & Partial
  */
 export const DEMO_QUEUES: readonly QueueRow[] = [
   queue({
-    id: "email.transactional", pool_id: "interactive", description: "Password resets, receipts, sign-in links",
-    default_priority: 80, concurrency_cap: null, lease_seconds: 15, default_max_attempts: 8, max_attempts: 20,
-    backoff_base_ms: 500, backoff_cap_ms: 30_000, default_timeout_s: 30, max_timeout_s: 120, default_deadline_s: 3_600,
-    max_runtime_s: 300, aging_s: 60,
+    id: "email.transactional",
+    pool_id: "interactive",
+    description: "Password resets, receipts, sign-in links",
+    default_priority: 80,
+    concurrency_cap: null,
+    lease_seconds: 15,
+    default_max_attempts: 8,
+    max_attempts: 20,
+    backoff_base_ms: 500,
+    backoff_cap_ms: 30_000,
+    default_timeout_s: 30,
+    max_timeout_s: 120,
+    default_deadline_s: 3_600,
+    max_runtime_s: 300,
+    aging_s: 60,
   }),
   queue({
-    id: "notifications", pool_id: "interactive", description: "Webhooks and push notifications to producers",
-    default_priority: 60, concurrency_cap: null, lease_seconds: 15, default_max_attempts: 10, max_attempts: 25,
-    backoff_base_ms: 1_000, backoff_cap_ms: 60_000, default_timeout_s: 30, max_timeout_s: 120, default_deadline_s: 86_400,
-    max_runtime_s: 300, aging_s: 120,
+    id: "notifications",
+    pool_id: "interactive",
+    description: "Webhooks and push notifications to producers",
+    default_priority: 60,
+    concurrency_cap: null,
+    lease_seconds: 15,
+    default_max_attempts: 10,
+    max_attempts: 25,
+    backoff_base_ms: 1_000,
+    backoff_cap_ms: 60_000,
+    default_timeout_s: 30,
+    max_timeout_s: 120,
+    default_deadline_s: 86_400,
+    max_runtime_s: 300,
+    aging_s: 120,
   }),
   queue({
-    id: "bots.inbound", pool_id: "interactive", description: "Incoming chat-bot messages awaiting a reply",
-    default_priority: 90, concurrency_cap: 8, lease_seconds: 10, default_max_attempts: 3, max_attempts: 5,
-    backoff_base_ms: 250, backoff_cap_ms: 5_000, default_timeout_s: 20, max_timeout_s: 60, default_deadline_s: 300,
-    max_runtime_s: 120, aging_s: 30,
+    id: "bots.inbound",
+    pool_id: "interactive",
+    description: "Incoming chat-bot messages awaiting a reply",
+    default_priority: 90,
+    concurrency_cap: 8,
+    lease_seconds: 10,
+    default_max_attempts: 3,
+    max_attempts: 5,
+    backoff_base_ms: 250,
+    backoff_cap_ms: 5_000,
+    default_timeout_s: 20,
+    max_timeout_s: 60,
+    default_deadline_s: 300,
+    max_runtime_s: 120,
+    aging_s: 30,
   }),
   queue({
-    id: "harvester.sync", pool_id: "background", description: "Pulls from external sources (rate-sensitive)",
-    default_priority: 40, concurrency_cap: 4, lease_seconds: 60, default_max_attempts: 5, max_attempts: 10,
-    backoff_base_ms: 5_000, backoff_cap_ms: 600_000, default_timeout_s: 1_800, max_timeout_s: 7_200, default_deadline_s: null,
-    max_runtime_s: 7_200, aging_s: 3_600,
+    id: "harvester.sync",
+    pool_id: "background",
+    description: "Pulls from external sources (rate-sensitive)",
+    default_priority: 40,
+    concurrency_cap: 4,
+    lease_seconds: 60,
+    default_max_attempts: 5,
+    max_attempts: 10,
+    backoff_base_ms: 5_000,
+    backoff_cap_ms: 600_000,
+    default_timeout_s: 1_800,
+    max_timeout_s: 7_200,
+    default_deadline_s: null,
+    max_runtime_s: 7_200,
+    aging_s: 3_600,
   }),
   queue({
-    id: "ks.background", pool_id: "background", description: "Knowledge store: parsing and embedding documents",
-    default_priority: 40, concurrency_cap: null, lease_seconds: 60, default_max_attempts: 5, max_attempts: 15,
-    backoff_base_ms: 2_000, backoff_cap_ms: 300_000, default_timeout_s: 600, max_timeout_s: 3_600, default_deadline_s: null,
-    max_runtime_s: 3_600, aging_s: 1_800,
+    id: "ks.background",
+    pool_id: "background",
+    description: "Knowledge store: parsing and embedding documents",
+    default_priority: 40,
+    concurrency_cap: null,
+    lease_seconds: 60,
+    default_max_attempts: 5,
+    max_attempts: 15,
+    backoff_base_ms: 2_000,
+    backoff_cap_ms: 300_000,
+    default_timeout_s: 600,
+    max_timeout_s: 3_600,
+    default_deadline_s: null,
+    max_runtime_s: 3_600,
+    aging_s: 1_800,
   }),
   queue({
-    id: "email.bulk", pool_id: "background", description: "Newsletters and campaigns (never ahead of transactional mail)",
-    default_priority: 20, max_priority: 50, concurrency_cap: 8, lease_seconds: 30, default_max_attempts: 5, max_attempts: 10,
-    backoff_base_ms: 5_000, backoff_cap_ms: 900_000, default_timeout_s: 120, max_timeout_s: 600, default_deadline_s: null,
-    max_runtime_s: 600, aging_s: 3_600,
+    id: "email.bulk",
+    pool_id: "background",
+    description: "Newsletters and campaigns (never ahead of transactional mail)",
+    default_priority: 20,
+    max_priority: 50,
+    concurrency_cap: 8,
+    lease_seconds: 30,
+    default_max_attempts: 5,
+    max_attempts: 10,
+    backoff_base_ms: 5_000,
+    backoff_cap_ms: 900_000,
+    default_timeout_s: 120,
+    max_timeout_s: 600,
+    default_deadline_s: null,
+    max_runtime_s: 600,
+    aging_s: 3_600,
   }),
   queue({
-    id: "diag", pool_id: "background", description: "Built-in diagnostic jobs (diag.*) for smoke tests and fault drills",
-    default_priority: 50, concurrency_cap: null, lease_seconds: 5, default_max_attempts: 5, max_attempts: 25,
-    backoff_base_ms: 1_000, backoff_cap_ms: 10_000, default_timeout_s: 60, max_timeout_s: 600, default_deadline_s: null,
-    max_runtime_s: 600, aging_s: null,
+    id: "diag",
+    pool_id: "background",
+    description: "Built-in diagnostic jobs (diag.*) for smoke tests and fault drills",
+    default_priority: 50,
+    concurrency_cap: null,
+    lease_seconds: 5,
+    default_max_attempts: 5,
+    max_attempts: 25,
+    backoff_base_ms: 1_000,
+    backoff_cap_ms: 10_000,
+    default_timeout_s: 60,
+    max_timeout_s: 600,
+    default_deadline_s: null,
+    max_runtime_s: 600,
+    aging_s: null,
   }),
   queue({
-    id: "agent.runs", pool_id: "agents", description: "LLM agent runs", resource_key_id: "llm",
-    default_priority: 50, concurrency_cap: 4, lease_seconds: 30, default_max_attempts: 3, max_attempts: 5,
-    backoff_base_ms: 2_000, backoff_cap_ms: 120_000, default_timeout_s: 900, max_timeout_s: 3_600, default_deadline_s: null,
-    max_runtime_s: 3_600, aging_s: 600,
+    id: "agent.runs",
+    pool_id: "agents",
+    description: "LLM agent runs",
+    resource_key_id: "llm",
+    default_priority: 50,
+    concurrency_cap: 4,
+    lease_seconds: 30,
+    default_max_attempts: 3,
+    max_attempts: 5,
+    backoff_base_ms: 2_000,
+    backoff_cap_ms: 120_000,
+    default_timeout_s: 900,
+    max_timeout_s: 3_600,
+    default_deadline_s: null,
+    max_runtime_s: 3_600,
+    aging_s: 600,
   }),
 ];
 
@@ -207,13 +297,7 @@ export const seedDemo = async (db: Db, options: SeedDemoOptions): Promise<SeedDe
   });
 
 /** Inserts the rows whose id is not there yet; audits each; returns `<object type>:<id>` of each. */
-const insertMissing = async <T extends { id: string }>(
-  client: Db,
-  table: string,
-  objectType: string,
-  rows: readonly T[],
-  actor: string,
-): Promise<string[]> => {
+const insertMissing = async <T extends { id: string }>(client: Db, table: string, objectType: string, rows: readonly T[], actor: string): Promise<string[]> => {
   const done: string[] = [];
   for (const row of rows) {
     const columns = Object.keys(row);
@@ -233,8 +317,7 @@ const insertMissing = async <T extends { id: string }>(
 const PASSWORD_ALPHABET = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 /** 18 characters of an unambiguous alphabet (~104 bits), easy to copy from a terminal. */
-const generatePassword = (): string =>
-  Array.from({ length: 18 }, () => PASSWORD_ALPHABET[randomInt(PASSWORD_ALPHABET.length)]).join("");
+const generatePassword = (): string => Array.from({ length: 18 }, () => PASSWORD_ALPHABET[randomInt(PASSWORD_ALPHABET.length)]).join("");
 
 /** Creates the admin user when no user has that email; an existing user is left as it is. */
 const ensureAdmin = async (client: Db, options: SeedDemoOptions): Promise<{ created: boolean; generatedPassword?: string }> => {
@@ -243,7 +326,14 @@ const ensureAdmin = async (client: Db, options: SeedDemoOptions): Promise<{ crea
   const generatedPassword = options.adminPassword ? undefined : generatePassword();
   const id = await upsertUser(client, { email: options.adminEmail, name: "Admin", password: options.adminPassword ?? generatedPassword!, role: "admin" });
   await writeAudit(client, [
-    { actor: options.actor, action: "user.create", objectType: "user", objectId: id, after: { email: options.adminEmail.toLowerCase(), role: "admin" }, reason: "demo seed" },
+    {
+      actor: options.actor,
+      action: "user.create",
+      objectType: "user",
+      objectId: id,
+      after: { email: options.adminEmail.toLowerCase(), role: "admin" },
+      reason: "demo seed",
+    },
   ]);
   return generatedPassword ? { created: true, generatedPassword } : { created: true };
 };

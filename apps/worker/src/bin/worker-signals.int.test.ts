@@ -41,7 +41,10 @@ const start = async (via: WorkerLaunch) => {
   groups.push(worker.child.pid!);
   const started = await worker.waitForLog((line) => line.msg === "worker started", 60_000);
   // 300 ms jobs, 4 at a time: some are always running when the signal comes.
-  await enqueue(db, Array.from({ length: 200 }, () => ({ type: "diag.sleep", payload: { ms: 300 } })));
+  await enqueue(
+    db,
+    Array.from({ length: 200 }, () => ({ type: "diag.sleep", payload: { ms: 300 } })),
+  );
   await waitFor("8 jobs done", async () => (await succeededCount()) >= 8, { timeoutMs: 30_000 });
   return { worker, workerId: started.workerId as string, pgid: worker.child.pid! };
 };
@@ -54,7 +57,9 @@ const expectOneCleanDrain = async (worker: WorkerProcess, workerId: string, pgid
   await waitFor("the process group to be gone", () => groupMembers(pgid).length === 0, { timeoutMs: 5_000 }).catch(() => undefined);
   expect(groupMembers(pgid)).toEqual([]);
 
-  const { rows } = await db.query<{ stopped: boolean; running: number }>(`SELECT stopped_at IS NOT NULL AS stopped, running FROM workers WHERE id = $1`, [workerId]);
+  const { rows } = await db.query<{ stopped: boolean; running: number }>(`SELECT stopped_at IS NOT NULL AS stopped, running FROM workers WHERE id = $1`, [
+    workerId,
+  ]);
   expect(rows[0]).toEqual({ stopped: true, running: 0 });
 
   const logs = worker.logs();
@@ -129,7 +134,8 @@ describe("stop signals reach the worker however it was started", () => {
       await waitFor(
         "the starting worker to wait on the lock",
         async () =>
-          ((await db.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [`porter-worker:${pool}`])).rowCount ?? 0) > 0,
+          ((await db.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [`porter-worker:${pool}`])).rowCount ?? 0)
+          > 0,
         { timeoutMs: 60_000 },
       );
       worker.child.kill("SIGTERM");

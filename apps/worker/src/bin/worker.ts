@@ -87,7 +87,11 @@ const main = async (): Promise<void> => {
     return fail("DATABASE_URL (or PORTER_APP_DATABASE_URL) is required (npm start runs workers against the embedded database)");
   }
   // The runtime role, never the owner: see README "Configuration".
-  const connectionString = runtimeDatabaseUrl({ databaseUrl: env.DATABASE_URL, appDatabaseUrl: env.PORTER_APP_DATABASE_URL, appPassword: env.PORTER_APP_PASSWORD });
+  const connectionString = runtimeDatabaseUrl({
+    databaseUrl: env.DATABASE_URL,
+    appDatabaseUrl: env.PORTER_APP_DATABASE_URL,
+    appPassword: env.PORTER_APP_PASSWORD,
+  });
 
   const logger = createLogger({ level: env.LOG_LEVEL });
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };

@@ -1,5 +1,5 @@
 import { ZDiagEffect, ZDiagFail, ZDiagHang, ZDiagSleep } from "@porter/contracts";
-import { defineHandler, PermanentError, RetryableError, type AnyHandler } from "@porter/sdk";
+import { type AnyHandler, defineHandler, PermanentError, RetryableError } from "@porter/sdk";
 import { z } from "zod";
 import { sleepFor } from "./sleep";
 

@@ -1,10 +1,10 @@
 import { TimeoutError } from "@porter/core";
-import { PermanentError, RetryableError, type HandlerContext, type Job } from "@porter/sdk";
+import { type HandlerContext, type Job, PermanentError, RetryableError } from "@porter/sdk";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
 import { diagFail, diagSleep } from "./diag";
-import { defaultHandlerMap } from "./index";
 import { createHandlerMap } from "./handler-map";
+import { defaultHandlerMap } from "./index";
 
 const context = (signal: AbortSignal): HandlerContext => ({
   signal,

@@ -3,8 +3,8 @@ import { createHandlerMap, type HandlerMap } from "./handler-map";
 import { simulatedHandlers } from "./simulated";
 
 export { diagHandlers } from "./diag";
-export { simulatedHandlers } from "./simulated";
 export { createHandlerMap, type HandlerMap } from "./handler-map";
+export { simulatedHandlers } from "./simulated";
 
 /** Every handler this worker ships: the diag set and the simulated demo job types. */
 export const defaultHandlerMap = (): HandlerMap => createHandlerMap([...diagHandlers, ...simulatedHandlers]);

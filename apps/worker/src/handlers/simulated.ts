@@ -1,4 +1,4 @@
-import { defineHandler, RetryableError, type AnyHandler, type HandlerContext, type Job } from "@porter/sdk";
+import { type AnyHandler, defineHandler, type HandlerContext, type Job, RetryableError } from "@porter/sdk";
 import { z } from "zod";
 import { sleepFor } from "./sleep";
 

@@ -1,5 +1,5 @@
-import { applyEffect, CancelledError, reportThrottle, StaleLeaseError, TimeoutError, type ClaimedJob, type Failure, type LeaseRef } from "@porter/core";
-import { PermanentError, RetryableError, type HandlerContext, type Job } from "@porter/sdk";
+import { applyEffect, CancelledError, type ClaimedJob, type Failure, type LeaseRef, reportThrottle, StaleLeaseError, TimeoutError } from "@porter/core";
+import { type HandlerContext, type Job, PermanentError, RetryableError } from "@porter/sdk";
 import type pg from "pg";
 import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
@@ -248,9 +248,7 @@ export class Attempt {
     try {
       JSON.stringify(result);
     } catch (error) {
-      this.recordFailure(
-        new PermanentError(`the handler's result is not JSON-serializable: ${(error as Error).message}`, { code: "RESULT_NOT_SERIALIZABLE" }),
-      );
+      this.recordFailure(new PermanentError(`the handler's result is not JSON-serializable: ${(error as Error).message}`, { code: "RESULT_NOT_SERIALIZABLE" }));
       return;
     }
     if (this.deps.logger.isLevelEnabled("debug")) this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });

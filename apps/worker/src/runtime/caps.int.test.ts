@@ -5,7 +5,7 @@ import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { enqueue, waitFor, waitForStates, type EnqueueSpec } from "../testing/fixtures";
+import { type EnqueueSpec, enqueue, waitFor, waitForStates } from "../testing/fixtures";
 import { killWorker, spawnWorker, type WorkerProcess } from "../testing/worker-process";
 
 // Running quotas and caps (issue 4), held across real worker processes: three processes with 20
@@ -25,14 +25,26 @@ beforeAll(async () => {
   // Short leases: a killed worker's jobs are rescued within seconds.
   await controlPlane(db, {
     pool: "lane-a",
-    queues: [{ id: "sleepy", lease_seconds: 3, concurrency_cap: CAPS["queue:sleepy"] }, { id: "mail", lease_seconds: 3 }],
-    jobTypes: [{ id: "diag.sleep", queue: "sleepy" }, { id: "email.send", queue: "mail" }],
+    queues: [
+      { id: "sleepy", lease_seconds: 3, concurrency_cap: CAPS["queue:sleepy"] },
+      { id: "mail", lease_seconds: 3 },
+    ],
+    jobTypes: [
+      { id: "diag.sleep", queue: "sleepy" },
+      { id: "email.send", queue: "mail" },
+    ],
     tenants: ["t1", "t2", "t3"],
   });
   await controlPlane(db, {
     pool: "lane-b",
-    queues: [{ id: "effects", lease_seconds: 3 }, { id: "hooks", lease_seconds: 3 }],
-    jobTypes: [{ id: "diag.effect", queue: "effects" }, { id: "webhook.deliver", queue: "hooks" }],
+    queues: [
+      { id: "effects", lease_seconds: 3 },
+      { id: "hooks", lease_seconds: 3 },
+    ],
+    jobTypes: [
+      { id: "diag.effect", queue: "effects" },
+      { id: "webhook.deliver", queue: "hooks" },
+    ],
     tenants: [],
   });
   await db.query(`INSERT INTO resource_keys (id, concurrency_limit) VALUES ('llm', $1)`, [CAPS["rk:llm"]]);
@@ -88,7 +100,10 @@ const between = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi 
 describe("caps across worker processes", () => {
   it("never exceed any cap at any sample, through a lease rescue and a redrive, and are reached", async () => {
     // DEAD jobs to redrive mid-run: single-attempt sleeps whose (ghost) worker lost its lease.
-    const toRedrive = await enqueue(db, Array.from({ length: 30 }, () => ({ type: "diag.sleep", payload: { ms: between(50, 200) }, tenant: "t2", maxAttempts: 1 })));
+    const toRedrive = await enqueue(
+      db,
+      Array.from({ length: 30 }, () => ({ type: "diag.sleep", payload: { ms: between(50, 200) }, tenant: "t2", maxAttempts: 1 })),
+    );
     await db.query(
       `UPDATE jobs SET state = 'RUNNING', attempt = 1, claimed_at = now(), started_at = now(), lease_owner = 'ghost',
                        lease_token = nextval('lease_token_seq'), lease_until = now() - interval '1 second'
@@ -123,10 +138,14 @@ describe("caps across worker processes", () => {
 
     // Mid-run: SIGKILL a lane-a worker holding jobs (left RUNNING until maintenance rescues them),
     // and redrive the DEAD jobs into the capped queue.
-    const held = await waitFor("the worker to hold running jobs", async () => {
-      const { rows } = await db.query(`SELECT job_id::text FROM jobs WHERE state = 'RUNNING' AND lease_owner = $1`, [a2.id]);
-      return rows.length >= 3 ? rows.map((r) => r.job_id as string) : undefined;
-    }, { intervalMs: 5 });
+    const held = await waitFor(
+      "the worker to hold running jobs",
+      async () => {
+        const { rows } = await db.query(`SELECT job_id::text FROM jobs WHERE state = 'RUNNING' AND lease_owner = $1`, [a2.id]);
+        return rows.length >= 3 ? rows.map((r) => r.job_id as string) : undefined;
+      },
+      { intervalMs: 5 },
+    );
     a2.worker.child.kill("SIGKILL");
     await a2.worker.exited;
     const killedAt = Date.now();
@@ -148,17 +167,27 @@ describe("caps across worker processes", () => {
       [a2.id, held],
     );
     expect(rescued[0].n).toBe(held.length);
-    const { rows: redrivenRows } = await db.query(`SELECT count(*)::int AS n FROM finished_jobs WHERE job_id = ANY($1::uuid[]) AND redrive_count = 1`, [toRedrive]);
+    const { rows: redrivenRows } = await db.query(`SELECT count(*)::int AS n FROM finished_jobs WHERE job_id = ANY($1::uuid[]) AND redrive_count = 1`, [
+      toRedrive,
+    ]);
     expect(redrivenRows[0].n).toBe(30);
 
     const max = new Map<string, number>();
     for (const s of sampler.samples) for (const [k, n] of s.counts) max.set(k, Math.max(max.get(k) ?? 0, n));
     const afterKill = sampler.samples.filter((s) => s.at >= killedAt);
-    const report = Object.keys(CAPS).map((k) => `${k} max ${max.get(k) ?? 0}/${CAPS[k]}`).join(", ");
+    const report = Object.keys(CAPS)
+      .map((k) => `${k} max ${max.get(k) ?? 0}/${CAPS[k]}`)
+      .join(", ");
     const mean = (k: string) => sampler.samples.reduce((a, s) => a + (s.counts.get(k) ?? 0), 0) / sampler.samples.length;
-    console.info(`[caps] utilization: ${Object.keys(CAPS).map((k) => `${k} mean ${mean(k).toFixed(2)}`).join(", ")}; run ${((sampler.samples.at(-1)!.at - sampler.samples[0]!.at) / 1000).toFixed(1)} s`);
-    console.info(`[caps] ${sampler.samples.length} samples (${afterKill.length} after the kill): ${report}; ` +
-      `${held.length} jobs rescued from the killed worker, 30 redriven`);
+    console.info(
+      `[caps] utilization: ${Object.keys(CAPS)
+        .map((k) => `${k} mean ${mean(k).toFixed(2)}`)
+        .join(", ")}; run ${((sampler.samples.at(-1)!.at - sampler.samples[0]!.at) / 1000).toFixed(1)} s`,
+    );
+    console.info(
+      `[caps] ${sampler.samples.length} samples (${afterKill.length} after the kill): ${report}; `
+        + `${held.length} jobs rescued from the killed worker, 30 redriven`,
+    );
     for (const [k, cap] of Object.entries(CAPS)) {
       const over = sampler.samples.find((s) => (s.counts.get(k) ?? 0) > cap);
       expect(over && `${k}: ${over.counts.get(k)} running at ${new Date(over.at).toISOString()}`, `cap ${k}`).toBeUndefined();

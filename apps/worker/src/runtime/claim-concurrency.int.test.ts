@@ -1,4 +1,4 @@
-import { claimJobs, completeJobs, type ClaimedJob } from "@porter/core";
+import { type ClaimedJob, claimJobs, completeJobs } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
@@ -51,7 +51,11 @@ describe("claim under contention", () => {
             const batch = await claimJobs(connection, { poolId: "race", workerId: `claimer-${claimer}`, limit: 1 + ((claimer * 7 + round) % 50) });
             if (batch.length === 0) return;
             for (const job of batch) claimed.push({ claimer, job });
-            if (round % 2 === 0) await completeJobs(connection, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })));
+            if (round % 2 === 0)
+              await completeJobs(
+                connection,
+                batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })),
+              );
           }
         }),
       );

@@ -1,4 +1,4 @@
-import { claimJobs, type ClaimedJob } from "@porter/core";
+import { type ClaimedJob, claimJobs } from "@porter/core";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import type { PrefetchBuffer } from "./prefetch-buffer";

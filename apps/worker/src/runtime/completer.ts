@@ -1,4 +1,4 @@
-import { completeJobs, failJobs, type Completion, type Failure } from "@porter/core";
+import { type Completion, completeJobs, type Failure, failJobs } from "@porter/core";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import { isConnectionError } from "./errors";
@@ -107,8 +107,16 @@ export class Completer {
         const acks = this.acks.splice(0, this.maxBatch);
         const fails = this.fails.splice(0, this.maxBatch);
         const outcomes = await Promise.all([
-          this.writeGroup(acks, (items) => completeJobs(this.db, items).then((r) => r.stale), (items, isCountingTry) => this.requeueAcks(items, isCountingTry)),
-          this.writeGroup(fails, (items) => failJobs(this.db, items).then((r) => r.stale), (items, isCountingTry) => this.requeueFails(items, isCountingTry)),
+          this.writeGroup(
+            acks,
+            (items) => completeJobs(this.db, items).then((r) => r.stale),
+            (items, isCountingTry) => this.requeueAcks(items, isCountingTry),
+          ),
+          this.writeGroup(
+            fails,
+            (items) => failJobs(this.db, items).then((r) => r.stale),
+            (items, isCountingTry) => this.requeueFails(items, isCountingTry),
+          ),
         ]);
         if (outcomes.includes("outage")) {
           outage += 1;

@@ -3,8 +3,8 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { attemptsOf, createDiagPlane, enqueue, jobRow, statesOf, waitFor } from "../testing/fixtures";
-import { REPEATED_SIGNAL_WINDOW_MS } from "./stop-signals";
 import { killWorker, spawnWorker, type WorkerProcess } from "../testing/worker-process";
+import { REPEATED_SIGNAL_WINDOW_MS } from "./stop-signals";
 
 const testDb = useTestDatabase();
 let db: pg.Pool;
@@ -42,8 +42,14 @@ describe("graceful drain (SIGTERM)", () => {
   it("finishes what it can within the grace, hands the rest back without burning an attempt, exits 0", async () => {
     const graceMs = 1_500;
     const { worker, workerId } = await startWorker(["--concurrency", "6", "--grace-ms", String(graceMs)]);
-    const short = await enqueue(db, Array.from({ length: 2 }, () => ({ type: "diag.sleep", payload: { ms: 800 } })));
-    const long = await enqueue(db, Array.from({ length: 4 }, () => ({ type: "diag.sleep", payload: { ms: 60_000 } })));
+    const short = await enqueue(
+      db,
+      Array.from({ length: 2 }, () => ({ type: "diag.sleep", payload: { ms: 800 } })),
+    );
+    const long = await enqueue(
+      db,
+      Array.from({ length: 4 }, () => ({ type: "diag.sleep", payload: { ms: 60_000 } })),
+    );
     await waitRunning([...short, ...long]);
 
     const signalledAt = Date.now();
@@ -64,7 +70,10 @@ describe("graceful drain (SIGTERM)", () => {
 
   it("a second signal ends the grace at once: unfinished work is handed back and the process exits", async () => {
     const { worker } = await startWorker(["--concurrency", "4", "--grace-ms", "60000"]);
-    const ids = await enqueue(db, Array.from({ length: 3 }, () => ({ type: "diag.sleep", payload: { ms: 60_000 } })));
+    const ids = await enqueue(
+      db,
+      Array.from({ length: 3 }, () => ({ type: "diag.sleep", payload: { ms: 60_000 } })),
+    );
     await waitRunning(ids);
 
     const signalledAt = Date.now();

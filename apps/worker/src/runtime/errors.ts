@@ -20,7 +20,10 @@ export class HandedBackError extends Error {
  */
 export class AttemptClosedError extends Error {
   override readonly name = "AttemptClosedError";
-  constructor(readonly jobId: string, readonly why: string) {
+  constructor(
+    readonly jobId: string,
+    readonly why: string,
+  ) {
     super(`attempt of job ${jobId} is closed (${why}); the call was refused`);
   }
 }

@@ -1,4 +1,4 @@
-import { CancelledError, TimeoutError, type ClaimedJob } from "@porter/core";
+import { CancelledError, type ClaimedJob, TimeoutError } from "@porter/core";
 import { PermanentError, RetryableError } from "@porter/sdk";
 import { describe, expect, it } from "vitest";
 import { claimedJob } from "../testing/claimed-job";

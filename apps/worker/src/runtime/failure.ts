@@ -1,5 +1,5 @@
 import type { TJobError } from "@porter/contracts";
-import { CancelledError, classifyFailure, decideFailure, TimeoutError, type ClaimedJob, type Failure } from "@porter/core";
+import { CancelledError, type ClaimedJob, classifyFailure, decideFailure, type Failure, TimeoutError } from "@porter/core";
 
 const MAX_CHECKPOINT_BYTES = 8 * 1024;
 

@@ -20,9 +20,9 @@ const zombie = defineHandler({
   type: "test.zombie",
   run: async (_job, ctx) => {
     await gate;
-    await ctx.effect("zombie-effect", async (tx) => tx.query(`INSERT INTO diag_effects (key, applied) VALUES ('zombie', 1)`)).catch(
-      (error: Error) => (lateCalls.effect = error.name),
-    );
+    await ctx
+      .effect("zombie-effect", async (tx) => tx.query(`INSERT INTO diag_effects (key, applied) VALUES ('zombie', 1)`))
+      .catch((error: Error) => (lateCalls.effect = error.name));
     await ctx.heartbeat().catch((error: Error) => (lateCalls.heartbeat = error.name));
     return { late: true };
   },
@@ -65,11 +65,12 @@ describe("fencing of an abandoned attempt", () => {
       expect(await jobRow(db, id!)).toEqual(before);
 
       // And the database refuses the old token outright.
-      const { rows } = await db.query<{ id: string; token: string }>(
-        `SELECT id::text, lease_token::text AS token FROM job_attempts WHERE job_id = $1`,
-        [id],
-      );
-      const stale = { id: (await db.query<{ id: string }>(`SELECT id::text FROM finished_jobs WHERE job_id = $1`, [id])).rows[0]!.id, leaseToken: rows[0]!.token, attempt: 1 };
+      const { rows } = await db.query<{ id: string; token: string }>(`SELECT id::text, lease_token::text AS token FROM job_attempts WHERE job_id = $1`, [id]);
+      const stale = {
+        id: (await db.query<{ id: string }>(`SELECT id::text FROM finished_jobs WHERE job_id = $1`, [id])).rows[0]!.id,
+        leaseToken: rows[0]!.token,
+        attempt: 1,
+      };
       expect(await completeJobs(db, [{ ...stale, result: { late: true } }])).toEqual({ completed: [], stale: [stale.id] });
       expect(await extendLeases(db, [stale])).toEqual({ extended: [], lost: [stale.id] });
       expect(

@@ -35,7 +35,10 @@ export class LeaseKeeper {
   async extend(attempts: Attempt[]): Promise<void> {
     const open = attempts.filter((a) => a.isOpen);
     if (open.length === 0) return;
-    const outcome = await extendLeases(this.db, open.map((a) => a.ref));
+    const outcome = await extendLeases(
+      this.db,
+      open.map((a) => a.ref),
+    );
     const byId = new Map(open.map((a) => [a.job.id, a]));
     const now = Date.now();
     for (const extended of outcome.extended) {

@@ -77,7 +77,14 @@ describe("a SIGKILLed worker holding prefetched jobs", () => {
     }
 
     // Another worker runs them: the started one at its second attempt, the prefetched ones at their first.
-    const rescuer = await PorterWorker.start({ db, connectionString: testDb.connectionString, poolId: "diag-pool", logger, concurrency: 4, maintenance: false });
+    const rescuer = await PorterWorker.start({
+      db,
+      connectionString: testDb.connectionString,
+      poolId: "diag-pool",
+      logger,
+      concurrency: 4,
+      maintenance: false,
+    });
     try {
       await waitForStates(db, ids, ["SUCCEEDED"], 30_000);
     } finally {

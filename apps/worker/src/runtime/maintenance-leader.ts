@@ -88,7 +88,9 @@ export class MaintenanceLeader {
           if (!vacuum.isPermitted) {
             // PostgreSQL < 17 has no MAINTAIN privilege for the runtime role: autovacuum alone (tuned on jobs).
             this.vacuumEveryMs = 0;
-            this.options.logger.info("the leader's vacuum of the hot table is off: this role may not vacuum jobs (PostgreSQL < 17 has no MAINTAIN privilege); autovacuum handles it");
+            this.options.logger.info(
+              "the leader's vacuum of the hot table is off: this role may not vacuum jobs (PostgreSQL < 17 has no MAINTAIN privilege); autovacuum handles it",
+            );
           }
         }
       }

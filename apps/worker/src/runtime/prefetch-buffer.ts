@@ -1,4 +1,4 @@
-import { handBackJobs, startJobs, type ClaimedJob } from "@porter/core";
+import { type ClaimedJob, handBackJobs, startJobs } from "@porter/core";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import { isConnectionError } from "./errors";
@@ -137,7 +137,10 @@ export class PrefetchBuffer {
 
   private async handBack(jobs: ClaimedJob[]): Promise<void> {
     try {
-      await handBackJobs(this.db, jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })));
+      await handBackJobs(
+        this.db,
+        jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })),
+      );
       this.logger.debug("handed back buffered jobs", { n: jobs.length });
     } catch (error) {
       this.logger.warn("could not hand back buffered jobs; they run again once their leases expire", { err: error, n: jobs.length });
@@ -169,7 +172,10 @@ export class PrefetchBuffer {
   private async markStarted(batch: ClaimedJob[]): Promise<void> {
     for (let failures = 1; ; failures++) {
       try {
-        const { lost } = await startJobs(this.db, batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })));
+        const { lost } = await startJobs(
+          this.db,
+          batch.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt })),
+        );
         // Lost: rescued, re-claimed or finished meanwhile (an attempt may even have been acked
         // already: closed, so this is a no-op for it).
         const byId = new Map(batch.map((j) => [j.id, j]));

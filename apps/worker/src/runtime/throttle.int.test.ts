@@ -45,7 +45,10 @@ beforeAll(async () => {
   await controlPlane(db, {
     pool: "agents",
     queues: [{ id: "calls" }, { id: "summaries" }],
-    jobTypes: [{ id: "llm.call", queue: "calls" }, { id: "llm.summary", queue: "summaries" }],
+    jobTypes: [
+      { id: "llm.call", queue: "calls" },
+      { id: "llm.summary", queue: "summaries" },
+    ],
   });
   await db.query(`UPDATE queues SET resource_key_id = 'llm'`);
 });
@@ -79,7 +82,10 @@ describe("a handler's throttle (provider 429)", () => {
 
       // Work of another queue on the same key, enqueued during the pause.
       const enqueuedAt = Date.now();
-      const summaries = await enqueue(db, Array.from({ length: 8 }, () => ({ type: "llm.summary", payload: { ms: 150 } })));
+      const summaries = await enqueue(
+        db,
+        Array.from({ length: 8 }, () => ({ type: "llm.summary", payload: { ms: 150 } })),
+      );
       expect(enqueuedAt).toBeLessThan(key.throttled_until.getTime()); // the pause was still on
       await waitForStates(db, [call!, ...summaries], ["SUCCEEDED"], 30_000);
 

@@ -176,12 +176,14 @@ describe("worker runtime (in process)", () => {
 
   it("prefetches ahead of free slots, hands back jobs buffered too long and backs off its prefetch", async () => {
     await startWorker({ concurrency: 1, prefetch: 4, maxBufferMs: 150, pollIntervalMs: 50 });
-    const ids = await enqueue(db, Array.from({ length: 5 }, () => ({ type: "diag.sleep", payload: { ms: 600 } })));
-    await waitForStates(db, ids, ["SUCCEEDED"], 30_000);
-    const handedBack = await db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::uuid[]) AND outcome = 'handed_back'`,
-      [ids],
+    const ids = await enqueue(
+      db,
+      Array.from({ length: 5 }, () => ({ type: "diag.sleep", payload: { ms: 600 } })),
     );
+    await waitForStates(db, ids, ["SUCCEEDED"], 30_000);
+    const handedBack = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_attempts WHERE job_id = ANY($1::uuid[]) AND outcome = 'handed_back'`, [
+      ids,
+    ]);
     // The first expiry hands back the 4 buffered jobs. Without backing off, the worker would re-claim
     // and hand back ~4 jobs every 150 ms for the ~3 s the jobs take (~80); halving bounds it.
     expect(handedBack.rows[0]!.n).toBeGreaterThanOrEqual(4);

@@ -227,7 +227,10 @@ export class PorterWorker {
     let stale: string[] = [];
     if (rest.length > 0) {
       try {
-        ({ handedBack, stale } = await handBackJobs(this.options.db, rest.map((a) => a.ref)));
+        ({ handedBack, stale } = await handBackJobs(
+          this.options.db,
+          rest.map((a) => a.ref),
+        ));
       } catch (error) {
         this.logger.error("could not hand back unfinished jobs; they run again once their leases expire", { err: error, n: rest.length });
       }

@@ -2,7 +2,7 @@
 // apps/worker/src/bin/worker.ts`, i.e. what `tsx` runs, but as ONE process — the `tsx` binary
 // runs the script in a child process, so a SIGKILL of it would leave the worker running. `via`
 // "npm" runs `npm run worker -- …` as an operator would, "bin" the `porter-worker` executable.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 

@@ -1,4 +1,4 @@
-import { createConfig, listConfig, updateConfig, type ConfigObjectType } from "@porter/core";
+import { type ConfigObjectType, createConfig, listConfig, updateConfig } from "@porter/core";
 import { z } from "zod";
 import { actorOf } from "../actor";
 import { adminProcedure, createTRPCRouter, viewerProcedure } from "../trpc";
@@ -17,9 +17,7 @@ export const configRouter = <Row, Create extends z.ZodType<CreateInput, unknown>
 ) =>
   createTRPCRouter({
     /** Every row, by id. */
-    list: viewerProcedure
-      .output(z.array(schemas.row))
-      .query(({ ctx }) => listConfig(ctx.prisma, type)),
+    list: viewerProcedure.output(z.array(schemas.row)).query(({ ctx }) => listConfig(ctx.prisma, type)),
 
     /** Creates a row (409 when the id exists, 400 naming an unknown reference). */
     create: adminProcedure

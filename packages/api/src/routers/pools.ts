@@ -22,11 +22,13 @@ export const ZWorkerRow = z.object({
   status: z.enum(["live", "lost", "stopped"]),
 });
 
-const ZPoolOverview = ZPoolRow.and(z.object({
-  queues: z.array(z.object({ id: z.string(), paused: z.boolean(), running: z.number().int() })),
-  running: z.number().int(),
-  workers: z.array(ZWorkerRow),
-}));
+const ZPoolOverview = ZPoolRow.and(
+  z.object({
+    queues: z.array(z.object({ id: z.string(), paused: z.boolean(), running: z.number().int() })),
+    running: z.number().int(),
+    workers: z.array(ZWorkerRow),
+  }),
+);
 
 const ZPoolAction = z.strictObject({ id: ZConfigId, reason: ZReason });
 const ZPoolActionResult = z.object({ id: z.string(), queues: z.array(z.string()), changed: z.array(z.string()) });
@@ -85,7 +87,12 @@ export const poolsRouter = createTRPCRouter({
       const queues = await queuesOf(ctx.prisma, input.id);
       const changed: string[] = [];
       for (const queueId of queues) {
-        const didChange = await setQueuePaused(ctx.pool, { queueId, paused: false, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+        const didChange = await setQueuePaused(ctx.pool, {
+          queueId,
+          paused: false,
+          actor: actorOf(ctx.session),
+          ...(input.reason ? { reason: input.reason } : {}),
+        });
         if (didChange) changed.push(queueId);
       }
       return { id: input.id, queues, changed };

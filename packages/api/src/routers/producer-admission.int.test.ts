@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { countStored, seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
+import { countStored, type ProducerFixtures, seedProducerFixtures } from "../testing/fixtures";
 import { startTestServer, type TestServer } from "../testing/http-server";
 
 // Admission control as a producer sees it over HTTP (issue 4): over the tenant's quota the answer

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
+import { type ProducerFixtures, seedProducerFixtures } from "../testing/fixtures";
 import { startTestServer, type TestServer, type TrpcReplyBody } from "../testing/http-server";
 
 // Issue 9, defect 1: concurrent single enqueues on one server share INSERT statements (the
@@ -39,7 +39,8 @@ describe("a tenant's bad input and another tenant's enqueues, concurrently on on
     const b: Array<Promise<Reply>> = [];
     for (let i = 0; i < 200; i++) {
       a.push(enqueue(fx.keyA, { job_type: "fx.email", payload: { message_ref: `s3://mail/${i}` }, idempotency_key: `a-${i}-${randomUUID()}` }));
-      if (i % 4 === 0) b.push(enqueue(fx.keyB, { job_type: "fx.email", payload: { message_ref: `s3://mail/${i}`, note: `bad\u0000${i}` }, idempotency_key: `b-${i}` }));
+      if (i % 4 === 0)
+        b.push(enqueue(fx.keyB, { job_type: "fx.email", payload: { message_ref: `s3://mail/${i}`, note: `bad\u0000${i}` }, idempotency_key: `b-${i}` }));
     }
     const [ofA, ofB] = await Promise.all([Promise.all(a), Promise.all(b)]);
     expect(ofA.filter((r) => r.status !== 200).map((r) => `${r.status} ${JSON.stringify(r.body).slice(0, 200)}`)).toEqual([]);

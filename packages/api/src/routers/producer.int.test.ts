@@ -4,7 +4,7 @@ import { PolicyCache, revokeApiKey } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { countStored, seedProducerFixtures, type ProducerFixtures } from "../testing/fixtures";
+import { countStored, type ProducerFixtures, seedProducerFixtures } from "../testing/fixtures";
 import { startTestServer, type TestServer, type TrpcReplyBody } from "../testing/http-server";
 
 // The producer API over real HTTP, called with plain fetch exactly as a producer without the SDK
@@ -184,9 +184,7 @@ describe("producer.enqueue", () => {
 
 describe("producer.enqueue with a job-type-scoped key", () => {
   it("is 403 for a job type outside the key's scope", async () => {
-    const { key } = await import("@porter/core").then((core) =>
-      core.createApiKey(db.pool, { tenantIds: [fx.tenantA], jobTypes: ["fx.email"], actor: "test" }),
-    );
+    const { key } = await import("@porter/core").then((core) => core.createApiKey(db.pool, { tenantIds: [fx.tenantA], jobTypes: ["fx.email"], actor: "test" }));
     expect((await post("producer.enqueue", job(), key)).status).toBe(200);
     const before = await countStored(db.pool);
     const outOfScope = await post("producer.enqueue", job({ job_type: "fx.parse" }), key);

@@ -1,5 +1,6 @@
 import {
   AppError,
+  type TEnqueueRequest,
   ZCancelJobRequest,
   ZCancelJobResult,
   ZEnqueueBatchRequest,
@@ -7,9 +8,8 @@ import {
   ZEnqueueResult,
   ZGetJobRequest,
   ZJobStatus,
-  type TEnqueueRequest,
 } from "@porter/contracts";
-import { cancelJob, enqueueJobs, getJob, type ApiKeyScope, type EnqueueInput } from "@porter/core";
+import { type ApiKeyScope, cancelJob, type EnqueueInput, enqueueJobs, getJob } from "@porter/core";
 import { z } from "zod";
 import { createTRPCRouter, producerProcedure } from "../trpc";
 

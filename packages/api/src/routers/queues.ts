@@ -31,7 +31,12 @@ export const queuesRouter = createTRPCRouter({
     .input(ZQueueAction)
     .output(ZPauseResult)
     .mutation(async ({ ctx, input }) => {
-      const changed = await setQueuePaused(ctx.pool, { queueId: input.id, paused: true, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      const changed = await setQueuePaused(ctx.pool, {
+        queueId: input.id,
+        paused: true,
+        actor: actorOf(ctx.session),
+        ...(input.reason ? { reason: input.reason } : {}),
+      });
       return { id: input.id, paused: true, changed, running: await runningOf(ctx, input.id) };
     }),
 
@@ -40,7 +45,12 @@ export const queuesRouter = createTRPCRouter({
     .input(ZQueueAction)
     .output(ZPauseResult)
     .mutation(async ({ ctx, input }) => {
-      const changed = await setQueuePaused(ctx.pool, { queueId: input.id, paused: false, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      const changed = await setQueuePaused(ctx.pool, {
+        queueId: input.id,
+        paused: false,
+        actor: actorOf(ctx.session),
+        ...(input.reason ? { reason: input.reason } : {}),
+      });
       return { id: input.id, paused: false, changed, running: await runningOf(ctx, input.id) };
     }),
 

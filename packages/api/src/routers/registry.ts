@@ -1,4 +1,14 @@
-import { ZJobTypeCreate, ZJobTypeRow, ZJobTypeUpdate, ZResourceKeyCreate, ZResourceKeyRow, ZResourceKeyUpdate, ZTenantCreate, ZTenantRow, ZTenantUpdate } from "../schemas/control-plane";
+import {
+  ZJobTypeCreate,
+  ZJobTypeRow,
+  ZJobTypeUpdate,
+  ZResourceKeyCreate,
+  ZResourceKeyRow,
+  ZResourceKeyUpdate,
+  ZTenantCreate,
+  ZTenantRow,
+  ZTenantUpdate,
+} from "../schemas/control-plane";
 import { configRouter } from "./config";
 
 /** Job types: type → queue, payload schema version, timeout override. */

@@ -3,17 +3,7 @@
 // by the server (tRPC `.input()`/`.output()`) and the console's forms, which validate with these
 // same schemas before sending and show field errors. Only zod here: the console's client bundle
 // imports this file.
-import {
-  createSchema,
-  fieldsSchema,
-  JOB_TYPE,
-  POOL,
-  QUEUE,
-  RESOURCE_KEY,
-  rowSchema,
-  TENANT,
-  updateSchema,
-} from "@porter/contracts/control-plane";
+import { createSchema, fieldsSchema, JOB_TYPE, POOL, QUEUE, RESOURCE_KEY, rowSchema, TENANT, updateSchema } from "@porter/contracts/control-plane";
 
 export {
   ZApiKeyCreate,

@@ -13,7 +13,10 @@ export class RawNumber {
 
 /** Nested `depth` levels deep, as JSON text (built as text: a recursive stringify would overflow). */
 export class DeepJson {
-  constructor(readonly depth: number, readonly kind: "array" | "object") {}
+  constructor(
+    readonly depth: number,
+    readonly kind: "array" | "object",
+  ) {}
   toText(): string {
     return this.kind === "array" ? `${"[".repeat(this.depth)}${"]".repeat(this.depth)}` : `${'{"a":'.repeat(this.depth)}1${"}".repeat(this.depth)}`;
   }
@@ -44,7 +47,27 @@ export const toJsonText = (value: unknown): string => {
   return out.join("");
 };
 
-const ODD_PIECES = ["\u0000", "\ud800", "\udfff", "\udc00\ud800", "\uffff", "\ufeff", "\u2028", "'", '"', "\\", "{", "}", ",", "NULL", "%00", "\\u0000", " ", "é", "😀"];
+const ODD_PIECES = [
+  "\u0000",
+  "\ud800",
+  "\udfff",
+  "\udc00\ud800",
+  "\uffff",
+  "\ufeff",
+  "\u2028",
+  "'",
+  '"',
+  "\\",
+  "{",
+  "}",
+  ",",
+  "NULL",
+  "%00",
+  "\\u0000",
+  " ",
+  "é",
+  "😀",
+];
 
 /** Strings with NUL, lone surrogates, quotes, braces and escapes in them (and plain ones). */
 export const nastyString = (maxLength = 12): fc.Arbitrary<string> =>
@@ -85,7 +108,13 @@ export const oddDate: fc.Arbitrary<string> = fc.oneof(
     "tomorrow",
   ),
   fc
-    .tuple(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 }), fc.integer({ min: 0, max: 86_399 }), fc.constantFrom(...OFFSETS))
+    .tuple(
+      fc.integer({ min: 0, max: 9999 }),
+      fc.integer({ min: 1, max: 12 }),
+      fc.integer({ min: 1, max: 28 }),
+      fc.integer({ min: 0, max: 86_399 }),
+      fc.constantFrom(...OFFSETS),
+    )
     .map(([y, m, d, s, offset]) => {
       const pad = (n: number, w = 2) => String(n).padStart(w, "0");
       return `${pad(y, 4)}-${pad(m)}-${pad(d)}T${pad(Math.floor(s / 3600))}:${pad(Math.floor(s / 60) % 60)}:${pad(s % 60)}${offset}`;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { enqueueJobs, PolicyCache } from "@porter/core";
 import { insertFinished } from "@porter/core/sql/finish";
-import { createPrisma, type ControlDb } from "@porter/db/prisma";
+import { type ControlDb, createPrisma } from "@porter/db/prisma";
 import type pg from "pg";
 import type { Context, Role, Session } from "../context";
 import { createCaller } from "../root";

@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { AppError } from "@porter/contracts";
 import type { ControlDb } from "@porter/db/prisma";
+import { type Db, inTransaction } from "../db";
 import { writeAudit, writeAuditTx } from "./audit";
-import { inTransaction, type Db } from "../db";
 
 /** A producer's credential as the API sees it once verified. */
 export type ApiKeyScope = { id: string; tenantIds: string[]; jobTypes: string[] };
@@ -32,14 +32,29 @@ export const createApiKey = async (
       const missing = explicitTypes.filter((t) => !types.rows.some((r) => r.id === t));
       if (missing.length) throw new AppError("BAD_REQUEST", { message: `unknown job type(s): ${missing.join(", ")}` });
     }
-    const id = randomBytes(9).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "x").slice(0, 12);
+    const id = randomBytes(9)
+      .toString("base64url")
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, "x")
+      .slice(0, 12);
     const secret = randomBytes(32).toString("base64url");
-    await client.query(
-      `INSERT INTO api_keys (id, name, secret_hash, tenant_ids, job_types, created_by, rate_per_second) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [id, params.name ?? "", sha256(secret), params.tenantIds, params.jobTypes, params.actor, params.ratePerSecond ?? null],
-    );
+    await client.query(`INSERT INTO api_keys (id, name, secret_hash, tenant_ids, job_types, created_by, rate_per_second) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+      id,
+      params.name ?? "",
+      sha256(secret),
+      params.tenantIds,
+      params.jobTypes,
+      params.actor,
+      params.ratePerSecond ?? null,
+    ]);
     await writeAudit(client, [
-      { actor: params.actor, action: "api_key.create", objectType: "api_key", objectId: id, after: { tenant_ids: params.tenantIds, job_types: params.jobTypes, name: params.name ?? "" } },
+      {
+        actor: params.actor,
+        action: "api_key.create",
+        objectType: "api_key",
+        objectId: id,
+        after: { tenant_ids: params.tenantIds, job_types: params.jobTypes, name: params.name ?? "" },
+      },
     ]);
     return { key: `pk_${id}_${secret}`, id, tenants: params.tenantIds, job_types: params.jobTypes };
   });

@@ -5,8 +5,7 @@ import { writeAudit } from "./audit";
 
 const db = useTestDatabase();
 
-const rows = async () =>
-  (await db.pool.query<{ actor: string; action: string; at: Date }>(`SELECT actor, action, at FROM audit_log ORDER BY id`)).rows;
+const rows = async () => (await db.pool.query<{ actor: string; action: string; at: Date }>(`SELECT actor, action, at FROM audit_log ORDER BY id`)).rows;
 
 describe("writeAudit as the runtime role", () => {
   it("records each entry under its own actor, in order, stamped by the database within the transaction", async () => {
@@ -40,9 +39,9 @@ describe("writeAudit as the runtime role", () => {
       const leaked = await client.query<{ actor: string | null }>(`SELECT nullif(current_setting('porter.actor', true), '') AS actor`);
       expect(leaked.rows[0]!.actor).toBeNull();
       // And a raw insert that names an actor without setting one is refused.
-      await expect(
-        client.query(`INSERT INTO audit_log (actor, action, object_type, object_id) VALUES ('user:bob', 'x', 'x', 'x')`),
-      ).rejects.toThrow(/no actor/);
+      await expect(client.query(`INSERT INTO audit_log (actor, action, object_type, object_id) VALUES ('user:bob', 'x', 'x', 'x')`)).rejects.toThrow(
+        /no actor/,
+      );
     } finally {
       client.release();
     }

@@ -1,5 +1,5 @@
 import type { Prisma } from "@porter/db/prisma";
-import { inTransaction, type Db } from "../db";
+import { type Db, inTransaction } from "../db";
 
 /** One audit row as the writer states it; the database sets its time, and its actor from `actor`. */
 export type AuditEntry = {

@@ -32,7 +32,6 @@ describe("control-plane refusals through Prisma", () => {
     expect(row).toEqual({ user: "porter_app", app: "porter-test-app" });
   });
 
-
   it("a duplicate id is a 409 on `id`", async () => {
     const before = await auditCount();
     const error = await refusal(createConfig(db.appPrisma, "queue", { id: "cp-q", pool_id: "cp-pool" }, { actor }));

@@ -1,8 +1,8 @@
 import { AppError } from "@porter/contracts";
 import { CONTROL_PLANE, type ConfigObjectType, type EntityDecl, type FieldIssue } from "@porter/contracts/control-plane";
 import type { ControlDb, Prisma } from "@porter/db/prisma";
+import { type Db, inTransaction } from "../db";
 import { writeAudit, writeAuditTx } from "./audit";
-import { inTransaction, type Db } from "../db";
 
 export type { ConfigObjectType, FieldIssue } from "@porter/contracts/control-plane";
 
@@ -50,8 +50,7 @@ type Delegate = {
   create: (args: object) => Promise<Record<string, unknown>>;
   update: (args: object) => Promise<Record<string, unknown>>;
 };
-const delegate = (db: ControlDb | Prisma.TransactionClient, spec: ConfigTable): Delegate =>
-  (db as unknown as Record<string, Delegate>)[spec.entity.model]!;
+const delegate = (db: ControlDb | Prisma.TransactionClient, spec: ConfigTable): Delegate => (db as unknown as Record<string, Delegate>)[spec.entity.model]!;
 const selectOf = (spec: ConfigTable) => Object.fromEntries(wireColumns(spec).map((c) => [prismaField(c), true]));
 
 const toRow = (spec: ConfigTable, row: Record<string, unknown>): ConfigRow => {
@@ -152,7 +151,14 @@ export const createConfig = async (
       return asConfigError(error, spec, values.id);
     }
     await writeAuditTx(tx, [
-      { actor: options.actor, action: `${spec.objectType}.create`, objectType: spec.objectType, objectId: row.id, after: auditable(spec, row), reason: options.reason ?? null },
+      {
+        actor: options.actor,
+        action: `${spec.objectType}.create`,
+        objectType: spec.objectType,
+        objectId: row.id,
+        after: auditable(spec, row),
+        reason: options.reason ?? null,
+      },
     ]);
     return row;
   });

@@ -38,8 +38,7 @@ export class PolicyCache {
   /** Policies for each (job type, tenant) pair; unknown types or tenants are a 400. */
   async resolve(db: Db, pairs: Array<{ jobType: string; tenantId: string }>): Promise<Map<string, EnqueuePolicy>> {
     const now = Date.now();
-    const fresh = <T>(entry: { row: T; at: number } | undefined) =>
-      entry && now - entry.at < this.options.ttlMs ? entry.row : undefined;
+    const fresh = <T>(entry: { row: T; at: number } | undefined) => (entry && now - entry.at < this.options.ttlMs ? entry.row : undefined);
     const typeIds = [...new Set(pairs.map((p) => p.jobType))];
     const tenantIds = [...new Set(pairs.map((p) => p.tenantId))];
     const missingTypes = typeIds.filter((id) => !fresh(this.jobTypes.get(id)));

@@ -1,6 +1,6 @@
 import { AppError } from "@porter/contracts";
+import { type Db, inTransaction } from "../db";
 import { writeAudit } from "./audit";
-import { inTransaction, type Db } from "../db";
 
 /**
  * Pauses or resumes a queue (claims skip paused queues at once; running work continues). Audited

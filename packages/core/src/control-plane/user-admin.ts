@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "@porter/contracts";
 import type { ControlDb } from "@porter/db/prisma";
-import { writeAuditTx } from "./audit";
 import type { Db } from "../db";
-import { hashPassword, verifyPassword, type Role } from "./users";
+import { writeAuditTx } from "./audit";
+import { hashPassword, type Role, verifyPassword } from "./users";
 
 /** A console user as the console shows it: never the password hash. */
 export type UserRow = { id: string; email: string; name: string; role: Role; created_at: string; disabled_at: string | null };
@@ -70,10 +70,7 @@ export const listUsers = async (db: ControlDb): Promise<UserRow[]> =>
   (await db.user.findMany({ select: USER_SELECT, orderBy: { email: "asc" } })).map(fromModel);
 
 /** Creates a console user (argon2id hash), audited without the password. Duplicate email: 409. */
-export const createUser = async (
-  db: ControlDb,
-  params: { email: string; name?: string; role: Role; password: string; actor: string },
-): Promise<UserRow> => {
+export const createUser = async (db: ControlDb, params: { email: string; name?: string; role: Role; password: string; actor: string }): Promise<UserRow> => {
   const passwordHash = await hashPassword(params.password);
   return db.$transaction(async (tx) => {
     let user: UserRow;
@@ -82,7 +79,10 @@ export const createUser = async (
       user = fromModel(await tx.user.create({ data, select: USER_SELECT }));
     } catch (error) {
       if ((error as { code?: string }).code === "P2002") {
-        throw new AppError("CONFLICT", { message: `a user with email ${params.email} exists`, details: { issues: [{ path: ["email"], message: "already in use" }] } });
+        throw new AppError("CONFLICT", {
+          message: `a user with email ${params.email} exists`,
+          details: { issues: [{ path: ["email"], message: "already in use" }] },
+        });
       }
       throw error;
     }
@@ -145,7 +145,15 @@ export const updateUser = async (db: ControlDb, params: { id: string; patch: Use
     if (passwordHash !== undefined) afterAudit.password = "changed";
     if (Object.keys(afterAudit).length > 0) {
       await writeAuditTx(tx, [
-        { actor: params.actor, action: "user.update", objectType: "user", objectId: params.id, before: beforeAudit, after: afterAudit, reason: params.reason ?? null },
+        {
+          actor: params.actor,
+          action: "user.update",
+          objectType: "user",
+          objectId: params.id,
+          before: beforeAudit,
+          after: afterAudit,
+          reason: params.reason ?? null,
+        },
       ]);
     }
     return after;

@@ -6,13 +6,7 @@ export type BackoffPolicy = { baseMs: number; capMs: number };
  * (a uniformly random delay in [0, min(cap, base·2^(attempt−1))]), never sooner than a
  * `Retry-After` the failure reported.
  */
-export const nextRunAt = (
-  attempt: number,
-  policy: BackoffPolicy,
-  now: Date,
-  random: () => number = Math.random,
-  retryAfterMs?: number,
-): Date => {
+export const nextRunAt = (attempt: number, policy: BackoffPolicy, now: Date, random: () => number = Math.random, retryAfterMs?: number): Date => {
   const exponent = Math.min(Math.max(attempt - 1, 0), 30);
   const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** exponent);
   const jittered = Math.floor(random() * ceiling);

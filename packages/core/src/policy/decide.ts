@@ -1,11 +1,7 @@
-import { nextRunAt, type BackoffPolicy } from "./backoff";
+import { type BackoffPolicy, nextRunAt } from "./backoff";
 import type { ClassifiedFailure } from "./classify";
 
-export type FailureDecision =
-  | { state: "RETRY_WAIT"; runAt: Date }
-  | { state: "DEAD" }
-  | { state: "CANCELLED" }
-  | { state: "EXPIRED" };
+export type FailureDecision = { state: "RETRY_WAIT"; runAt: Date } | { state: "DEAD" } | { state: "CANCELLED" } | { state: "EXPIRED" };
 
 /**
  * What a failed attempt leads to: cancelled work stops; permanent failures and exhausted attempts

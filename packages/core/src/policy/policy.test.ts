@@ -2,15 +2,26 @@ import { PermanentError, RetryableError } from "@porter/contracts";
 import { describe, expect, it } from "vitest";
 import { allTransitions, canTransition, isClaimable, isTerminal, TERMINAL_STATES } from "../state";
 import { nextRunAt } from "./backoff";
-import { CancelledError, classifyFailure, TimeoutError } from "./classify";
 import { clampEnvelope, type EnqueuePolicy } from "./clamp";
+import { CancelledError, classifyFailure, TimeoutError } from "./classify";
 import { decideFailure } from "./decide";
 
 const now = new Date("2026-01-01T00:00:00Z");
 const policy: EnqueuePolicy = {
-  queueId: "q", poolId: "p", defaultPriority: 50, maxPriority: 80, defaultMaxAttempts: 5, maxAttempts: 10,
-  defaultTimeoutS: 60, maxTimeoutS: 600, defaultDeadlineS: null, tenantMaxPriority: null, tenantMaxAttempts: null,
-  admission: "reject", tenantRatePerSecond: null, tenantBacklogCap: null,
+  queueId: "q",
+  poolId: "p",
+  defaultPriority: 50,
+  maxPriority: 80,
+  defaultMaxAttempts: 5,
+  maxAttempts: 10,
+  defaultTimeoutS: 60,
+  maxTimeoutS: 600,
+  defaultDeadlineS: null,
+  tenantMaxPriority: null,
+  tenantMaxAttempts: null,
+  admission: "reject",
+  tenantRatePerSecond: null,
+  tenantBacklogCap: null,
 };
 
 describe("nextRunAt (full jitter)", () => {
@@ -71,7 +82,10 @@ describe("clampEnvelope", () => {
   });
   it("clamps to the queue's and the tenant's ceilings", () => {
     expect(clampEnvelope({ priority: 100, max_attempts: 99, timeout_s: 9999 }, policy)).toEqual({ priority: 80, maxAttempts: 10, timeoutS: 600 });
-    expect(clampEnvelope({ priority: 100, max_attempts: 99 }, { ...policy, tenantMaxPriority: 20, tenantMaxAttempts: 2 })).toMatchObject({ priority: 20, maxAttempts: 2 });
+    expect(clampEnvelope({ priority: 100, max_attempts: 99 }, { ...policy, tenantMaxPriority: 20, tenantMaxAttempts: 2 })).toMatchObject({
+      priority: 20,
+      maxAttempts: 2,
+    });
   });
 });
 

@@ -19,5 +19,4 @@ export const WORKER_LOST_AFTER_MS = 5 * WORKER_HEARTBEAT_INTERVAL_MS;
  * True when a worker that last heartbeated at `heartbeatAt` counts as lost at `now`. Pass the
  * database's `now()` where there is one: heartbeats are stamped by the database's clock.
  */
-export const isWorkerLost = (heartbeatAt: Date, now: Date = new Date()): boolean =>
-  now.getTime() - heartbeatAt.getTime() > WORKER_LOST_AFTER_MS;
+export const isWorkerLost = (heartbeatAt: Date, now: Date = new Date()): boolean => now.getTime() - heartbeatAt.getTime() > WORKER_LOST_AFTER_MS;

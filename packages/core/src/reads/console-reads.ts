@@ -120,12 +120,14 @@ export type WorkerRow = {
  * against the database's clock, which stamps the heartbeats.
  */
 export const listWorkers = async (db: Db, params: { poolId?: string; includeStopped?: boolean } = {}): Promise<WorkerRow[]> => {
-  const { rows } = await db.query<Omit<WorkerRow, "started_at" | "heartbeat_at" | "stopped_at" | "status" | "heartbeat_age_s"> & {
-    started_at: Date;
-    heartbeat_at: Date;
-    stopped_at: Date | null;
-    now: Date;
-  }>(
+  const { rows } = await db.query<
+    Omit<WorkerRow, "started_at" | "heartbeat_at" | "stopped_at" | "status" | "heartbeat_age_s"> & {
+      started_at: Date;
+      heartbeat_at: Date;
+      stopped_at: Date | null;
+      now: Date;
+    }
+  >(
     `SELECT id, pool_id, host, pid, version, concurrency, running, draining, started_at, heartbeat_at, stopped_at, now() AS now
        FROM workers
       WHERE ($1::text IS NULL OR pool_id = $1) AND ($2::boolean OR stopped_at IS NULL)

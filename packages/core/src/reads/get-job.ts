@@ -1,6 +1,6 @@
 import { JOB_CONTRACT, type TJobError, type TJobState, type TJobStatus, type TTimelineEvent } from "@porter/contracts";
 import type { Db } from "../db";
-import { buildTimeline, type AttemptRow, type EventRow } from "./timeline";
+import { type AttemptRow, buildTimeline, type EventRow } from "./timeline";
 
 type JobRow = {
   job_id: string;

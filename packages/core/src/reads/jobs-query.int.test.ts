@@ -1,9 +1,9 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import { listJobs, selectJobIds } from "./jobs-query";
 import { cancelJob } from "../sql/cancel-job";
 import { enqueueJobs } from "../sql/enqueue-jobs";
 import { controlPlane } from "../testing/control-plane-factory";
+import { listJobs, selectJobIds } from "./jobs-query";
 
 // The jobs browser's order is job_id descending (UUIDv7: creation order) across the live and the
 // finished table, page after page.
@@ -17,11 +17,10 @@ beforeAll(async () => {
   await controlPlane(db.pool, { queues: [{ id: "jq" }] });
   // Enqueued out of time order, so row ids (enqueue order) disagree with creation order…
   for (const offset of [3, 1, 5, 2, 4]) {
-    const [r] = await enqueueJobs(
-      db.pool,
-      [{ job_type: "jq.job", tenant_id: "tenant_A", payload: { offset }, idempotency_key: `jq-${offset}` }],
-      { now: new Date(T0 + offset), notify: false },
-    );
+    const [r] = await enqueueJobs(db.pool, [{ job_type: "jq.job", tenant_id: "tenant_A", payload: { offset }, idempotency_key: `jq-${offset}` }], {
+      now: new Date(T0 + offset),
+      notify: false,
+    });
     byOffset.set(offset, r!.job_id);
   }
   // …and the newest first alternate between the two tables: 5 finished, 4 live, 3 finished, 2 live, 1 finished.
@@ -46,11 +45,7 @@ describe("listJobs", () => {
     } while (cursor && pages.length < 10);
 
     const row = (offset: number, state: string) => `${byOffset.get(offset)} ${state}`;
-    expect(pages).toEqual([
-      [row(5, "CANCELLED"), row(4, "READY")],
-      [row(3, "CANCELLED"), row(2, "READY")],
-      [row(1, "CANCELLED")],
-    ]);
+    expect(pages).toEqual([[row(5, "CANCELLED"), row(4, "READY")], [row(3, "CANCELLED"), row(2, "READY")], [row(1, "CANCELLED")]]);
     // The same order is job_id order (the ids' text sorts as their bytes do).
     const ids = pages.flat().map((r) => r.split(" ")[0]!);
     expect(ids).toEqual([...ids].sort().reverse());

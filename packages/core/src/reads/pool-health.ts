@@ -1,5 +1,5 @@
-import { listWorkers } from "./console-reads";
 import type { Db } from "../db";
+import { listWorkers } from "./console-reads";
 
 /** One pool as the overview's health badge sees it. */
 export type PoolHealth = {

@@ -63,7 +63,5 @@ export const buildTimeline = (input: {
     push(s.finishedAt, "succeeded", s.attempt, s.workerId, { duration_ms: s.finishedAt.getTime() - s.claimedAt.getTime() });
   }
   for (const e of input.events) push(e.at, e.kind, e.attempt, e.actor, e.data);
-  return out
-    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.order - b.order))
-    .map(({ order: _order, ...event }) => event);
+  return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.order - b.order)).map(({ order: _order, ...event }) => event);
 };

@@ -2,9 +2,9 @@ import { AppError } from "@porter/contracts";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
-import { claimJobs } from "./claim-jobs";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
 import { controlPlane } from "../testing/control-plane-factory";
+import { claimJobs } from "./claim-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 
 // Admission control at enqueue (issue 4): a tenant over its arrival rate or backlog cap gets 429
 // with Retry-After and nothing is stored — or, where its queue defers, the jobs are accepted at
@@ -13,7 +13,11 @@ import { controlPlane } from "../testing/control-plane-factory";
 const db = useTestDatabase();
 let n = 0;
 const job = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  job_type: "q1.job", tenant_id: "tenant_A", payload: { n: n++ }, idempotency_key: `k${n}`, ...over,
+  job_type: "q1.job",
+  tenant_id: "tenant_A",
+  payload: { n: n++ },
+  idempotency_key: `k${n}`,
+  ...over,
 });
 const jobs = (count: number, over: Partial<EnqueueInput> = {}) => Array.from({ length: count }, () => job(over));
 const t0 = new Date("2030-01-01T00:00:00Z");
@@ -32,7 +36,10 @@ const stored = async () => {
 
 /** Runs `fn`, which must be refused with 429; returns the error. */
 const refused = async (fn: () => Promise<unknown>): Promise<AppError> => {
-  const error = await fn().then(() => undefined, (e: unknown) => e);
+  const error = await fn().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(AppError);
   expect((error as AppError).code).toBe("TOO_MANY_REQUESTS");
   expect((error as AppError).httpStatus).toBe(429);

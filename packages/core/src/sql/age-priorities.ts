@@ -12,9 +12,6 @@ import type { Db } from "../db";
  * touches, so their claims wait for it (a few ms) rather than skip the rows it is rewriting.
  */
 export const agePriorities = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ aged: number }> => {
-  const { rows } = await db.query<{ n: string }>(`SELECT porter_age($1::timestamptz, $2::int)::text AS n`, [
-    params.now ?? null,
-    params.batch ?? 1000,
-  ]);
+  const { rows } = await db.query<{ n: string }>(`SELECT porter_age($1::timestamptz, $2::int)::text AS n`, [params.now ?? null, params.batch ?? 1000]);
   return { aged: Number(rows[0]?.n ?? 0) };
 };

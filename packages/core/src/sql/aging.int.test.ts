@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
-import { runMaintenance } from "./maintenance";
 import { controlPlane } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
+import { runMaintenance } from "./maintenance";
 
 // Priority aging (issue 4): a waiting job's priority rises with its wait so that, on a queue with
 // aging_s, low-priority work starts within about aging_s even under a constant stream of
@@ -52,7 +52,10 @@ const starve = async (ms: number): Promise<Run> => {
       const low = batch.find((c) => c.jobId === lowJob!.job_id);
       if (low) run.low = { waitS: (low.claimedAt.getTime() - low.createdAt.getTime()) / 1000, priority: low.priority };
       run.highClaimed += batch.length - (low ? 1 : 0);
-      await completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
+      await completeJobs(
+        db.pool,
+        batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })),
+      );
     }
   };
   const maintenance = async () => {
@@ -69,8 +72,10 @@ describe("priority aging", () => {
   it("starts a low-priority job within aging_s under a constant stream of high-priority work", async () => {
     await db.pool.query(`UPDATE queues SET aging_s = $1`, [AGING_S]);
     const run = await starve((AGING_S + MARGIN_S + 2) * 1000);
-    console.info(`[aging] aging_s=${AGING_S}: low job started after ${run.low?.waitS.toFixed(2)} s at effective priority ` +
-      `${run.low?.priority}; ${run.highClaimed} high jobs started meanwhile in ${run.batches.length} batches`);
+    console.info(
+      `[aging] aging_s=${AGING_S}: low job started after ${run.low?.waitS.toFixed(2)} s at effective priority `
+        + `${run.low?.priority}; ${run.highClaimed} high jobs started meanwhile in ${run.batches.length} batches`,
+    );
     expect(run.low).not.toBeNull();
     // It started because it aged — it had reached the high class (effective = floor(wait/aging_s·100) ≥ 90
     // needs wait ≥ 0.9·aging_s) — not because the high work ran out.

@@ -31,33 +31,29 @@ export const applyEffect = async <T>(
   let broken: Error | undefined;
   try {
     await client.query("BEGIN");
-    const lease = await client.query(
-      `SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2 AND attempt = $3 AND state = 'RUNNING' FOR SHARE`,
-      [scope.id, scope.leaseToken, scope.attempt],
-    );
+    const lease = await client.query(`SELECT 1 FROM jobs WHERE id = $1 AND lease_token = $2 AND attempt = $3 AND state = 'RUNNING' FOR SHARE`, [
+      scope.id,
+      scope.leaseToken,
+      scope.attempt,
+    ]);
     if (!lease.rowCount) throw new StaleLeaseError(scope.jobId);
     // An attempt that applies an effect has started, whatever became of its start mark (sent
     // asynchronously for a prefetched job: sql/start-jobs.ts): marked in the effect's transaction,
     // it can never be recorded `not_started`. Writes only while the mark is missing (rare).
     await client.query(`UPDATE jobs SET started_at = clock_timestamp() WHERE id = $1 AND started_at IS NULL`, [scope.id]);
-    const claimed = await client.query(
-      `INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-      [scope.tenantId, key, scope.jobId, scope.attempt],
-    );
+    const claimed = await client.query(`INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, [
+      scope.tenantId,
+      key,
+      scope.jobId,
+      scope.attempt,
+    ]);
     if (!claimed.rowCount) {
-      const { rows } = await client.query<{ result: T }>(
-        `SELECT result FROM job_effects WHERE tenant_id = $1 AND key = $2`,
-        [scope.tenantId, key],
-      );
+      const { rows } = await client.query<{ result: T }>(`SELECT result FROM job_effects WHERE tenant_id = $1 AND key = $2`, [scope.tenantId, key]);
       await client.query("COMMIT");
       return { applied: false, result: rows[0]?.result as T };
     }
     const result = await fn(client);
-    await client.query(`UPDATE job_effects SET result = $3 WHERE tenant_id = $1 AND key = $2`, [
-      scope.tenantId,
-      key,
-      JSON.stringify(result ?? null),
-    ]);
+    await client.query(`UPDATE job_effects SET result = $3 WHERE tenant_id = $1 AND key = $2`, [scope.tenantId, key, JSON.stringify(result ?? null)]);
     await client.query("COMMIT");
     return { applied: true, result };
   } catch (error) {
@@ -69,4 +65,3 @@ export const applyEffect = async <T>(
     release(broken);
   }
 };
-

@@ -1,6 +1,6 @@
 import { AppError, type TJobState } from "@porter/contracts";
 import { writeAudit } from "../control-plane/audit";
-import { inTransaction, type Db } from "../db";
+import { type Db, inTransaction } from "../db";
 import { insertFinished } from "./finish";
 
 /** Channel on which workers hear cancel requests for running jobs; the payload is the row id. */
@@ -134,8 +134,22 @@ export const cancelJobs = async (db: Db, params: { jobIds: string[]; actor: stri
     const requested = await requestCancel(client, scope);
     const touched = new Set([...cancelled, ...requested]);
     await writeAudit(client, [
-      ...cancelled.map((id) => ({ actor: params.actor, action: "job.cancel", objectType: "job", objectId: id, after: { status: "CANCELLED" }, reason: params.reason ?? null })),
-      ...requested.map((id) => ({ actor: params.actor, action: "job.cancel", objectType: "job", objectId: id, after: { status: "RUNNING", cancel_requested: true }, reason: params.reason ?? null })),
+      ...cancelled.map((id) => ({
+        actor: params.actor,
+        action: "job.cancel",
+        objectType: "job",
+        objectId: id,
+        after: { status: "CANCELLED" },
+        reason: params.reason ?? null,
+      })),
+      ...requested.map((id) => ({
+        actor: params.actor,
+        action: "job.cancel",
+        objectType: "job",
+        objectId: id,
+        after: { status: "RUNNING", cancel_requested: true },
+        reason: params.reason ?? null,
+      })),
     ]);
     return { cancelled, cancel_requested: requested, skipped: params.jobIds.filter((id) => !touched.has(id)) };
   });

@@ -1,5 +1,5 @@
 import { createPool } from "@porter/db/pool";
-import { startRestartableCluster, type RestartableCluster } from "@porter/db/testing/restartable-cluster";
+import { type RestartableCluster, startRestartableCluster } from "@porter/db/testing/restartable-cluster";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
@@ -72,10 +72,9 @@ describe("a claim across an immediate restart of PostgreSQL", () => {
 
     // The worker is lost: its lease expires and the rescue records the attempt and requeues it.
     expect(await rescueExpiredLeases(db, { now: new Date(Date.now() + 60_000) })).toMatchObject({ requeued: 1 });
-    const { rows: attempts } = await db.query(
-      `SELECT attempt, outcome::text, worker_id, lease_token::text FROM job_attempts WHERE job_id = $1`,
-      [claimed!.jobId],
-    );
+    const { rows: attempts } = await db.query(`SELECT attempt, outcome::text, worker_id, lease_token::text FROM job_attempts WHERE job_id = $1`, [
+      claimed!.jobId,
+    ]);
     expect(attempts).toEqual([{ attempt: 1, outcome: "lease_expired", worker_id: "w-before-crash", lease_token: claimed!.leaseToken }]);
 
     // Claimed again: the next attempt under a new token; the stale worker's ack and heartbeat are refused.

@@ -52,8 +52,7 @@ export const parseTimestamptz = (text: string): Date => {
 const TIMESTAMPTZ_OID = 1184;
 /** The claim's result types: timestamps through `parseTimestamptz`, everything else as pg parses it. */
 const claimTypes = {
-  getTypeParser: (oid: number, format?: "text" | "binary") =>
-    oid === TIMESTAMPTZ_OID ? parseTimestamptz : pg.types.getTypeParser(oid, format ?? "text"),
+  getTypeParser: (oid: number, format?: "text" | "binary") => (oid === TIMESTAMPTZ_OID ? parseTimestamptz : pg.types.getTypeParser(oid, format ?? "text")),
 } as pg.CustomTypesConfig;
 
 /** The claim's columns, in order (rows come back as arrays: no per-row keyed object to build and collect). */
@@ -119,10 +118,7 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
  * started by `startJobs` when they leave its buffer (20261202000301_not_started_attempts).
  * Transition `claim` (sql/transitions.ts; the routine's UPDATE is the statement).
  */
-export const claimJobs = async (
-  db: Db,
-  params: { poolId: string; workerId: string; limit: number; start?: number; now?: Date },
-): Promise<ClaimedJob[]> => {
+export const claimJobs = async (db: Db, params: { poolId: string; workerId: string; limit: number; start?: number; now?: Date }): Promise<ClaimedJob[]> => {
   if (params.limit <= 0) return [];
   const { rows } = await db.query<ClaimRow>({
     name: "porter.claim",

@@ -2,12 +2,16 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
 import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 
 const db = useTestDatabase();
 let n = 0;
 const job = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  job_type: type, tenant_id: "tenant_A", payload: { n: n++ }, idempotency_key: `k${n}`, ...over,
+  job_type: type,
+  tenant_id: "tenant_A",
+  payload: { n: n++ },
+  idempotency_key: `k${n}`,
+  ...over,
 });
 const setup = async (queues: Array<Omit<QueueRow, "pool_id">>, poolCap: number | null = null) => {
   await db.pool.query(`TRUNCATE jobs, finished_jobs, idempotency_keys, job_types, queues, pools, tenants CASCADE`);
@@ -61,8 +65,14 @@ describe("claimJobs honours policy", () => {
 describe("claimJobs holds caps", () => {
   it("never exceeds a queue's concurrency cap, across claims", async () => {
     await setup([{ id: "q1", concurrency_cap: 3 }, { id: "q2" }]);
-    await enqueueJobs(db.pool, Array.from({ length: 10 }, () => job("q1.job")));
-    await enqueueJobs(db.pool, Array.from({ length: 2 }, () => job("q2.job")));
+    await enqueueJobs(
+      db.pool,
+      Array.from({ length: 10 }, () => job("q1.job")),
+    );
+    await enqueueJobs(
+      db.pool,
+      Array.from({ length: 2 }, () => job("q2.job")),
+    );
     const first = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 });
     expect(first.filter((c) => c.queueId === "q1")).toHaveLength(3);
     expect(first.filter((c) => c.queueId === "q2")).toHaveLength(2);
@@ -71,17 +81,21 @@ describe("claimJobs holds caps", () => {
 
   it("never exceeds a pool's cap", async () => {
     await setup([{ id: "q1" }, { id: "q2" }], 4);
-    await enqueueJobs(db.pool, Array.from({ length: 10 }, (_, i) => job(i % 2 ? "q1.job" : "q2.job")));
+    await enqueueJobs(
+      db.pool,
+      Array.from({ length: 10 }, (_, i) => job(i % 2 ? "q1.job" : "q2.job")),
+    );
     expect(await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 })).toHaveLength(4);
     expect(await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 10 })).toHaveLength(0);
   });
 
   it("holds the queue cap with many concurrent claimers on separate connections", async () => {
     await setup([{ id: "q1", concurrency_cap: 5 }]);
-    await enqueueJobs(db.pool, Array.from({ length: 200 }, () => job("q1.job")));
-    const claims = await Promise.all(
-      Array.from({ length: 5 }, (_, i) => claimJobs(db.pool, { poolId: "p1", workerId: `w${i}`, limit: 5 })),
+    await enqueueJobs(
+      db.pool,
+      Array.from({ length: 200 }, () => job("q1.job")),
     );
+    const claims = await Promise.all(Array.from({ length: 5 }, (_, i) => claimJobs(db.pool, { poolId: "p1", workerId: `w${i}`, limit: 5 })));
     expect(claims.flat()).toHaveLength(5);
     const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE state = 'RUNNING'`);
     expect(rows[0].n).toBe(5);

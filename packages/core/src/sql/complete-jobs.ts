@@ -27,7 +27,13 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
        RETURNING j.*, i.result
      ), fin AS (${insertFinished({ state: "'SUCCEEDED'", finishedAt: "(SELECT t FROM at)", result: "done.result::jsonb", partial: "false" })})
      SELECT id::text FROM done`,
-    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), items.map((i) => JSON.stringify(i.result ?? null)), now ?? null, items.map((i) => i.attempt)],
+    values: [
+      items.map((i) => i.id),
+      items.map((i) => i.leaseToken),
+      items.map((i) => JSON.stringify(i.result ?? null)),
+      now ?? null,
+      items.map((i) => i.attempt),
+    ],
   });
   const completed = new Set(rows.map((r) => r.id));
   return { completed: [...completed], stale: items.map((i) => i.id).filter((id) => !completed.has(id)) };

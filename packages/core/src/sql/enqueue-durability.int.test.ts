@@ -4,7 +4,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
 import { stateOf } from "../testing/fixtures";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 
 // Issue 9, defect 14: enqueue must never change a setting of a transaction Porter does not own
 // (it used to turn the caller's COMMIT asynchronous), and the transaction that carries an
@@ -18,8 +18,7 @@ const job = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
   idempotency_key: `k-${Math.random()}`,
   ...over,
 });
-const setting = async (client: pg.PoolClient) =>
-  (await client.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`)).rows[0]!.s;
+const setting = async (client: pg.PoolClient) => (await client.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`)).rows[0]!.s;
 
 /** A pool whose clients report the transaction's synchronous_commit just before each COMMIT they send. */
 const committing = (connectionString: string) => {
@@ -62,14 +61,20 @@ describe("enqueue inside the caller's transaction", () => {
     try {
       await client.query("BEGIN");
       expect(await setting(client)).toBe("on");
-      await enqueueJobs(client, Array.from({ length: n }, () => job({ tenant_id: tenant })));
+      await enqueueJobs(
+        client,
+        Array.from({ length: n }, () => job({ tenant_id: tenant })),
+      );
       expect(await setting(client)).toBe("on");
       await client.query("ROLLBACK");
 
       // A setting the caller chose is kept too.
       await client.query("BEGIN");
       await client.query(`SET LOCAL synchronous_commit = 'remote_write'`);
-      const results = await enqueueJobs(client, Array.from({ length: n }, () => job({ tenant_id: tenant })));
+      const results = await enqueueJobs(
+        client,
+        Array.from({ length: n }, () => job({ tenant_id: tenant })),
+      );
       expect(await setting(client)).toBe("remote_write");
       await client.query("COMMIT");
       for (const r of results) expect(await stateOf(db.pool, r.job_id)).toBe("READY");

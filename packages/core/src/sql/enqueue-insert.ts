@@ -1,5 +1,5 @@
 import { AppError, type TEnqueueResult, type TJobState } from "@porter/contracts";
-import { inTransaction, type Db } from "../db";
+import { type Db, inTransaction } from "../db";
 import { admit } from "./admission";
 import type { Prepared } from "./enqueue-prepare";
 import { reserveClocksSql } from "./fair-clock";
@@ -26,7 +26,11 @@ export const insertBatch = (
   return inTransaction(db, async (client) => {
     // Admission: a tenant over its arrival rate or backlog cap is refused (429, nothing stored), or,
     // where the queue defers, its jobs are accepted into the lowest class (priority 0).
-    const deferred = await admit(client, prepared.map((p) => ({ tenantId: p.input.tenant_id, queueId: p.queueId, policy: p.policy })), now);
+    const deferred = await admit(
+      client,
+      prepared.map((p) => ({ tenantId: p.input.tenant_id, queueId: p.queueId, policy: p.policy })),
+      now,
+    );
     for (const i of deferred) prepared[i]!.priority = 0;
     // Inside the transaction that carries the insert (the caller's, or ours under admission):
     // committed with it, at the durability its owner chose — never turned asynchronous here.
@@ -132,7 +136,9 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
                             $14::timestamptz[], $15::text[], $16::float8[])
          AS t(ord, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, max_attempts, timeout_s,
               not_before, deadline_at, run_at, created_at, trace_id, vft)
-     )${reserve ? `, groups AS (
+     )${
+       reserve
+         ? `, groups AS (
        SELECT queue_id, tenant_id, count(*)::int AS n FROM input GROUP BY queue_id, tenant_id
      ), clocks AS (${reserveClocksSql("groups")}
      ), timed AS (
@@ -140,7 +146,9 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
          FROM input i
          JOIN clocks c ON (c.queue_id, c.tenant_id) = (i.queue_id, i.tenant_id)
          JOIN groups c_n ON (c_n.queue_id, c_n.tenant_id) = (i.queue_id, i.tenant_id)
-     )` : ""}, keys AS (
+     )`
+         : ""
+     }, keys AS (
        INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
        SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $17)
          FROM input${reserve ? " CROSS JOIN (SELECT count(*) FROM clocks) AS clocks_first" : ""}
@@ -166,7 +174,6 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
      SELECT ins.job_id FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
 const INSERT_SQL = insertSql(false);
 const INSERT_RESERVING_SQL = insertSql(true);
-
 
 /**
  * Outcomes in input order: new jobs as READY; every other row hit an existing idempotency key —
@@ -203,8 +210,8 @@ export const resolveDuplicates = async (db: Db, prepared: Prepared[], inserted: 
       `[${duplicates
         .map(
           (d) =>
-            `{"ord":${d.ord},"tenant_id":${str(d.input.tenant_id)},"idempotency_key":${str(d.input.idempotency_key)},` +
-            `"job_type":${str(d.input.job_type)},"payload":${d.payloadJson}}`,
+            `{"ord":${d.ord},"tenant_id":${str(d.input.tenant_id)},"idempotency_key":${str(d.input.idempotency_key)},`
+            + `"job_type":${str(d.input.job_type)},"payload":${d.payloadJson}}`,
         )
         .join(",")}]`,
     ],

@@ -2,7 +2,7 @@ import { AppError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 
 // Concurrent single enqueues on one pool share statements (the coalescer in enqueue-jobs.ts). The
 // contracts refuse what PostgreSQL cannot store, but core is also called without them (the CLI, an
@@ -18,11 +18,17 @@ const good = (i: number): EnqueueInput => ({ job_type: "iso.job", tenant_id: "te
 
 // Each one fails a different way inside PostgreSQL (SQLSTATE class 22), past any validation.
 const BAD: Array<[string, (i: number) => EnqueueInput]> = [
-  ["NUL in a payload value (jsonb, 22P05)", (i) => ({ job_type: "iso.job", tenant_id: "tenant_B", payload: { note: "a\u0000b" }, idempotency_key: `b-nul-${i}` })],
+  [
+    "NUL in a payload value (jsonb, 22P05)",
+    (i) => ({ job_type: "iso.job", tenant_id: "tenant_B", payload: { note: "a\u0000b" }, idempotency_key: `b-nul-${i}` }),
+  ],
   ["NUL in a payload key", (i) => ({ job_type: "iso.job", tenant_id: "tenant_B", payload: { "k\u0000": 1 }, idempotency_key: `b-key-${i}` })],
   ["a lone surrogate in a payload value", (i) => ({ job_type: "iso.job", tenant_id: "tenant_B", payload: { s: "\ud800" }, idempotency_key: `b-sur-${i}` })],
   ["NUL in the idempotency key (text, 22021)", (i) => ({ job_type: "iso.job", tenant_id: "tenant_B", payload: {}, idempotency_key: `b-\u0000-${i}` })],
-  ["year 0 in not_before (22008)", (i) => ({ job_type: "iso.job", tenant_id: "tenant_B", payload: {}, idempotency_key: `b-date-${i}`, not_before: "0000-01-01T00:00:00Z" })],
+  [
+    "year 0 in not_before (22008)",
+    (i) => ({ job_type: "iso.job", tenant_id: "tenant_B", payload: {}, idempotency_key: `b-date-${i}`, not_before: "0000-01-01T00:00:00Z" }),
+  ],
 ];
 
 describe("coalesced single enqueues with a bad neighbour", () => {
@@ -56,7 +62,10 @@ describe("coalesced single enqueues with a bad neighbour", () => {
 
   it.each(BAD)("a batch with %s is a 400 as a whole, and stores nothing", async (_name, bad) => {
     const before = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM idempotency_keys`);
-    const error = await enqueueJobs(db.pool, [good(1000 + Math.floor(Math.random() * 1e6)), bad(9999)]).then(() => null, (e: unknown) => e);
+    const error = await enqueueJobs(db.pool, [good(1000 + Math.floor(Math.random() * 1e6)), bad(9999)]).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(AppError);
     expect((error as AppError).code).toBe("BAD_REQUEST");
     // PostgreSQL's own message and context may quote the payload: only the SQLSTATE is passed on.

@@ -1,10 +1,10 @@
 import { AppError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
+import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
 import { jobTableCounts, stateOf } from "../testing/fixtures";
-import pg from "pg";
-import { enqueueJobs, READY_CHANNEL, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs, READY_CHANNEL } from "./enqueue-jobs";
 
 const db = useTestDatabase();
 const job = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
@@ -15,14 +15,20 @@ const job = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
   ...over,
 });
 const expectAppError = async (promise: Promise<unknown>, code: AppError["code"]) => {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(AppError);
   expect((error as AppError).code).toBe(code);
 };
 
 beforeAll(async () => {
   await controlPlane(db.pool, {
-    queues: [{ id: "q1", max_priority: 80, max_attempts: 10, default_deadline_s: null }, { id: "q2", default_deadline_s: 3600 }],
+    queues: [
+      { id: "q1", max_priority: 80, max_attempts: 10, default_deadline_s: null },
+      { id: "q2", default_deadline_s: 3600 },
+    ],
     tenants: [{ id: "tenant_A" }, { id: "tenant_B", max_priority: 30 }],
   });
 });
@@ -134,7 +140,10 @@ describe("enqueueJobs", () => {
       expect(new Set([ok[40]!.job_id, ok[41]!.job_id]).size).toBe(1);
       expect(ok.filter((r) => r.deduplicated)).toHaveLength(1);
     } else {
-      expect(refused.map((e) => [e.code, e.details?.index])).toEqual([["CONFLICT", 0], ["CONFLICT", 0]]);
+      expect(refused.map((e) => [e.code, e.details?.index])).toEqual([
+        ["CONFLICT", 0],
+        ["CONFLICT", 0],
+      ]);
       expect(ok).toHaveLength(41);
     }
     const ids = [...new Set(ok.map((r) => r.job_id))];
@@ -159,7 +168,11 @@ describe("enqueueJobs", () => {
   it("stores strings exactly, whatever they contain (quotes, backslashes, braces, commas, NULL, unicode)", async () => {
     const tricky = ['a"b', "back\\slash\\", "{x,y}", "NULL", "", "tab\tnew\nline", "ünï 🎉", " spaced "];
     const jobs = tricky.map((text, i) =>
-      job({ idempotency_key: `${text}-${i}-${Math.random()}`, trace_id: `t${i}${text}`.slice(0, 100) || `t${i}`, payload: { text, nested: { list: [text, null, 1.5] } } }),
+      job({
+        idempotency_key: `${text}-${i}-${Math.random()}`,
+        trace_id: `t${i}${text}`.slice(0, 100) || `t${i}`,
+        payload: { text, nested: { list: [text, null, 1.5] } },
+      }),
     );
     const results = await enqueueJobs(db.pool, jobs);
     const { rows } = await db.pool.query<{ job_id: string; idempotency_key: string; trace_id: string; payload: unknown }>(

@@ -1,10 +1,10 @@
 import type { TEnqueueResult } from "@porter/contracts";
 import pg from "pg";
-import type { Db } from "../db";
 import type { PolicyCache } from "../control-plane/policy-cache";
+import type { Db } from "../db";
 import { enqueueCoalesced } from "./enqueue-coalesce";
 import { insertBatch, reserveVirtualTime } from "./enqueue-insert";
-import { prepareEnqueue, type EnqueueInput } from "./enqueue-prepare";
+import { type EnqueueInput, prepareEnqueue } from "./enqueue-prepare";
 
 export { READY_CHANNEL } from "./enqueue-insert";
 export type { EnqueueInput } from "./enqueue-prepare";
@@ -49,8 +49,7 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
     return [await enqueueCoalesced(db, prepared[0]!, options.notify !== false)];
   }
   const vfts = isOwnTransaction && !hasAdmissionLimits ? await reserveVirtualTime(db, prepared, { isOwnStatement: true }) : undefined;
-  const notifyPools =
-    options.notify === false ? [] : [...new Set(prepared.filter((p) => p.runAt <= now).map((p) => p.poolId))];
+  const notifyPools = options.notify === false ? [] : [...new Set(prepared.filter((p) => p.runAt <= now).map((p) => p.poolId))];
 
   return insertBatch(db, prepared, { now, notifyPools, vfts });
 };

@@ -1,7 +1,7 @@
 import { AppError, DEFAULT_MAX_PAYLOAD_BYTES, type TEnqueueRequest } from "@porter/contracts";
+import { PolicyCache, policyKey } from "../control-plane/policy-cache";
 import type { Db } from "../db";
 import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
-import { policyKey, PolicyCache } from "../control-plane/policy-cache";
 import { uuidv7 } from "../uuid";
 
 /** An enqueue request whose tenant has been resolved from the caller's credential. */
@@ -40,7 +40,10 @@ export const prepareEnqueue = async (
   const maxBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const policyCache = options.policyCache ?? new PolicyCache();
   const prepared: Prepared[] = [];
-  const policies = await policyCache.resolve(db, inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })));
+  const policies = await policyCache.resolve(
+    db,
+    inputs.map((i) => ({ jobType: i.job_type, tenantId: i.tenant_id })),
+  );
   const nowMs = now.getTime();
   inputs.forEach((input, ord) => {
     const payloadJson = JSON.stringify(input.payload);
@@ -55,11 +58,7 @@ export const prepareEnqueue = async (
     const policy = policies.get(policyKey(input.job_type, input.tenant_id))!;
     const clamped = clampEnvelope(input, policy);
     const notBefore = input.not_before ? new Date(input.not_before) : null;
-    const deadlineAt = input.deadline_at
-      ? new Date(input.deadline_at)
-      : policy.defaultDeadlineS
-        ? new Date(nowMs + policy.defaultDeadlineS * 1000)
-        : null;
+    const deadlineAt = input.deadline_at ? new Date(input.deadline_at) : policy.defaultDeadlineS ? new Date(nowMs + policy.defaultDeadlineS * 1000) : null;
     if (deadlineAt && deadlineAt <= now) {
       throw new AppError("BAD_REQUEST", { message: "deadline_at is in the past", details: { index: ord } });
     }

@@ -2,9 +2,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
-import { claimJobs, type ClaimedJob } from "./claim-jobs";
+import { type ClaimedJob, claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 import { redriveJobs } from "./redrive-jobs";
 import { rescueExpiredLeases } from "./rescue-expired-leases";
 
@@ -19,7 +19,11 @@ const jobs = (tenant: string, count: number, queue = "q1"): EnqueueInput[] =>
 const burst = async (tenant: string, count: number, queue = "q1") => {
   for (let done = 0; done < count; done += 1000) await enqueueJobs(db.pool, jobs(tenant, Math.min(1000, count - done), queue));
 };
-const ack = (batch: ClaimedJob[]) => completeJobs(db.pool, batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
+const ack = (batch: ClaimedJob[]) =>
+  completeJobs(
+    db.pool,
+    batch.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })),
+  );
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.ceil(p * values.length) - 1]!;
 
 beforeEach(async () => {
@@ -69,13 +73,13 @@ describe("weighted fair share", () => {
     const lastOf = (tenant: string) => order.map((o) => o.tenant).lastIndexOf(tenant);
     const contended = order.slice(0, Math.min(...["A", "B", "C"].map(lastOf)));
     const totalWeight = Object.values(WEIGHTS).reduce((a, b) => a + b, 0);
-    const shares = Object.fromEntries(
-      Object.keys(WEIGHTS).map((t) => [t, contended.filter((o) => o.tenant === t).length / contended.length]),
-    );
+    const shares = Object.fromEntries(Object.keys(WEIGHTS).map((t) => [t, contended.filter((o) => o.tenant === t).length / contended.length]));
     const normalized = Object.keys(WEIGHTS).map((t) => shares[t]! / (WEIGHTS[t]! / totalWeight));
     const jain = normalized.reduce((a, b) => a + b, 0) ** 2 / (normalized.length * normalized.reduce((a, b) => a + b * b, 0));
-    console.info(`[fairness] noisy ${noisy}: over ${contended.length} contended claims shares ` +
-      `A ${shares.A!.toFixed(3)} B ${shares.B!.toFixed(3)} C ${shares.C!.toFixed(3)} (weights 0.25/0.25/0.5), Jain ${jain.toFixed(4)}`);
+    console.info(
+      `[fairness] noisy ${noisy}: over ${contended.length} contended claims shares `
+        + `A ${shares.A!.toFixed(3)} B ${shares.B!.toFixed(3)} C ${shares.C!.toFixed(3)} (weights 0.25/0.25/0.5), Jain ${jain.toFixed(4)}`,
+    );
     for (const t of Object.keys(WEIGHTS)) {
       expect(Math.abs(shares[t]! - WEIGHTS[t]! / totalWeight)).toBeLessThanOrEqual(0.1 * (WEIGHTS[t]! / totalWeight));
     }
@@ -165,8 +169,10 @@ const measureLanes = async () => {
 
   const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = 'C' AND state = 'READY'`);
   const p = (lane: string, q: number) => percentile(waits[lane]!, q);
-  console.info(`[fairness] quiet tenants' waits (${waits.alone!.length}/${waits.noisy!.length} jobs): alone p50 ${p("alone", 0.5)} ms ` +
-    `p99 ${p("alone", 0.99)} ms; with a 10k-job noisy tenant p50 ${p("noisy", 0.5)} ms p99 ${p("noisy", 0.99)} ms; ` +
-    `${10_000 - rows[0].n} noisy jobs claimed meanwhile; p90 ${p("alone", 0.9)}/${p("noisy", 0.9)} max ${p("alone", 1)}/${p("noisy", 1)}`);
+  console.info(
+    `[fairness] quiet tenants' waits (${waits.alone!.length}/${waits.noisy!.length} jobs): alone p50 ${p("alone", 0.5)} ms `
+      + `p99 ${p("alone", 0.99)} ms; with a 10k-job noisy tenant p50 ${p("noisy", 0.5)} ms p99 ${p("noisy", 0.99)} ms; `
+      + `${10_000 - rows[0].n} noisy jobs claimed meanwhile; p90 ${p("alone", 0.9)}/${p("noisy", 0.9)} max ${p("alone", 1)}/${p("noisy", 1)}`,
+  );
   return { waits, backlog: rows[0].n as number, p };
 };

@@ -1,17 +1,17 @@
+import type { TJobError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { TJobError } from "@porter/contracts";
+import { getJob } from "../reads/get-job";
 import { controlPlane } from "../testing/control-plane-factory";
 import { stateOf } from "../testing/fixtures";
 import { applyEffect, StaleLeaseError } from "./apply-effect";
 import { cancelJob } from "./cancel-job";
-import { claimJobs, type ClaimedJob } from "./claim-jobs";
+import { type ClaimedJob, claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 import { expireJobs } from "./expire-jobs";
 import { extendLeases } from "./extend-leases";
 import { failJobs } from "./fail-jobs";
-import { getJob } from "../reads/get-job";
 import { handBackJobs } from "./hand-back-jobs";
 import { pruneFinished } from "./prune-finished";
 import { redriveJobs } from "./redrive-jobs";
@@ -20,10 +20,20 @@ import { rescueExpiredLeases } from "./rescue-expired-leases";
 const db = useTestDatabase();
 let n = 0;
 const input = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  job_type: "q1.job", tenant_id: "tenant_A", payload: { n: ++n }, idempotency_key: `life-${n}`, ...over,
+  job_type: "q1.job",
+  tenant_id: "tenant_A",
+  payload: { n: ++n },
+  idempotency_key: `life-${n}`,
+  ...over,
 });
 const error = (attempt: number, code = "BOOM"): TJobError => ({
-  code, class: "permanent", message: "boom", worker_version: "test", attempt, trace_id: "t", last_checkpoint: { step: 2 },
+  code,
+  class: "permanent",
+  message: "boom",
+  worker_version: "test",
+  attempt,
+  trace_id: "t",
+  last_checkpoint: { step: 2 },
 });
 /** Enqueues one job and claims it (the queue is otherwise empty for this worker id's claim). */
 const running = async (over: Partial<EnqueueInput> = {}): Promise<ClaimedJob> => {
@@ -41,7 +51,10 @@ const reclaim = async (jobId: string, now: Date): Promise<ClaimedJob> => {
   const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w2", limit: 10_000, now });
   const mine = claimed.find((c) => c.jobId === jobId);
   const others = claimed.filter((c) => c.jobId !== jobId);
-  await completeJobs(db.pool, others.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
+  await completeJobs(
+    db.pool,
+    others.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })),
+  );
   if (!mine) throw new Error(`job ${jobId} was not claimable`);
   return mine;
 };
@@ -94,7 +107,10 @@ describe("fencing", () => {
 describe("ack", () => {
   it("commits the result with SUCCEEDED and moves the job out of the hot table", async () => {
     const job = await running();
-    expect(await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: { artifact_ref: "s3://x" } }])).toEqual({ completed: [job.id], stale: [] });
+    expect(await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: { artifact_ref: "s3://x" } }])).toEqual({
+      completed: [job.id],
+      stale: [],
+    });
     expect((await db.pool.query(`SELECT 1 FROM jobs WHERE id = $1`, [job.id])).rowCount).toBe(0);
     const status = await getJob(db.pool, job.jobId);
     expect(status).toMatchObject({ status: "SUCCEEDED", result: { artifact_ref: "s3://x" }, attempt: 1 });
@@ -122,16 +138,25 @@ describe("failures", () => {
   it("schedules a retry, then kills the job when attempts are exhausted, with a structured error", async () => {
     const job = await running({ max_attempts: 2 });
     const runAt = new Date(Date.now() - 1);
-    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error: { ...error(1), class: "retryable" }, next: { state: "RETRY_WAIT", runAt } }]);
+    await failJobs(db.pool, [
+      {
+        id: job.id,
+        leaseToken: job.leaseToken,
+        attempt: job.attempt,
+        outcome: "failed",
+        error: { ...error(1), class: "retryable" },
+        next: { state: "RETRY_WAIT", runAt },
+      },
+    ]);
     expect(await stateOf(db.pool, job.jobId)).toBe("RETRY_WAIT");
     const [second] = await claimJobs(db.pool, { poolId: "p1", workerId: "w2", limit: 1 });
     expect(second).toMatchObject({ jobId: job.jobId, attempt: 2 });
-    await failJobs(db.pool, [{ id: second!.id, leaseToken: second!.leaseToken, attempt: second!.attempt, outcome: "failed", error: error(2), next: { state: "DEAD" } }]);
+    await failJobs(db.pool, [
+      { id: second!.id, leaseToken: second!.leaseToken, attempt: second!.attempt, outcome: "failed", error: error(2), next: { state: "DEAD" } },
+    ]);
     const status = await getJob(db.pool, job.jobId);
     expect(status).toMatchObject({ status: "DEAD", partial: false, error: { code: "BOOM", attempt: 2, last_checkpoint: { step: 2 } } });
-    expect(status!.timeline.map((e) => e.kind)).toEqual([
-      "enqueued", "claimed", "attempt_failed", "retry_scheduled", "claimed", "attempt_failed", "dead",
-    ]);
+    expect(status!.timeline.map((e) => e.kind)).toEqual(["enqueued", "claimed", "attempt_failed", "retry_scheduled", "claimed", "attempt_failed", "dead"]);
   });
 
   it("marks a dead job that recorded effects as partial", async () => {
@@ -229,7 +254,9 @@ describe("redrive", () => {
   const kill = async (over: Partial<EnqueueInput> = {}, withEffect = false) => {
     const job = await running(over);
     if (withEffect) await applyEffect(db.pool, job, `fx-${job.jobId}`, async () => 1);
-    await failJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error: error(1, "REDRIVE_ME"), next: { state: "DEAD" } }]);
+    await failJobs(db.pool, [
+      { id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome: "failed", error: error(1, "REDRIVE_ME"), next: { state: "DEAD" } },
+    ]);
     return job.jobId;
   };
 
@@ -249,7 +276,12 @@ describe("redrive", () => {
     const [queued] = await enqueueJobs(db.pool, [input()]);
     const out = await redriveJobs(db.pool, { jobIds: [partial, queued!.job_id], actor: "alice" });
     expect(out.redriven).toEqual([]);
-    expect(out.skipped).toEqual(expect.arrayContaining([{ job_id: partial, reason: "partial" }, { job_id: queued!.job_id, reason: "not_dead" }]));
+    expect(out.skipped).toEqual(
+      expect.arrayContaining([
+        { job_id: partial, reason: "partial" },
+        { job_id: queued!.job_id, reason: "not_dead" },
+      ]),
+    );
     expect((await redriveJobs(db.pool, { jobIds: [partial], actor: "alice", force: true })).redriven).toEqual([partial]);
   });
 

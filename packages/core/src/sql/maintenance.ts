@@ -2,7 +2,7 @@ import type pg from "pg";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { pruneFinished } from "./prune-finished";
-import { rescueExpiredLeases, type RescueOutcome } from "./rescue-expired-leases";
+import { type RescueOutcome, rescueExpiredLeases } from "./rescue-expired-leases";
 import { rescueLostWorkers } from "./rescue-lost-workers";
 import { recoverResourceLimits } from "./throttle";
 import { pruneWorkers } from "./workers";

@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 import { recoverResourceLimits, reportThrottle } from "./throttle";
 
 // Rate limits and adaptive concurrency (issue 4): token buckets in PostgreSQL bound the starts of
@@ -74,14 +74,18 @@ describe("start rates (token buckets)", () => {
     const { rows } = await db.pool.query(`SELECT queue_id, count(*)::int AS n FROM jobs WHERE state = 'RUNNING' GROUP BY 1 ORDER BY 1`);
     expect(rows[1]).toEqual({ queue_id: "q2", n: 30 });
 
-    const keyTimes = (await db.pool.query<{ t: number }>(
-      `SELECT extract(epoch FROM claimed_at - min(claimed_at) OVER ())::float8 AS t FROM jobs
+    const keyTimes = (
+      await db.pool.query<{ t: number }>(
+        `SELECT extract(epoch FROM claimed_at - min(claimed_at) OVER ())::float8 AS t FROM jobs
         WHERE state = 'RUNNING' AND queue_id = 'q1' ORDER BY t`,
-    )).rows.map((r) => r.t);
+      )
+    ).rows.map((r) => r.t);
     const { worst, maxPerSecond } = bucketBound(keyTimes, R, B);
     const span = keyTimes.at(-1)!;
-    console.info(`[rate-limits] resource key R=${R} B=${B}: ${keyTimes.length} starts over ${span.toFixed(2)} s, ` +
-      `max in any 1 s window ${maxPerSecond} (bound ${B + R}), worst excess over B + R·T ${worst.toFixed(3)}`);
+    console.info(
+      `[rate-limits] resource key R=${R} B=${B}: ${keyTimes.length} starts over ${span.toFixed(2)} s, `
+        + `max in any 1 s window ${maxPerSecond} (bound ${B + R}), worst excess over B + R·T ${worst.toFixed(3)}`,
+    );
     expect(worst).toBeLessThanOrEqual(1e-6);
     expect(maxPerSecond).toBeLessThanOrEqual(B + R);
     // Not vacuous: the burst went at once and the key then ran at its rate.
@@ -96,14 +100,18 @@ describe("start rates (token buckets)", () => {
     await enqueueJobs(db.pool, [...jobs(150), ...jobs(150, { job_type: "q2.job" })]);
     await enqueueJobs(db.pool, jobs(25, { tenant_id: "tenant_B" })); // another tenant: not limited
     await claimHard(4, 3_000);
-    const times = (await db.pool.query<{ t: number }>(
-      `SELECT extract(epoch FROM claimed_at - min(claimed_at) OVER ())::float8 AS t FROM jobs
+    const times = (
+      await db.pool.query<{ t: number }>(
+        `SELECT extract(epoch FROM claimed_at - min(claimed_at) OVER ())::float8 AS t FROM jobs
         WHERE state = 'RUNNING' AND tenant_id = 'tenant_A' ORDER BY t`,
-    )).rows.map((r) => r.t);
+      )
+    ).rows.map((r) => r.t);
     const { worst, maxPerSecond } = bucketBound(times, S, S); // burst = max(1, rate)
     const span = times.at(-1)!;
-    console.info(`[rate-limits] tenant S=${S}: ${times.length} starts over ${span.toFixed(2)} s, ` +
-      `max in any 1 s window ${maxPerSecond} (bound ${2 * S}), worst excess ${worst.toFixed(3)}`);
+    console.info(
+      `[rate-limits] tenant S=${S}: ${times.length} starts over ${span.toFixed(2)} s, `
+        + `max in any 1 s window ${maxPerSecond} (bound ${2 * S}), worst excess ${worst.toFixed(3)}`,
+    );
     expect(worst).toBeLessThanOrEqual(1e-6);
     expect(maxPerSecond).toBeLessThanOrEqual(2 * S);
     expect(times.length).toBeGreaterThanOrEqual(S + S * (span - 0.25));
@@ -131,7 +139,11 @@ describe("adaptive concurrency (a provider's 429)", () => {
 
     expect(await reportThrottle(db.pool, { resourceKeyId: "llm", retryAfterMs: 1_000, now: t })).toEqual({ currentLimit: 4, throttledUntil: ms(1_000) });
     // Nothing starts until Retry-After has passed, even with every slot free.
-    await completeJobs(db.pool, first.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })), ms(10));
+    await completeJobs(
+      db.pool,
+      first.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })),
+      ms(10),
+    );
     expect(await claim(ms(500))).toEqual([]);
     expect(await claim(ms(999))).toEqual([]);
     expect(await recoverResourceLimits(db.pool, { now: ms(900), calmMs: 0 })).toBe(0); // no recovery while throttled

@@ -1,6 +1,6 @@
 import { AppError } from "@porter/contracts";
 import { writeAudit } from "../control-plane/audit";
-import { inTransaction, type Db } from "../db";
+import { type Db, inTransaction } from "../db";
 import { reserveClocksSql } from "./fair-clock";
 
 export type RedriveFilter = { queueId?: string; jobType?: string; tenantId?: string; errorCode?: string };

@@ -1,5 +1,5 @@
 import type { Db } from "../db";
-import { rescueOutcome, rescueSql, type RescueOutcome } from "./rescue";
+import { type RescueOutcome, rescueOutcome, rescueSql } from "./rescue";
 
 export type { RescueOutcome } from "./rescue";
 

@@ -1,7 +1,7 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
-import { controlPlane } from "../testing/control-plane-factory";
 import { WORKER_LOST_AFTER_MS } from "../policy/worker-liveness";
+import { controlPlane } from "../testing/control-plane-factory";
 import { applyEffect } from "./apply-effect";
 import { claimJobs } from "./claim-jobs";
 import { enqueueJobs } from "./enqueue-jobs";
@@ -56,7 +56,9 @@ describe("rescueLostWorkers", () => {
     const outcome = await rescueLostWorkers(db.pool, { now: later(WORKER_LOST_AFTER_MS + 1_000) });
     // max_attempts 1: the started attempt was the last one (DEAD); the prefetched ones are READY, not counted.
     expect(outcome).toEqual({ requeued: 2, dead: 1, cancelled: 0, expired: 0, notStarted: 2 });
-    expect(await rows(prefetched.map((p) => p.id))).toEqual(prefetched.map((p) => ({ id: p.id, state: "READY", attempt: 0 })).sort((a, b) => Number(a.id) - Number(b.id)));
+    expect(await rows(prefetched.map((p) => p.id))).toEqual(
+      prefetched.map((p) => ({ id: p.id, state: "READY", attempt: 0 })).sort((a, b) => Number(a.id) - Number(b.id)),
+    );
     const recorded = await attempts(claimed.map((c) => c.jobId));
     expect(recorded.filter((a) => a.job_id === started.jobId)).toEqual([{ job_id: started.jobId, attempt: 1, outcome: "lease_expired", code: "WORKER_LOST" }]);
     for (const p of prefetched) {
@@ -98,18 +100,25 @@ describe("attempts that never started", () => {
     const [job] = await enqueue(1);
     const [claimed] = await claimJobs(db.pool, { poolId: "p1", workerId: "w-effect", limit: 1, start: 0 });
     expect(claimed).toMatchObject({ jobId: job!.job_id, isStarted: false });
-    await applyEffect(db.pool, { id: claimed!.id, jobId: claimed!.jobId, tenantId: "tenant_A", attempt: claimed!.attempt, leaseToken: claimed!.leaseToken }, "fx", async () => 1);
+    await applyEffect(
+      db.pool,
+      { id: claimed!.id, jobId: claimed!.jobId, tenantId: "tenant_A", attempt: claimed!.attempt, leaseToken: claimed!.leaseToken },
+      "fx",
+      async () => 1,
+    );
     expect(await rescueExpiredLeases(db.pool, { now: later(301_000) })).toMatchObject({ notStarted: 0 });
     expect(await attempts([claimed!.jobId])).toEqual([{ job_id: claimed!.jobId, attempt: 1, outcome: "lease_expired", code: "LEASE_EXPIRED" }]);
   });
-
 
   it("are not counted when their lease expires either; once marked started they are", async () => {
     await enqueue(2);
     const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w-x", limit: 2, start: 0 });
     expect(claimed.map((c) => c.isStarted)).toEqual([false, false]);
     const [marked, unmarked] = claimed;
-    expect(await startJobs(db.pool, [{ id: marked!.id, leaseToken: marked!.leaseToken, attempt: marked!.attempt }])).toEqual({ started: [marked!.id], lost: [] });
+    expect(await startJobs(db.pool, [{ id: marked!.id, leaseToken: marked!.leaseToken, attempt: marked!.attempt }])).toEqual({
+      started: [marked!.id],
+      lost: [],
+    });
     // The fence: another attempt's token and number do not mark anything.
     expect(await startJobs(db.pool, [{ id: unmarked!.id, leaseToken: unmarked!.leaseToken, attempt: 9 }])).toEqual({ started: [], lost: [unmarked!.id] });
 

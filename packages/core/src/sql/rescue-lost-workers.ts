@@ -1,6 +1,6 @@
 import type { Db } from "../db";
 import { WORKER_LOST_AFTER_MS } from "../policy/worker-liveness";
-import { rescueOutcome, rescueSql, type RescueOutcome } from "./rescue";
+import { type RescueOutcome, rescueOutcome, rescueSql } from "./rescue";
 
 /**
  * A worker counts as lost when it stopped (a clean exit that left leases behind) or its heartbeat
@@ -30,17 +30,10 @@ const RESCUE_LOST_SQL = rescueSql({
  * `workers` table) skips the statement when no lost worker holds a job; the statement re-checks
  * the worker in the same snapshot as its writes. Transition `rescue_lost_worker` (sql/transitions.ts).
  */
-export const rescueLostWorkers = async (
-  db: Db,
-  params: { now?: Date; batch?: number; lostAfterMs?: number } = {},
-): Promise<RescueOutcome> => {
+export const rescueLostWorkers = async (db: Db, params: { now?: Date; batch?: number; lostAfterMs?: number } = {}): Promise<RescueOutcome> => {
   const lostAfterMs = params.lostAfterMs ?? WORKER_LOST_AFTER_MS;
   const { rows: probe } = await db.query<{ found: boolean }>(FIND_LOST_SQL, [params.now ?? null, lostAfterMs]);
   if (!probe[0]?.found) return { requeued: 0, dead: 0, cancelled: 0, expired: 0, notStarted: 0 };
-  const { rows } = await db.query<{ state: string; n: string; not_started: string }>(RESCUE_LOST_SQL, [
-    params.now ?? null,
-    params.batch ?? 1000,
-    lostAfterMs,
-  ]);
+  const { rows } = await db.query<{ state: string; n: string; not_started: string }>(RESCUE_LOST_SQL, [params.now ?? null, params.batch ?? 1000, lostAfterMs]);
   return rescueOutcome(rows);
 };

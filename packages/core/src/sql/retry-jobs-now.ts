@@ -1,5 +1,5 @@
 import { writeAudit } from "../control-plane/audit";
-import { inTransaction, type Db } from "../db";
+import { type Db, inTransaction } from "../db";
 import { READY_CHANNEL } from "./enqueue-insert";
 
 /** What "retry now" did: jobs whose backoff was cut short, and ids that were not waiting for a retry. */

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { renderTransitionsSection, withTransitionsSection } from "./transitions-doc";
 import { JOB_TRANSITIONS } from "./transitions";
+import { renderTransitionsSection, withTransitionsSection } from "./transitions-doc";
 
 const DOC = fileURLToPath(new URL("../../../../docs/state-machine.md", import.meta.url));
 

@@ -31,7 +31,10 @@ export const renderTransitionsSection = (): string => {
     "",
     "| transition | from → to | function (file) | what | guard (the `WHERE` of the write) |",
     "|---|---|---|---|---|",
-    ...JOB_TRANSITIONS.map((t: Transition) => `| \`${t.name}\` | ${arrow(t)} | ${t.functions.map((f) => `\`${f}\``).join(", ")} (${where(t)}) | ${cell(t.label)} | ${cell(t.guard)} |`),
+    ...JOB_TRANSITIONS.map(
+      (t: Transition) =>
+        `| \`${t.name}\` | ${arrow(t)} | ${t.functions.map((f) => `\`${f}\``).join(", ")} (${where(t)}) | ${cell(t.label)} | ${cell(t.guard)} |`,
+    ),
     "",
     "Writes to a job row that keep its state (not transitions):",
     "",

@@ -5,16 +5,16 @@ import type { TJobError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
 import * as core from "../index";
-import { canTransition, allTransitions, ENTRY_STATE, PRUNABLE_STATES } from "../state";
+import { allTransitions, canTransition, ENTRY_STATE, PRUNABLE_STATES } from "../state";
 import { controlPlane } from "../testing/fixtures";
 import { agePriorities } from "./age-priorities";
 import { cancelJob, cancelJobs } from "./cancel-job";
-import { claimJobs, type ClaimedJob } from "./claim-jobs";
+import { type ClaimedJob, claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
-import { enqueueJobs, type EnqueueInput } from "./enqueue-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
 import { expireJobs } from "./expire-jobs";
 import { extendLeases } from "./extend-leases";
-import { failJobs, type Failure } from "./fail-jobs";
+import { type Failure, failJobs } from "./fail-jobs";
 import { handBackJobs } from "./hand-back-jobs";
 import { pruneFinished } from "./prune-finished";
 import { redriveJobs } from "./redrive-jobs";
@@ -143,7 +143,10 @@ describe("the transition table, statically", () => {
       const writes = stateWrites(text);
       if (writes.length === 0) continue;
       if (FRAGMENTS.includes(file)) {
-        expect(writes.filter((w) => w !== "INSERT INTO finished_jobs"), file).toEqual([]);
+        expect(
+          writes.filter((w) => w !== "INSERT INTO finished_jobs"),
+          file,
+        ).toEqual([]);
         continue;
       }
       if (file.endsWith(".sql")) {
@@ -172,10 +175,7 @@ describe("the transition table, statically", () => {
     expect(stateWrites(`UPDATE jobs j\n SET lease_until = NULL, state = 'READY' FROM x`)).toEqual(["UPDATE jobs SET state"]);
     expect(stateWrites(`UPDATE jobs SET started_at = now() WHERE state = 'RUNNING'`)).toEqual([]);
     const finishing = "WITH d AS (DELETE FROM jobs j WHERE true RETURNING *) fin AS ($" + `{insertFinished({ state: "'DEAD'" })})`;
-    expect(stateWrites(finishing)).toEqual([
-      "DELETE FROM jobs",
-      "insertFinished",
-    ]);
+    expect(stateWrites(finishing)).toEqual(["DELETE FROM jobs", "insertFinished"]);
     expect(stateWrites(`DELETE FROM job_attempts x; INSERT INTO jobs_archive VALUES (1)`)).toEqual([]);
     const routineFile = `CREATE OR REPLACE FUNCTION porter_claim(p integer) RETURNS void AS $$ UPDATE jobs j SET state = 'RUNNING' $$;
       CREATE FUNCTION porter_rogue() RETURNS void AS $$ DELETE FROM jobs WHERE true $$;`;
@@ -184,7 +184,6 @@ describe("the transition table, statically", () => {
 });
 
 describe("the transition table, in the database", () => {
-
   it("has every routine that writes a job's state declared by a transition", async () => {
     const { rows } = await db.pool.query<{ name: string; src: string }>(
       `SELECT p.proname AS name, p.prosrc AS src FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -203,10 +202,20 @@ describe("the transition table, observed", () => {
   const HOUR = 3_600_000;
   let n = 0;
   const input = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-    job_type: "q1.job", tenant_id: "tenant_A", payload: { n: ++n }, idempotency_key: `tr-${n}`, ...over,
+    job_type: "q1.job",
+    tenant_id: "tenant_A",
+    payload: { n: ++n },
+    idempotency_key: `tr-${n}`,
+    ...over,
   });
   const error = (attempt: number): TJobError => ({
-    code: "BOOM", class: "permanent", message: "boom", worker_version: "test", attempt, trace_id: "t", last_checkpoint: null,
+    code: "BOOM",
+    class: "permanent",
+    message: "boom",
+    worker_version: "test",
+    attempt,
+    trace_id: "t",
+    last_checkpoint: null,
   });
   const ref = (c: ClaimedJob) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt });
   const fail = (c: ClaimedJob, next: Failure["next"]): Failure => ({ ...ref(c), outcome: "failed", error: error(c.attempt), next });
@@ -261,7 +270,13 @@ describe("the transition table, observed", () => {
     expect(claimed.map((c) => c.jobId).sort()).toEqual([...jobIds].sort());
     return jobIds.map((id) => claimed.find((c) => c.jobId === id)!);
   };
-  const complete = (jobs: ClaimedJob[]) => step("completeJobs", () => completeJobs(db.pool, jobs.map((c) => ({ ...ref(c), result: null }))));
+  const complete = (jobs: ClaimedJob[]) =>
+    step("completeJobs", () =>
+      completeJobs(
+        db.pool,
+        jobs.map((c) => ({ ...ref(c), result: null })),
+      ),
+    );
   const ids = (rs: Array<{ job_id: string }>) => rs.map((r) => r.job_id);
 
   beforeAll(async () => {
@@ -364,7 +379,12 @@ describe("the transition table, observed", () => {
     expect(pruned).toBeGreaterThan(0);
     const notRun = [...TRANSITIONS, ...STATE_KEEPING_WRITES].flatMap((e) => e.functions).filter((fn) => !ran.has(fn));
     expect(notRun).toEqual([]);
-    const unseen = TRANSITIONS.flatMap((t) => edgesOf(t).map(edgeKey).filter((e) => !observed.get(t.name)?.has(e)).map((e) => `${t.name}: ${e}`));
+    const unseen = TRANSITIONS.flatMap((t) =>
+      edgesOf(t)
+        .map(edgeKey)
+        .filter((e) => !observed.get(t.name)?.has(e))
+        .map((e) => `${t.name}: ${e}`),
+    );
     expect(unseen).toEqual([]);
   });
 });

@@ -157,9 +157,24 @@ export type TransitionName = (typeof JOB_TRANSITIONS)[number]["name"];
  */
 export const STATE_KEEPING_WRITES = [
   { name: "start", functions: ["startJobs"], source: `${SQL}/start-jobs.ts`, changes: "`started_at` of a prefetched RUNNING attempt, same fence as the ack" },
-  { name: "extend_lease", functions: ["extendLeases"], source: `${SQL}/extend-leases.ts`, changes: "`lease_until` of a RUNNING attempt (heartbeat), bounded by deadline and `claimed_at + max_runtime_s`" },
-  { name: "request_cancel", functions: ["cancelJob", "cancelJobs"], source: `${SQL}/cancel-job.ts`, changes: "`cancel_requested_at` of a RUNNING job; its handler stops at a safe point and fails as CANCELLED" },
-  { name: "retry_now", functions: ["retryJobsNow"], source: `${SQL}/retry-jobs-now.ts`, changes: "`run_at = now` of a RETRY_WAIT job: the next claim takes it" },
+  {
+    name: "extend_lease",
+    functions: ["extendLeases"],
+    source: `${SQL}/extend-leases.ts`,
+    changes: "`lease_until` of a RUNNING attempt (heartbeat), bounded by deadline and `claimed_at + max_runtime_s`",
+  },
+  {
+    name: "request_cancel",
+    functions: ["cancelJob", "cancelJobs"],
+    source: `${SQL}/cancel-job.ts`,
+    changes: "`cancel_requested_at` of a RUNNING job; its handler stops at a safe point and fails as CANCELLED",
+  },
+  {
+    name: "retry_now",
+    functions: ["retryJobsNow"],
+    source: `${SQL}/retry-jobs-now.ts`,
+    changes: "`run_at = now` of a RETRY_WAIT job: the next claim takes it",
+  },
   { name: "age", functions: ["agePriorities"], source: `${SQL}/age-priorities.ts`, changes: "`priority` of long-waiting READY jobs (aging)" },
 ] as const;
 

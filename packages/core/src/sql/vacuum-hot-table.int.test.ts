@@ -19,11 +19,17 @@ const stats = async () => {
 
 /** Enqueues, claims and acks `n` jobs: two dead row versions each in `jobs`. */
 const churn = async (n: number) => {
-  await enqueueJobs(db.pool, Array.from({ length: n }, (_, i) => ({ job_type: "q1.job", tenant_id: "tenant_A", payload: { i }, idempotency_key: `v-${Math.random()}` })));
+  await enqueueJobs(
+    db.pool,
+    Array.from({ length: n }, (_, i) => ({ job_type: "q1.job", tenant_id: "tenant_A", payload: { i }, idempotency_key: `v-${Math.random()}` })),
+  );
   for (;;) {
     const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 500 });
     if (claimed.length === 0) break;
-    await completeJobs(db.pool, claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })));
+    await completeJobs(
+      db.pool,
+      claimed.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })),
+    );
   }
 };
 

@@ -14,11 +14,7 @@ export const registerWorker = async (db: Db, w: WorkerInfo): Promise<void> => {
 
 /** A worker's liveness, running count and draining flag, written every few seconds. */
 export const heartbeatWorker = async (db: Db, params: { id: string; running: number; draining: boolean }): Promise<void> => {
-  await db.query(`UPDATE workers SET heartbeat_at = now(), running = $2, draining = $3 WHERE id = $1`, [
-    params.id,
-    params.running,
-    params.draining,
-  ]);
+  await db.query(`UPDATE workers SET heartbeat_at = now(), running = $2, draining = $3 WHERE id = $1`, [params.id, params.running, params.draining]);
 };
 
 /** Marks a worker stopped (a clean exit). Lost workers are recognised by a stale heartbeat. */
@@ -28,9 +24,6 @@ export const stopWorker = async (db: Db, id: string): Promise<void> => {
 
 /** Forgets workers that stopped, or stopped heartbeating, more than `olderThanS` ago. */
 export const pruneWorkers = async (db: Db, olderThanS = 86_400): Promise<number> => {
-  const { rowCount } = await db.query(
-    `DELETE FROM workers WHERE coalesce(stopped_at, heartbeat_at) < now() - $1 * interval '1 second'`,
-    [olderThanS],
-  );
+  const { rowCount } = await db.query(`DELETE FROM workers WHERE coalesce(stopped_at, heartbeat_at) < now() - $1 * interval '1 second'`, [olderThanS]);
   return rowCount ?? 0;
 };

@@ -27,9 +27,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 async function dropDatabase(adminUrl: string, name: string): Promise<void> {
-  await adminQuery(adminUrl, (client) =>
-    client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
-  );
+  await adminQuery(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`));
 }
 
 async function adminQuery(adminUrl: string, fn: (client: pg.Client) => Promise<unknown>): Promise<void> {
@@ -39,9 +37,9 @@ async function adminQuery(adminUrl: string, fn: (client: pg.Client) => Promise<u
   } catch (error) {
     const where = new URL(adminUrl);
     throw new Error(
-      `integration tests need PostgreSQL at ${where.host} (DATABASE_URL, default ` +
-        `${DEFAULT_TEST_DATABASE_URL}): ${(error as Error).message}. Start it, e.g. ` +
-        `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`,
+      `integration tests need PostgreSQL at ${where.host} (DATABASE_URL, default `
+        + `${DEFAULT_TEST_DATABASE_URL}): ${(error as Error).message}. Start it, e.g. `
+        + `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`,
       { cause: error },
     );
   }

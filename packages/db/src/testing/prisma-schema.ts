@@ -101,9 +101,7 @@ function parseModelLine(model: PrismaModel, line: string, fail: (why: string) =>
     isList: list !== undefined,
     isOptional: optional !== undefined,
     isRelation: false,
-    nativeType: native
-      ? { name: native.name.slice(4), args: splitTopLevel(native.args ?? "").filter((arg) => arg !== "") }
-      : undefined,
+    nativeType: native ? { name: native.name.slice(4), args: splitTopLevel(native.args ?? "").filter((arg) => arg !== "") } : undefined,
   };
   model.fields.push(field);
   if (attributes.some((attribute) => attribute.name === "@id")) model.indexes.push({ kind: "id", fields: [name] });

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { parsePrismaSchema } from "./prisma-schema";
-import { diffSchema, type DatabaseSchema } from "./schema-drift";
+import { type DatabaseSchema, diffSchema } from "./schema-drift";
 
 // A schema in the style of prisma/schema.prisma, and the database it describes.
 const schemaText = `
@@ -143,12 +143,8 @@ describe("diffSchema", () => {
     const db = database();
     const items = db.tables[1]!;
     items.columns.push({ name: "extra", type: "text", isNullable: true });
-    items.columns = items.columns.map((column) =>
-      column.name === "tags" ? { ...column, type: "character varying[]" } : column,
-    );
-    items.indexes = items.indexes.map((index) =>
-      index.name === "items_owner_color_key" ? { ...index, isUnique: false } : index,
-    );
+    items.columns = items.columns.map((column) => (column.name === "tags" ? { ...column, type: "character varying[]" } : column));
+    items.indexes = items.indexes.map((index) => (index.name === "items_owner_color_key" ? { ...index, isUnique: false } : index));
     db.tables[0]!.indexes = [];
     db.tables.push({ name: "orphans", columns: [], indexes: [] });
     db.tables.push({ name: "_ledger_is_not_filtered_here", columns: [], indexes: [] });
@@ -167,11 +163,7 @@ describe("diffSchema", () => {
   it("accepts a partial index only when the schema has none for those columns", () => {
     const db = database();
     const items = db.tables[1]!;
-    items.indexes = items.indexes.map((index) =>
-      index.name === "items_created_at_owner_id_idx" ? { ...index, isPartial: true } : index,
-    );
-    expect(diffSchema(parsePrismaSchema(schemaText), db)).toEqual([
-      "index on items (created_at, owner_id) is missing in the database",
-    ]);
+    items.indexes = items.indexes.map((index) => (index.name === "items_created_at_owner_id_idx" ? { ...index, isPartial: true } : index));
+    expect(diffSchema(parsePrismaSchema(schemaText), db)).toEqual(["index on items (created_at, owner_id) is missing in the database"]);
   });
 });

@@ -6,7 +6,7 @@
 import type { Queryable } from "../pool";
 import type { PrismaField, PrismaSchema } from "./prisma-schema";
 
-export type DbColumn = { name: string; /** `format_type()`, e.g. `timestamp(6) with time zone` */ type: string; isNullable: boolean };
+export type DbColumn = { name: string /** `format_type()`, e.g. `timestamp(6) with time zone` */; type: string; isNullable: boolean };
 export type DbIndex = { name: string; columns: string[]; isUnique: boolean; isPrimary: boolean; isPartial: boolean };
 export type DbTable = { name: string; columns: DbColumn[]; indexes: DbIndex[] };
 export type DbEnum = { name: string; labels: string[] };
@@ -29,7 +29,12 @@ export async function readDatabaseSchema(db: Queryable, schema = "public"): Prom
     [schema],
   );
   const indexes = await db.query<{
-    table: string; name: string; columns: (string | null)[]; is_unique: boolean; is_primary: boolean; is_partial: boolean;
+    table: string;
+    name: string;
+    columns: (string | null)[];
+    is_unique: boolean;
+    is_primary: boolean;
+    is_partial: boolean;
   }>(
     `SELECT t.relname AS table, i.relname AS name, i.indisunique AS is_unique, i.indisprimary AS is_primary,
             (i.indpred IS NOT NULL) AS is_partial,
@@ -110,8 +115,8 @@ export function diffSchema(schema: PrismaSchema, db: DatabaseSchema): string[] {
       }
       if (column.isNullable !== field.isOptional) {
         problems.push(
-          `column ${where} is ${column.isNullable ? "nullable" : "NOT NULL"} in the database, ` +
-            `the schema says ${field.isOptional ? "optional (nullable)" : "required (NOT NULL)"}`,
+          `column ${where} is ${column.isNullable ? "nullable" : "NOT NULL"} in the database, `
+            + `the schema says ${field.isOptional ? "optional (nullable)" : "required (NOT NULL)"}`,
         );
       }
     }
@@ -126,10 +131,10 @@ export function diffSchema(schema: PrismaSchema, db: DatabaseSchema): string[] {
       const columns = index.fields.map((field) => columnOf.get(field) ?? `?${field}`);
       const found = table.indexes.some(
         (candidate) =>
-          !candidate.isPartial &&
-          candidate.columns.join(",") === columns.join(",") &&
-          (index.kind !== "id" || candidate.isPrimary) &&
-          (index.kind !== "unique" || candidate.isUnique),
+          !candidate.isPartial
+          && candidate.columns.join(",") === columns.join(",")
+          && (index.kind !== "id" || candidate.isPrimary)
+          && (index.kind !== "unique" || candidate.isUnique),
       );
       if (!found) {
         const kind = { id: "primary key", unique: "unique index", index: "index" }[index.kind];
@@ -147,8 +152,7 @@ export function diffSchema(schema: PrismaSchema, db: DatabaseSchema): string[] {
     if (!found) problems.push(`enum type ${enumeration.dbName} (enum ${enumeration.name}) is missing in the database`);
     else if (found.labels.join(",") !== enumeration.values.join(",")) {
       problems.push(
-        `enum type ${enumeration.dbName} has labels [${found.labels.join(", ")}] in the database, ` +
-          `the schema says [${enumeration.values.join(", ")}]`,
+        `enum type ${enumeration.dbName} has labels [${found.labels.join(", ")}] in the database, ` + `the schema says [${enumeration.values.join(", ")}]`,
       );
     }
   }
@@ -176,10 +180,20 @@ function expectedType(field: PrismaField, enumTypes: Map<string, string>): Expec
   } else {
     const key = `${field.type}${native ? `@${native.name}` : ""}`;
     const mapping: Record<string, string> = {
-      String: "text", "String@Text": "text", "String@Uuid": "uuid",
-      Int: "integer", "Int@Integer": "integer", BigInt: "bigint", "BigInt@BigInt": "bigint",
-      Boolean: "boolean", Float: "double precision", "Float@DoublePrecision": "double precision",
-      Json: "jsonb", "Json@JsonB": "jsonb", "Json@Json": "json", Bytes: "bytea",
+      String: "text",
+      "String@Text": "text",
+      "String@Uuid": "uuid",
+      Int: "integer",
+      "Int@Integer": "integer",
+      BigInt: "bigint",
+      "BigInt@BigInt": "bigint",
+      Boolean: "boolean",
+      Float: "double precision",
+      "Float@DoublePrecision": "double precision",
+      Json: "jsonb",
+      "Json@JsonB": "jsonb",
+      "Json@Json": "json",
+      Bytes: "bytea",
       "String@VarChar": `character varying(${native?.args[0] ?? ""})`,
     };
     base = mapping[key];

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, inject } from "vitest";
 import { createPool } from "../pool";
-import { createPrisma, type ControlDb } from "../prisma";
+import { type ControlDb, createPrisma } from "../prisma";
 import { runtimeDatabaseUrl } from "../runtime-role";
 import { withDatabase } from "./context";
 
@@ -81,9 +81,7 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
       await appPrisma?.$disconnect();
       await pool.end();
       await appPool?.end();
-      await withAdmin(adminUrl, (client) =>
-        client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
-      );
+      await withAdmin(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`));
     })());
   return {
     name,

@@ -10,8 +10,7 @@ export default function ConsoleError({ error, reset }: { error: Error & { digest
     <div className="state state-error" role="alert">
       <strong>This page failed to load</strong>
       <p>
-        The console could not render it{error.digest ? ` (reference ${error.digest})` : ""}. If the database is down, it answers again once
-        PostgreSQL is back.
+        The console could not render it{error.digest ? ` (reference ${error.digest})` : ""}. If the database is down, it answers again once PostgreSQL is back.
       </p>
       <button type="button" className="button" onClick={reset}>
         Try again

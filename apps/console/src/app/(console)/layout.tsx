@@ -20,8 +20,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
         <div className="state state-error" role="alert">
           <strong>Cannot reach the database</strong>
           <p>
-            The console is running but PostgreSQL did not answer. Check that it is up and that <code>DATABASE_URL</code> points at it, then
-            reload this page.
+            The console is running but PostgreSQL did not answer. Check that it is up and that <code>DATABASE_URL</code> points at it, then reload this page.
           </p>
         </div>
       </main>

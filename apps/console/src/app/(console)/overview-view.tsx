@@ -4,12 +4,12 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { Tag } from "../../components/badges";
-import { DataTable, type Column } from "../../components/data-table";
+import { type Column, DataTable } from "../../components/data-table";
 import { Page } from "../../components/page";
 import { Empty, ErrorState, Loading } from "../../components/states";
 import { ThroughputChart } from "../../components/throughput-chart";
 import { count, duration } from "../../lib/format";
-import { useTRPC, type RouterOutputs } from "../../lib/trpc";
+import { type RouterOutputs, useTRPC } from "../../lib/trpc";
 
 type QueueRow = RouterOutputs["overview"]["queues"][number];
 type PoolHealth = RouterOutputs["overview"]["health"][number];
@@ -183,7 +183,12 @@ function Stat({ label, value, href, tone }: { label: string; value: string; href
 
 /** Running jobs against the queue's concurrency cap (no bar without a cap). */
 function CapBar({ running, cap }: { running: number; cap: number | null }) {
-  if (!cap) return <span>{count(running)} <span className="muted">/ no cap</span></span>;
+  if (!cap)
+    return (
+      <span>
+        {count(running)} <span className="muted">/ no cap</span>
+      </span>
+    );
   const ratio = Math.min(1, running / cap);
   return (
     <span className="capbar" title={`${running} of ${cap}`}>

@@ -20,8 +20,8 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
         <h1>Sign in to the console</h1>
         <SignInForm callbackUrl={callbackUrl} error={typeof params.error === "string" ? params.error : params.error ? "error" : null} />
         <p className="muted small">
-          The first admin is created by <code>npm start</code> (<code>PORTER_ADMIN_EMAIL</code>, default admin@porter.local); its password
-          is printed once, or set with <code>PORTER_ADMIN_PASSWORD</code>.
+          The first admin is created by <code>npm start</code> (<code>PORTER_ADMIN_EMAIL</code>, default admin@porter.local); its password is printed once, or
+          set with <code>PORTER_ADMIN_PASSWORD</code>.
         </p>
       </div>
     </main>

@@ -1,7 +1,7 @@
 "use client";
-import { signIn } from "next-auth/react";
 import { useRouter } from "next/navigation";
-import { useState, type FormEvent } from "react";
+import { signIn } from "next-auth/react";
+import { type FormEvent, useState } from "react";
 import { safeCallbackPath } from "../../lib/safe-callback";
 
 /** Email and password; a refusal never says which of the two was wrong. */
@@ -58,7 +58,15 @@ export function SignInForm({ callbackUrl, error: initialError }: { callbackUrl: 
       </div>
       <div className="field">
         <label htmlFor="password">Password</label>
-        <input id="password" name="password" type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} required />
+        <input
+          id="password"
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+          required
+        />
       </div>
       {error ? (
         <p className="form-error" role="alert">

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { AppError } from "@porter/contracts";
 import { runningCounts, setQueuePaused } from "@porter/core";
 import { intOption, listOption, parseCommandArgs } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { CommandFailure, UsageError } from "../errors";
 
 const POLL_MS = 500;
@@ -14,9 +14,9 @@ export const drainCommand: Command = {
   summary: "pause queue(s) and wait until none of their jobs is running",
   help: helpText(
     "drain (--queue Q[,Q...] | --pool P) [--timeout-s N] [--reason R] [--json]",
-    "Pauses the queue(s) (or every queue of the pool) so no new job starts, then waits, printing\n" +
-      "progress, until none of their jobs is RUNNING; exits 0 and leaves them paused (resume them\n" +
-      "with `npm run porter -- resume <queue>`). Ready jobs stay queued. Exits 1 on timeout, still paused.",
+    "Pauses the queue(s) (or every queue of the pool) so no new job starts, then waits, printing\n"
+      + "progress, until none of their jobs is RUNNING; exits 0 and leaves them paused (resume them\n"
+      + "with `npm run porter -- resume <queue>`). Ready jobs stay queued. Exits 1 on timeout, still paused.",
     [
       ["--queue <ids>", "queue(s) to drain; comma-separated or repeated"],
       ["--pool <id>", "drain every queue of this pool"],
@@ -55,10 +55,10 @@ export const drainCommand: Command = {
       if (running === 0) {
         ctx.out.progress(`drain: no job running in ${queues.join(", ")} after ${(waitedMs / 1000).toFixed(1)} s`);
         ctx.out.progress(resumeHint);
-        ctx.out.result(
-          { drained: true, queues, running: 0, waited_ms: waitedMs, paused: queues },
-          [`drained ${queues.join(", ")}: no job running; the queue(s) stay paused`, resumeHint],
-        );
+        ctx.out.result({ drained: true, queues, running: 0, waited_ms: waitedMs, paused: queues }, [
+          `drained ${queues.join(", ")}: no job running; the queue(s) stay paused`,
+          resumeHint,
+        ]);
         return;
       }
       const detail = [...counts].map(([q, n]) => `${q} ${n}`).join(", ");
@@ -68,10 +68,14 @@ export const drainCommand: Command = {
         lastPrinted = Date.now();
       }
       if (timeoutS !== undefined && waitedMs >= timeoutS * 1000) {
-        throw new CommandFailure(`drain timed out after ${timeoutS} s with ${running} job(s) still running (${detail}); the queue(s) stay paused; ${resumeHint}`, "DRAIN_TIMEOUT", {
-          queues,
-          running: Object.fromEntries(counts),
-        });
+        throw new CommandFailure(
+          `drain timed out after ${timeoutS} s with ${running} job(s) still running (${detail}); the queue(s) stay paused; ${resumeHint}`,
+          "DRAIN_TIMEOUT",
+          {
+            queues,
+            running: Object.fromEntries(counts),
+          },
+        );
       }
       await sleep(POLL_MS);
     }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { AppError, ZEnqueueRequest } from "@porter/contracts";
 import { enqueueJobs } from "@porter/core";
 import { intOption, isoOption, parseCommandArgs, required } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { UsageError } from "../errors";
 
 /** `enqueue`: one job, through the same validation, clamping and idempotency as the API. */
@@ -11,10 +11,10 @@ export const enqueueCommand: Command = {
   summary: "enqueue one job",
   help: helpText(
     "enqueue --type <job_type> --tenant <id> --payload '<json>' [options] [--json]",
-    "Enqueues one job as a producer would (the queue comes from the job type; priority, attempts and\n" +
-      "timeout are clamped to the queue's and tenant's ceilings). The same tenant and idempotency key\n" +
-      "return the existing job. With --json prints {\"job_id\", \"status\", \"deduplicated\"}.\n\n" +
-      "Example: npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload '{\"ms\":10}'",
+    "Enqueues one job as a producer would (the queue comes from the job type; priority, attempts and\n"
+      + "timeout are clamped to the queue's and tenant's ceilings). The same tenant and idempotency key\n"
+      + 'return the existing job. With --json prints {"job_id", "status", "deduplicated"}.\n\n'
+      + "Example: npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload '{\"ms\":10}'",
     [
       ["--type <job_type>", "registered job type (required)"],
       ["--tenant <id>", "tenant the job belongs to (required)"],
@@ -80,7 +80,7 @@ const parsePayload = (text: string): Record<string, unknown> => {
     throw new UsageError(`enqueue: --payload is not valid JSON (${(error as Error).message})`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new UsageError("enqueue: --payload must be a JSON object, e.g. '{\"source_ref\":\"s3://bucket/key\"}'");
+    throw new UsageError('enqueue: --payload must be a JSON object, e.g. \'{"source_ref":"s3://bucket/key"}\'');
   }
   return value as Record<string, unknown>;
 };

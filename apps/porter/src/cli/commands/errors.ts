@@ -1,6 +1,6 @@
 import { JOB_ERROR_CODE_NAMES, JOB_ERROR_CODES } from "@porter/contracts";
 import { parseCommandArgs } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { formatTable } from "../output";
 
 /** `errors`: the job error codes Porter records (the contracts' JOB_ERROR_CODES), for `redrive --error-code`. */
@@ -9,11 +9,11 @@ export const errorsCommand: Command = {
   summary: "list the job error codes (what redrive --error-code matches)",
   help: helpText(
     "errors [--json]",
-    "Lists the error codes Porter itself records in a failed attempt's or a dead job's error, with\n" +
-      "their class and meaning: what `redrive --error-code` and the console's filters match. Handlers\n" +
-      "add codes of their own (RetryableError / PermanentError with a code), and an error thrown with a\n" +
-      "string code (a driver's ECONNRESET, a SQLSTATE) is recorded with it; `jobs get <id>` shows a\n" +
-      'job\'s. With --json prints {"codes": [{"code", "class", "description"}, ...]}.',
+    "Lists the error codes Porter itself records in a failed attempt's or a dead job's error, with\n"
+      + "their class and meaning: what `redrive --error-code` and the console's filters match. Handlers\n"
+      + "add codes of their own (RetryableError / PermanentError with a code), and an error thrown with a\n"
+      + "string code (a driver's ECONNRESET, a SQLSTATE) is recorded with it; `jobs get <id>` shows a\n"
+      + 'job\'s. With --json prints {"codes": [{"code", "class", "description"}, ...]}.',
   ),
   run: async (ctx, argv) => {
     parseCommandArgs("errors", argv, {});

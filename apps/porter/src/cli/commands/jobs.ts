@@ -1,7 +1,7 @@
 import { AppError, type TJobStatus } from "@porter/contracts";
 import { getJob } from "@porter/core";
 import { jobIdArg, parseCommandArgs } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { UsageError } from "../errors";
 import { formatTable } from "../output";
 
@@ -11,8 +11,8 @@ export const jobsGetCommand: Command = {
   summary: "show a job: envelope, status and timeline",
   help: helpText(
     "jobs get <job_id> [--json]",
-    "Shows a job (live or finished): its job.v1 envelope, status, result or error, and timeline.\n" +
-      "With --json prints the job status object of producer.get.",
+    "Shows a job (live or finished): its job.v1 envelope, status, result or error, and timeline.\n"
+      + "With --json prints the job status object of producer.get.",
   ),
   run: async (ctx, argv) => {
     const { positionals } = parseCommandArgs("jobs get", argv, {}, true);
@@ -48,7 +48,10 @@ export const formatJob = (job: TJobStatus): string[] => {
   if (job.result !== null && job.result !== undefined) fields.push(["result", JSON.stringify(job.result)]);
   if (job.error) fields.push(["error", `${job.error.code} (${job.error.class}, attempt ${job.error.attempt}): ${job.error.message}`]);
   const timeline = formatTable(
-    [["at", "event", "attempt", "actor", "details"], ...job.timeline.map((e) => [e.at, e.kind, e.attempt === null ? "" : String(e.attempt), e.actor ?? "", e.data ? JSON.stringify(e.data) : ""])],
+    [
+      ["at", "event", "attempt", "actor", "details"],
+      ...job.timeline.map((e) => [e.at, e.kind, e.attempt === null ? "" : String(e.attempt), e.actor ?? "", e.data ? JSON.stringify(e.data) : ""]),
+    ],
     "  ",
   );
   return [...formatTable(fields.map(([k, v]) => [`${k}:`, v])), "", "timeline:", ...timeline];

@@ -1,6 +1,6 @@
 import { createApiKey, revokeApiKey } from "@porter/core";
 import { listOption, parseCommandArgs, required } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { UsageError } from "../errors";
 
 /** `keys create`: a producer API key, printed once. */
@@ -9,8 +9,8 @@ export const keysCreateCommand: Command = {
   summary: "create a producer API key (printed once)",
   help: helpText(
     "keys create --tenant <id>[,<id>...] [--job-types a,b|*] [--name N] [--json]",
-    "Creates a producer API key scoped to tenants and job types and prints it once: only a hash is\n" +
-      "stored. With --json prints {\"key\", \"id\", \"tenants\", \"job_types\"}.",
+    "Creates a producer API key scoped to tenants and job types and prints it once: only a hash is\n"
+      + 'stored. With --json prints {"key", "id", "tenants", "job_types"}.',
     [
       ["--tenant <ids>", "tenant(s) the key may enqueue for; comma-separated or repeated (required)"],
       ["--job-types <types>", "job types the key may enqueue, comma-separated, or * for all (default *)"],

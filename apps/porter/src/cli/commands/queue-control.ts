@@ -1,6 +1,6 @@
 import { setQueuePaused } from "@porter/core";
 import { parseCommandArgs } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { UsageError } from "../errors";
 
 const pauseOrResume = (paused: boolean): Command => {

@@ -1,7 +1,7 @@
 import { JOB_ERROR_CODE_NAMES } from "@porter/contracts";
-import { redriveJobs, type RedriveFilter } from "@porter/core";
+import { type RedriveFilter, redriveJobs } from "@porter/core";
 import { intOption, jobIdArg, parseCommandArgs } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { UsageError } from "../errors";
 
 /** `text` broken at spaces into lines of at most `width` characters, each indented. */
@@ -24,11 +24,11 @@ export const redriveCommand: Command = {
   summary: "move DEAD jobs back to READY (by id or by filter), audited",
   help: helpText(
     "redrive (<job_id>... | --queue Q [--job-type T] [--tenant T] [--error-code C]) [options] [--json]",
-    "Moves DEAD jobs back to READY with a fresh attempt budget, each with a `redriven` timeline event\n" +
-      "and an audit row, in one transaction. Jobs that recorded effects (partially completed) or whose\n" +
-      "deadline passed are skipped unless --force. Give job ids, or a filter over DEAD jobs.\n\n" +
-      "Error codes Porter records (`porter errors` says what each means; handlers may add their own):\n" +
-      wrap(JOB_ERROR_CODE_NAMES.join(", "), 96, "  "),
+    "Moves DEAD jobs back to READY with a fresh attempt budget, each with a `redriven` timeline event\n"
+      + "and an audit row, in one transaction. Jobs that recorded effects (partially completed) or whose\n"
+      + "deadline passed are skipped unless --force. Give job ids, or a filter over DEAD jobs.\n\n"
+      + "Error codes Porter records (`porter errors` says what each means; handlers may add their own):\n"
+      + wrap(JOB_ERROR_CODE_NAMES.join(", "), 96, "  "),
     [
       ["--queue <id>", "filter: DEAD jobs of this queue"],
       ["--job-type <type>", "filter: of this job type"],
@@ -101,4 +101,3 @@ const describeFilter = (f: RedriveFilter): string =>
   [f.queueId && `queue=${f.queueId}`, f.jobType && `job_type=${f.jobType}`, f.tenantId && `tenant=${f.tenantId}`, f.errorCode && `error_code=${f.errorCode}`]
     .filter(Boolean)
     .join(" ");
-

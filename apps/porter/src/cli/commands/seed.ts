@@ -1,6 +1,6 @@
 import { seedDemo } from "../../seed/demo";
 import { parseCommandArgs } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 
 /** `seed`: writes the demo configuration into an empty control plane. */
 export const seedCommand: Command = {
@@ -8,10 +8,10 @@ export const seedCommand: Command = {
   summary: "seed the demo configuration (pools, queues, job types, tenants, admin, a producer key)",
   help: helpText(
     "seed [--force] [--json]",
-    "Seeds the demo configuration of DESIGN.md when the control plane is empty (pools interactive,\n" +
-      "background, agents; queues; job types; tenants tenant_A/B/C), the admin user\n" +
-      "(PORTER_ADMIN_EMAIL, default admin@porter.local; PORTER_ADMIN_PASSWORD or a generated one, printed\n" +
-      "once) and, when the database has no API key, a producer key (printed once). Audited, idempotent.",
+    "Seeds the demo configuration of DESIGN.md when the control plane is empty (pools interactive,\n"
+      + "background, agents; queues; job types; tenants tenant_A/B/C), the admin user\n"
+      + "(PORTER_ADMIN_EMAIL, default admin@porter.local; PORTER_ADMIN_PASSWORD or a generated one, printed\n"
+      + "once) and, when the database has no API key, a producer key (printed once). Audited, idempotent.",
     [["--force", "also seed when the control plane has rows (adds only the missing demo rows)"]],
   ),
   run: async (ctx, argv) => {

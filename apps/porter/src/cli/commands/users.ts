@@ -1,6 +1,6 @@
 import { createUser } from "@porter/core";
 import { parseCommandArgs, required } from "../args";
-import { helpText, type Command } from "../command";
+import { type Command, helpText } from "../command";
 import { UsageError } from "../errors";
 
 const ROLES = ["viewer", "operator", "admin"] as const;
@@ -12,9 +12,9 @@ export const usersCreateCommand: Command = {
   summary: "create a console user (viewer, operator or admin)",
   help: helpText(
     "users create --email E --role viewer|operator|admin --password P [--name N] [--json]",
-    "Creates a console user. The password is stored as an argon2id hash; pass it through an\n" +
-      "environment variable rather than your shell history (--password \"$PASSWORD\"). Audited.\n" +
-      "With --json prints {\"id\", \"email\", \"role\"}.",
+    "Creates a console user. The password is stored as an argon2id hash; pass it through an\n"
+      + 'environment variable rather than your shell history (--password "$PASSWORD"). Audited.\n'
+      + 'With --json prints {"id", "email", "role"}.',
     [
       ["--email <email>", "sign-in email (required)"],
       ["--role <role>", "viewer (reads), operator (also acts on jobs and queues), admin (also configuration, keys, users)"],

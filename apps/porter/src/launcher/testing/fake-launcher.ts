@@ -9,7 +9,12 @@ const supervisor = new Supervisor({ output: (name, line) => process.stdout.write
 const child = supervisor.start({
   name: "sleeper",
   command: process.execPath,
-  args: ["--import", guard, "-e", "process.on('SIGTERM', () => { console.log('graceful stop'); process.exit(0); }); setInterval(() => {}, 1000); console.log('up');"],
+  args: [
+    "--import",
+    guard,
+    "-e",
+    "process.on('SIGTERM', () => { console.log('graceful stop'); process.exit(0); }); setInterval(() => {}, 1000); console.log('up');",
+  ],
   cwd: process.cwd(),
   env: { ...process.env, PORTER_PARENT_GUARD: "1" },
   restart: false,

@@ -4,7 +4,7 @@ import type pg from "pg";
 import { z } from "zod";
 import { actorOf } from "../../actor";
 import type { Session } from "../../context";
-import { MAX_BULK_JOBS, ZBulkJobAction, ZBulkRedrive, type TJobSelection } from "../../schemas/jobs";
+import { MAX_BULK_JOBS, type TJobSelection, ZBulkJobAction, ZBulkRedrive } from "../../schemas/jobs";
 import { operatorProcedure } from "../../trpc";
 import { toCoreFilter } from "./filter";
 

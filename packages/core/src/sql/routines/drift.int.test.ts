@@ -1,4 +1,4 @@
-import { defaultRoutinesDir, readRoutines, routineDrift, type RoutineFile } from "@porter/db/routines";
+import { defaultRoutinesDir, type RoutineFile, readRoutines, routineDrift } from "@porter/db/routines";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
@@ -32,9 +32,7 @@ describe("routines: the migrated database matches packages/core/src/sql/routines
     expect(files.map((f) => f.name)).toEqual(["aging.sql", "audit.sql", "authenticate-key.sql", "claim.sql", "tokens.sql"]);
     expect(await routineDrift(await client(), files)).toEqual(NO_DRIFT);
     // Every file creates something (a file whose statements create nothing is a mistake).
-    const { rows } = await db.pool.query<{ name: string; n: number }>(
-      "SELECT name, cardinality(objects) AS n FROM _porter_routines ORDER BY name",
-    );
+    const { rows } = await db.pool.query<{ name: string; n: number }>("SELECT name, cardinality(objects) AS n FROM _porter_routines ORDER BY name");
     expect(rows.map((r) => r.name)).toEqual(files.map((f) => f.name));
     for (const row of rows) expect(row.n).toBeGreaterThan(0);
   });
@@ -43,9 +41,7 @@ describe("routines: the migrated database matches packages/core/src/sql/routines
 describe("routines: the drift check fails when it should", () => {
   it("names a function edited in the database, and is clean once the file is applied again", async () => {
     const c = await client();
-    await c.query(
-      source("tokens.sql").replace("WHEN p_tokens IS NULL THEN p_burst", "WHEN p_tokens IS NULL THEN p_burst - 1"),
-    );
+    await c.query(source("tokens.sql").replace("WHEN p_tokens IS NULL THEN p_burst", "WHEN p_tokens IS NULL THEN p_burst - 1"));
     expect(await routineDrift(c, files)).toEqual({
       ...NO_DRIFT,
       changed: [expect.stringMatching(/^FUNCTION public\.porter_tokens\(/)],
@@ -55,9 +51,7 @@ describe("routines: the drift check fails when it should", () => {
   });
 
   it("names a source file changed after the database was migrated (a comment inside the body counts)", async () => {
-    const edited = files.map((f) =>
-      f.name === "claim.sql" ? { ...f, sql: f.sql.replace("BEGIN\n", "BEGIN\n  -- a new comment\n") } : f,
-    );
+    const edited = files.map((f) => (f.name === "claim.sql" ? { ...f, sql: f.sql.replace("BEGIN\n", "BEGIN\n  -- a new comment\n") } : f));
     expect(edited.find((f) => f.name === "claim.sql")?.sql).not.toBe(source("claim.sql"));
     expect(await routineDrift(await client(), edited)).toEqual({
       ...NO_DRIFT,
@@ -69,9 +63,7 @@ describe("routines: the drift check fails when it should", () => {
     const c = await client();
     await c.query("CREATE FUNCTION porter_orphan() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$");
     await c.query("DROP TRIGGER audit_log_stamp ON audit_log");
-    await c.query(
-      "CREATE TRIGGER audit_log_extra BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_stamp()",
-    );
+    await c.query("CREATE TRIGGER audit_log_extra BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_log_stamp()");
     try {
       expect(await routineDrift(c, files)).toEqual({
         changed: [],

@@ -1,16 +1,16 @@
 "use client";
-import { API_KEY_FIELDS } from "@porter/contracts/control-plane";
 import { ZApiKeyCreate } from "@porter/api/schemas/control-plane";
+import { API_KEY_FIELDS } from "@porter/contracts/control-plane";
 import { useQuery } from "@tanstack/react-query";
-import { useState, type FormEvent } from "react";
+import { type FormEvent, useState } from "react";
 import { Tag } from "../../../components/badges";
-import { DataTable, type Column } from "../../../components/data-table";
+import { type Column, DataTable } from "../../../components/data-table";
 import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
 import { Empty, errorMessage } from "../../../components/states";
 import { useAction } from "../../../components/use-action";
 import { ago, dateTime } from "../../../lib/format";
-import { useTRPC, type RouterOutputs } from "../../../lib/trpc";
+import { type RouterOutputs, useTRPC } from "../../../lib/trpc";
 
 type ApiKey = RouterOutputs["apiKeys"]["list"][number];
 type CreatedKey = RouterOutputs["apiKeys"]["create"];
@@ -72,10 +72,15 @@ export function ApiKeysView() {
       description="Producer credentials, scoped to tenants and job types. A key is shown once when created; only a hash of its secret is stored."
       actions={
         isAdmin ? (
-          <button type="button" className="button primary" onClick={() => {
+          <button
+            type="button"
+            className="button primary"
+            onClick={() => {
               setCreating(true);
               setCreated(null);
-            }} disabled={isCreating}>
+            }}
+            disabled={isCreating}
+          >
             New API key
           </button>
         ) : null
@@ -84,7 +89,9 @@ export function ApiKeysView() {
       {created ? (
         <section className="panel secret" aria-label="New API key">
           <h2>Key {created.id} created — copy it now</h2>
-          <p>This is the only time the key is shown. Store it in your secret manager; producers send it as <code>Authorization: Bearer …</code>.</p>
+          <p>
+            This is the only time the key is shown. Store it in your secret manager; producers send it as <code>Authorization: Bearer …</code>.
+          </p>
           <div className="secret-row">
             <input readOnly value={created.key} aria-label="The new API key" data-testid="new-api-key" onFocus={(e) => e.target.select()} />
             <button type="button" className="button" onClick={() => void navigator.clipboard?.writeText(created.key)}>

@@ -1,13 +1,13 @@
 "use client";
 import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { useState, type FormEvent } from "react";
-import { cursorList, DataTable, type Column } from "../../../components/data-table";
+import { type FormEvent, useState } from "react";
+import { type Column, cursorList, DataTable } from "../../../components/data-table";
 import { Page } from "../../../components/page";
 import { Empty } from "../../../components/states";
 import { ago, dateTime } from "../../../lib/format";
 import { PAGE_SIZE } from "../../../lib/paging";
-import { useTRPC, type RouterInputs, type RouterOutputs } from "../../../lib/trpc";
+import { type RouterInputs, type RouterOutputs, useTRPC } from "../../../lib/trpc";
 
 type Filter = NonNullable<RouterInputs["audit"]["list"]["filter"]>;
 type Entry = RouterOutputs["audit"]["list"]["entries"][number];

@@ -3,17 +3,17 @@ import { JOB_STATES, type TJobState } from "@porter/contracts";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { useEffect, useMemo, useState, type FormEvent } from "react";
+import { type FormEvent, useEffect, useMemo, useState } from "react";
 import { StateBadge, Tag } from "../../../components/badges";
 import { CopyId } from "../../../components/copy-id";
-import { cursorList, DataTable, type Column } from "../../../components/data-table";
-import { useJobActions, type JobAction } from "../../../components/job-actions";
+import { type Column, cursorList, DataTable } from "../../../components/data-table";
+import { type JobAction, useJobActions } from "../../../components/job-actions";
 import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
 import { Empty } from "../../../components/states";
 import { ago, count, dateTime, idTail } from "../../../lib/format";
 import { PAGE_SIZE } from "../../../lib/paging";
-import { useTRPC, type RouterInputs, type RouterOutputs } from "../../../lib/trpc";
+import { type RouterInputs, type RouterOutputs, useTRPC } from "../../../lib/trpc";
 
 type TJobFilter = NonNullable<RouterInputs["jobs"]["list"]["filter"]>;
 
@@ -167,7 +167,12 @@ export function JobsView() {
             </li>
             {JOB_STATES.map((s) => (
               <li key={s}>
-                <button type="button" className={`state-link state-${s.toLowerCase()}`} aria-pressed={activeState === s} onClick={() => setParams({ state: s })}>
+                <button
+                  type="button"
+                  className={`state-link state-${s.toLowerCase()}`}
+                  aria-pressed={activeState === s}
+                  onClick={() => setParams({ state: s })}
+                >
                   <span>{s}</span> <span className="num">{counts.data ? count(counts.data[s]) : "…"}</span>
                 </button>
               </li>
@@ -278,7 +283,13 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
       </label>
       <label>
         Job id
-        <input name="job" defaultValue={filter.job_id ?? ""} autoComplete="off" aria-invalid={jobIdError ? true : undefined} aria-describedby={jobIdError ? "job-id-error" : undefined} />
+        <input
+          name="job"
+          defaultValue={filter.job_id ?? ""}
+          autoComplete="off"
+          aria-invalid={jobIdError ? true : undefined}
+          aria-describedby={jobIdError ? "job-id-error" : undefined}
+        />
         {jobIdError ? (
           <small id="job-id-error" className="field-error" role="alert">
             {jobIdError}

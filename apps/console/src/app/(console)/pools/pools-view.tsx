@@ -7,14 +7,14 @@ import { useState } from "react";
 import { Tag } from "../../../components/badges";
 import { entityFields } from "../../../components/config-form";
 import { orNone, useConfigEditor } from "../../../components/config-page";
-import { DataTable, Pager, rowsList, type Column } from "../../../components/data-table";
+import { type Column, DataTable, Pager, rowsList } from "../../../components/data-table";
 import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
 import { Empty, QueryView } from "../../../components/states";
 import { useAction } from "../../../components/use-action";
 import { ago, count, dateTime, duration } from "../../../lib/format";
 import { pageOf } from "../../../lib/paging";
-import { useTRPC, type RouterOutputs } from "../../../lib/trpc";
+import { type RouterOutputs, useTRPC } from "../../../lib/trpc";
 
 type Pool = RouterOutputs["pools"]["overview"][number];
 type Worker = Pool["workers"][number];
@@ -45,7 +45,8 @@ const WORKER_COLUMNS: ReadonlyArray<Column<Worker>> = [
 ];
 
 /** `Draining: diag, email (of diag, email)`: which of the pool's queues the action changed. */
-const queuesChanged = (verb: string) => (r: PoolActionResult) => `${verb}: ${r.changed.length ? r.changed.join(", ") : "no queue changed"} (of ${r.queues.join(", ")}).`;
+const queuesChanged = (verb: string) => (r: PoolActionResult) =>
+  `${verb}: ${r.changed.length ? r.changed.join(", ") : "no queue changed"} (of ${r.queues.join(", ")}).`;
 
 export function PoolsView() {
   const trpc = useTRPC();
@@ -89,8 +90,8 @@ export function PoolsView() {
             {retrying ? `, and ${plural(retrying, "job")} waiting for a retry will not start` : ""}.
           </p>
           <p>
-            {running ? `${plural(running, "running job")} ${running === 1 ? "is" : "are"} left to finish.` : "No job of this pool is running now."} Its workers keep
-            running and idle; Resume pool starts claims again.
+            {running ? `${plural(running, "running job")} ${running === 1 ? "is" : "are"} left to finish.` : "No job of this pool is running now."} Its workers
+            keep running and idle; Resume pool starts claims again.
           </p>
         </>
       ),
@@ -136,14 +137,25 @@ export function PoolsView() {
                         <fieldset className="row-actions" aria-label={`Actions for pool ${p.id}`}>
                           {viewer.can("operator") ? (
                             allPaused ? (
-                              <button type="button" className="button small" onClick={() => resume.run({ id: p.id })} disabled={resume.isPending} aria-label={`Resume pool ${p.id}`}>
+                              <button
+                                type="button"
+                                className="button small"
+                                onClick={() => resume.run({ id: p.id })}
+                                disabled={resume.isPending}
+                                aria-label={`Resume pool ${p.id}`}
+                              >
                                 Resume pool
                               </button>
                             ) : (
                               <button
                                 type="button"
                                 className="button small"
-                                onClick={() => confirmDrain(p.id, p.queues.map((q) => q.id))}
+                                onClick={() =>
+                                  confirmDrain(
+                                    p.id,
+                                    p.queues.map((q) => q.id),
+                                  )
+                                }
                                 disabled={p.queues.length === 0}
                                 aria-label={`Drain pool ${p.id}`}
                               >

@@ -10,7 +10,7 @@ import { ConfigPage, orNone } from "../../../components/config-page";
 import { useViewer } from "../../../components/providers";
 import { useAction } from "../../../components/use-action";
 import { count, duration } from "../../../lib/format";
-import { useTRPC, type RouterOutputs } from "../../../lib/trpc";
+import { type RouterOutputs, useTRPC } from "../../../lib/trpc";
 
 type PauseResult = RouterOutputs["queues"]["pause"];
 type Queue = RouterOutputs["queues"]["list"][number];
@@ -36,7 +36,10 @@ export function QueuesView() {
     r.changed ? `${kind === "pause" ? "Paused" : "Draining"} queue ${r.id} (${jobs(r.running, "job")} still running).` : `Queue ${r.id} was already paused.`;
   const pause = useAction(trpc.queues.pause.mutationOptions(), { refreshes, success: stopped("pause") });
   const drain = useAction(trpc.queues.drain.mutationOptions(), { refreshes, success: stopped("drain") });
-  const resume = useAction(trpc.queues.resume.mutationOptions(), { refreshes, success: (r) => (r.changed ? `Resumed queue ${r.id}.` : `Queue ${r.id} was not paused.`) });
+  const resume = useAction(trpc.queues.resume.mutationOptions(), {
+    refreshes,
+    success: (r) => (r.changed ? `Resumed queue ${r.id}.` : `Queue ${r.id} was not paused.`),
+  });
   const runningOf = (id: string) => overview.data?.find((q) => q.queue_id === id)?.running ?? 0;
 
   /** Pause and drain both stop claims at once; the dialog says how many jobs that holds back. */
@@ -75,7 +78,10 @@ export function QueuesView() {
       noun="queue"
       intro="Each queue belongs to a pool (lane) and carries its priorities, caps, lease, retry ceiling and backoff. Pausing stops new claims at once; draining pauses and lets running jobs finish."
       query={list}
-      fields={fields((pools.data ?? []).map((p) => p.id), (resourceKeys.data ?? []).map((k) => k.id))}
+      fields={fields(
+        (pools.data ?? []).map((p) => p.id),
+        (resourceKeys.data ?? []).map((k) => k.id),
+      )}
       createSchema={ZQueueCreate}
       editSchema={ZQueueFields}
       defaults={{ ...createDefaults(QUEUE), pool_id: pools.data?.[0]?.id ?? "" }}
@@ -110,7 +116,13 @@ export function QueuesView() {
         ? {
             rowActions: (q: Queue) =>
               q.paused ? (
-                <button type="button" className="button small" onClick={() => resume.run({ id: q.id })} disabled={resume.isPending} aria-label={`Resume queue ${q.id}`}>
+                <button
+                  type="button"
+                  className="button small"
+                  onClick={() => resume.run({ id: q.id })}
+                  disabled={resume.isPending}
+                  aria-label={`Resume queue ${q.id}`}
+                >
                   Resume
                 </button>
               ) : (

@@ -29,7 +29,10 @@ export function ResourceKeysView() {
         { header: "Concurrency", cell: (k) => orNone(k.concurrency_limit), isNumeric: true },
         { header: "Rate", cell: (k) => orNone(k.rate_per_second, "/s"), isNumeric: true },
         { header: "Burst", cell: (k) => orNone(k.burst), isNumeric: true },
-        { header: "Adaptive limit now", cell: (k) => (k.current_limit === null ? "—" : `${k.current_limit}${k.throttled_until ? ` until ${dateTime(k.throttled_until)}` : ""}`) },
+        {
+          header: "Adaptive limit now",
+          cell: (k) => (k.current_limit === null ? "—" : `${k.current_limit}${k.throttled_until ? ` until ${dateTime(k.throttled_until)}` : ""}`),
+        },
       ]}
     />
   );

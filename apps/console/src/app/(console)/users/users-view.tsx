@@ -1,6 +1,6 @@
 "use client";
-import { ZPassword, ZRole, ZUserCreate } from "@porter/api/schemas/control-plane";
 import type { Role } from "@porter/api";
+import { ZPassword, ZRole, ZUserCreate } from "@porter/api/schemas/control-plane";
 import { USER_FIELDS } from "@porter/contracts/control-plane";
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
@@ -8,14 +8,14 @@ import { z } from "zod";
 import { Tag } from "../../../components/badges";
 import { fieldSpec } from "../../../components/config-form";
 import { ActionForm, useConfigEditor } from "../../../components/config-page";
-import { DataTable, type Column } from "../../../components/data-table";
+import { type Column, DataTable } from "../../../components/data-table";
 import { Dialog } from "../../../components/dialog";
 import { Page } from "../../../components/page";
 import { ROLE_RANK, useViewer } from "../../../components/providers";
 import { Empty } from "../../../components/states";
 import { useAction } from "../../../components/use-action";
 import { ago, dateTime } from "../../../lib/format";
-import { useTRPC, type RouterInputs, type RouterOutputs } from "../../../lib/trpc";
+import { type RouterInputs, type RouterOutputs, useTRPC } from "../../../lib/trpc";
 
 type User = RouterOutputs["users"]["list"][number];
 
@@ -79,7 +79,8 @@ function UsersAdmin() {
             </strong>
           </p>
           <p>
-            As {patch.role}, they {ROLE_CAN[patch.role!]}. {isLowering(u.role, patch.role!) ? `They lose what ${u.role} may do. ` : ""}It takes effect on their next request.
+            As {patch.role}, they {ROLE_CAN[patch.role!]}. {isLowering(u.role, patch.role!) ? `They lose what ${u.role} may do. ` : ""}It takes effect on their
+            next request.
           </p>
         </>
       ) : (

@@ -14,11 +14,18 @@ const label = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"
  */
 export async function GET(request: Request): Promise<Response> {
   const env = getEnv();
-  const refusal = refuseMetrics(request.headers.get("authorization"), { host: env.HOST, ...(env.PORTER_METRICS_TOKEN ? { token: env.PORTER_METRICS_TOKEN } : {}) });
+  const refusal = refuseMetrics(request.headers.get("authorization"), {
+    host: env.HOST,
+    ...(env.PORTER_METRICS_TOKEN ? { token: env.PORTER_METRICS_TOKEN } : {}),
+  });
   if (refusal) {
     return new Response(`${refusal.message}\n`, {
       status: refusal.status,
-      headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", ...(refusal.status === 401 ? { "www-authenticate": "Bearer" } : {}) },
+      headers: {
+        "content-type": "text/plain; charset=utf-8",
+        "cache-control": "no-store",
+        ...(refusal.status === 401 ? { "www-authenticate": "Bearer" } : {}),
+      },
     });
   }
   const lines = ["# HELP porter_up Whether the console could read the database for this scrape.", "# TYPE porter_up gauge"];

@@ -3,13 +3,13 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { StateBadge, Tag } from "../../../../components/badges";
-import { DataTable, rowsList, type Column } from "../../../../components/data-table";
+import { type Column, DataTable, rowsList } from "../../../../components/data-table";
 import { useJobActions } from "../../../../components/job-actions";
 import { Page } from "../../../../components/page";
 import { useViewer } from "../../../../components/providers";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
 import { ago, dateTime, duration, pretty } from "../../../../lib/format";
-import { useTRPC, type RouterOutputs } from "../../../../lib/trpc";
+import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
 import { Timeline } from "./timeline";
 
 type Attempt = RouterOutputs["jobs"]["get"]["attempts"][number];
@@ -37,7 +37,12 @@ export function JobDetailView({ jobId }: { jobId: string }) {
       {body}
     </Page>
   );
-  if (!isValid) return pending(<Empty title="Not a job id">Job ids are uuids. <Link href="/jobs">Back to jobs</Link></Empty>);
+  if (!isValid)
+    return pending(
+      <Empty title="Not a job id">
+        Job ids are uuids. <Link href="/jobs">Back to jobs</Link>
+      </Empty>,
+    );
   if (job.isPending) return pending(<Loading label="Loading the job…" />);
   if (job.error) {
     const isMissing = job.error.data?.httpStatus === 404;
@@ -69,7 +74,11 @@ export function JobDetailView({ jobId }: { jobId: string }) {
         <>
           <span className="mono">{j.job_id}</span> <StateBadge state={j.status} />
           {j.cancel_requested && j.status === "RUNNING" ? <Tag tone="warn">cancel requested</Tag> : null}
-          {j.partial ? <Tag tone="warn" title="It recorded effects and did not succeed">partially completed</Tag> : null}
+          {j.partial ? (
+            <Tag tone="warn" title="It recorded effects and did not succeed">
+              partially completed
+            </Tag>
+          ) : null}
         </>
       }
       description={`${j.job_type} for ${j.tenant_id} · attempt ${j.attempt} of ${j.max_attempts} · created ${ago(j.created_at)}`}

@@ -46,7 +46,11 @@ const describe = (e: Event): { title: string; detail?: string; flags: string[] }
     case "enqueued":
       return { title: "Enqueued", flags };
     case "claimed":
-      return { title: `Claimed by ${e.actor ?? "a worker"}`, detail: typeof d.lease_until === "string" ? `lease until ${dateTime(d.lease_until)}` : undefined, flags };
+      return {
+        title: `Claimed by ${e.actor ?? "a worker"}`,
+        detail: typeof d.lease_until === "string" ? `lease until ${dateTime(d.lease_until)}` : undefined,
+        flags,
+      };
     case "heartbeat":
       return { title: `Last heartbeat from ${e.actor ?? "the worker"}`, flags };
     case "succeeded":
@@ -101,7 +105,9 @@ export function Timeline({ events }: { events: Event[] }) {
             <div className="tl-body">
               <span className="tl-title">
                 {title}
-                {e.attempt !== null && !["attempt_failed", "attempt_timed_out", "attempt_cancelled"].includes(e.kind) ? <span className="muted"> · attempt {e.attempt}</span> : null}
+                {e.attempt !== null && !["attempt_failed", "attempt_timed_out", "attempt_cancelled"].includes(e.kind) ? (
+                  <span className="muted"> · attempt {e.attempt}</span>
+                ) : null}
                 {life}
               </span>
               {detail ? <span className="tl-detail">{detail}</span> : null}

@@ -1,6 +1,6 @@
 import { createSessionReader, handleTrpcRequest } from "@porter/api";
 import { getSessionUserCache, isSecureCookie } from "../../../../server/auth";
-import { getPool, getPrisma, getPolicyCache } from "../../../../server/db";
+import { getPolicyCache, getPool, getPrisma } from "../../../../server/db";
 import { getEnv } from "../../../../server/env";
 import { getLogger } from "../../../../server/logger";
 
