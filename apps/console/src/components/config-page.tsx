@@ -46,17 +46,7 @@ export function ActionForm<TValues, TInput, TOutput, TError, TContext>({
  * schemas; a write refreshes `refreshes` and says so in the flash message. `newButton` and
  * `editButton(row)` open them, `panel` is where they render. Without `update`, objects are only created.
  */
-export function useConfigEditor<
-  Row extends { id: string },
-  TCreate,
-  TCreated extends { id: string },
-  TEdit,
-  TUpdated,
-  TCreateError,
-  TCreateContext,
-  TUpdateError,
-  TUpdateContext,
->({
+export function useConfigEditor<Row extends { id: string }, TCreate, TCreated extends { id: string }, TEdit, TUpdated, TError>({
   noun,
   rows,
   fields,
@@ -75,8 +65,8 @@ export function useConfigEditor<
   createSchema: z.ZodType<TCreate>;
   editSchema?: z.ZodType<TEdit>;
   defaults?: Record<string, unknown>;
-  create: UseMutationOptions<TCreated, TCreateError, TCreate, TCreateContext>;
-  update?: UseMutationOptions<TUpdated, TUpdateError, { id: string; patch: TEdit }, TUpdateContext>;
+  create: UseMutationOptions<TCreated, TError, TCreate>;
+  update?: UseMutationOptions<TUpdated, TError, { id: string; patch: TEdit }>;
   refreshes: Refreshes;
   /** The flash message after a create. */
   created?: (row: TCreated) => string;
@@ -143,17 +133,7 @@ export function useConfigEditor<
  * "Edit" form per row (`useConfigEditor`). Operators and viewers see the table, with the row actions
  * the view gives them (`rowActions`).
  */
-export function ConfigPage<
-  Row extends { id: string },
-  TCreate,
-  TCreated extends { id: string },
-  TEdit,
-  TUpdated,
-  TCreateError,
-  TCreateContext,
-  TUpdateError,
-  TUpdateContext,
->({
+export function ConfigPage<Row extends { id: string }, TCreate, TCreated extends { id: string }, TEdit, TUpdated, TError>({
   title,
   intro,
   query,
@@ -168,10 +148,7 @@ export function ConfigPage<
   columns: ReadonlyArray<Column<Row>>;
   rowActions?: (row: Row) => ReactNode;
   emptyHint?: ReactNode;
-} & Omit<
-  Parameters<typeof useConfigEditor<Row, TCreate, TCreated, TEdit, TUpdated, TCreateError, TCreateContext, TUpdateError, TUpdateContext>>[0],
-  "rows" | "canEdit"
->) {
+} & Omit<Parameters<typeof useConfigEditor<Row, TCreate, TCreated, TEdit, TUpdated, TError>>[0], "rows" | "canEdit">) {
   const canEdit = useViewer().can("admin");
   const { newButton, editButton, panel } = useConfigEditor({ ...editor, rows: query.data, canEdit });
   const hasActions = canEdit || rowActions !== undefined;
