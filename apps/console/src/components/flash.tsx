@@ -1,6 +1,6 @@
 "use client";
 import { usePathname } from "next/navigation";
-import { createContext, type ReactNode, useContext, useEffect, useState } from "react";
+import { createContext, type ReactNode, useContext, useState } from "react";
 
 /** The outcome of the last action: good news is a status, a failure an alert. */
 export type Notice = { tone: "ok" | "bad"; text: string };
@@ -10,8 +10,14 @@ const FlashContext = createContext<{ notice: Notice | null; show: (notice: Notic
 /** Holds the console's one flash message; it is cleared when the user moves to another page. */
 export function FlashProvider({ children }: { children: ReactNode }) {
   const [notice, show] = useState<Notice | null>(null);
+  // Cleared while the next page renders (React's "adjusting state when a prop changes"), so the
+  // old page's message is never painted on the new one.
   const pathname = usePathname();
-  useEffect(() => show(null), [pathname]);
+  const [shownOn, setShownOn] = useState(pathname);
+  if (shownOn !== pathname) {
+    setShownOn(pathname);
+    show(null);
+  }
   return <FlashContext.Provider value={{ notice, show }}>{children}</FlashContext.Provider>;
 }
 

@@ -75,7 +75,7 @@ export class MixProducer {
         this.db,
         batch.map((job) => job.input),
       );
-      results.forEach((result, i) => this.acknowledged.set(result.job_id, batch[i]!.kind));
+      for (const [i, result] of results.entries()) this.acknowledged.set(result.job_id, batch[i]!.kind);
     } catch {
       this.failedCalls += 1;
     }

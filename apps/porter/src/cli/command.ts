@@ -23,7 +23,7 @@ export type Command = {
   /** Full `--help` text: usage, options, examples. */
   help: string;
   /** Runs with the arguments after the command's name; returns the exit code (default 0). */
-  run: (ctx: CommandContext, argv: string[]) => Promise<number | void>;
+  run: (ctx: CommandContext, argv: string[]) => Promise<number> | Promise<void>;
 };
 
 /** Help text with a usage line, a description and an options block, in the house layout. */

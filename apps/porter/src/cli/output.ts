@@ -30,7 +30,9 @@ export const createOutput = (isJson: boolean, streams: OutputStreams = { stdout:
 /** Renders rows as left-aligned columns (the first row is usually a header). */
 export const formatTable = (rows: ReadonlyArray<ReadonlyArray<string>>, indent = ""): string[] => {
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  for (const row of rows) {
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
+  }
   return rows.map(
     (row) =>
       indent

@@ -1,3 +1,4 @@
+import type { Dirent } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 
@@ -8,7 +9,7 @@ const SKIP_FILES = /(^next-env\.d\.ts$|\.test\.tsx?$|\.spec\.tsx?$|\.tsbuildinfo
 
 /** Newest modification time (ms) of the files under `dir` that can change a build; 0 if none. */
 const newestMtime = async (dir: string): Promise<number> => {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch {

@@ -185,7 +185,7 @@ export const runLauncher = async (): Promise<number> => {
       });
       const exit = await build.exited();
       checkpoint();
-      if (!exit || exit.code !== 0) throw new Error(`the console build failed (${exit?.signal ?? `exit code ${exit?.code}`}); see the [build] lines above`);
+      if (exit?.code !== 0) throw new Error(`the console build failed (${exit?.signal ?? `exit code ${exit?.code}`}); see the [build] lines above`);
       say("console built");
     } else {
       say("console build is up to date");
@@ -349,7 +349,7 @@ const waitForHealth = async (url: string, timeoutMs: number, isStopping: () => b
 /** `npm <args>` as the npm running us would run it (npm_execpath under `npm start`). */
 const npmCommand = (args: string[]): { command: string; args: string[] } => {
   const npmCli = process.env.npm_execpath;
-  return npmCli && npmCli.endsWith(".js") ? { command: process.execPath, args: [npmCli, ...args] } : { command: "npm", args };
+  return npmCli?.endsWith(".js") ? { command: process.execPath, args: [npmCli, ...args] } : { command: "npm", args };
 };
 
 /** The `next` CLI script of the console's dependency. */

@@ -42,6 +42,15 @@ const fail = (message: string): never => {
   process.exit(2);
 };
 
+/** `parse()`'s result; a parse error is a usage error (exit 2). */
+const orFail = <T>(parse: () => T): T => {
+  try {
+    return parse();
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+};
+
 const positiveInt = (name: string, value: string | undefined, min = 1): number | undefined => {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -50,9 +59,8 @@ const positiveInt = (name: string, value: string | undefined, min = 1): number |
 };
 
 const main = async (): Promise<void> => {
-  let values;
-  try {
-    ({ values } = parseArgs({
+  const { values } = orFail(() =>
+    parseArgs({
       options: {
         pool: { type: "string" },
         concurrency: { type: "string" },
@@ -63,10 +71,8 @@ const main = async (): Promise<void> => {
         help: { type: "boolean", short: "h" },
       },
       strict: true,
-    }));
-  } catch (error) {
-    return fail((error as Error).message);
-  }
+    }),
+  );
   if (values.help) {
     process.stdout.write(USAGE);
     return;
@@ -76,12 +82,7 @@ const main = async (): Promise<void> => {
   const hangGraceMs = positiveInt("hang-grace-ms", values["hang-grace-ms"], 0);
   const prefetch = positiveInt("prefetch", values.prefetch, 0);
 
-  let env;
-  try {
-    env = parseEnv();
-  } catch (error) {
-    return fail((error as Error).message);
-  }
+  const env = orFail(() => parseEnv());
   const graceMs = positiveInt("grace-ms", values["grace-ms"], 0) ?? env.PORTER_DRAIN_GRACE_MS;
   if (!env.DATABASE_URL && !env.PORTER_APP_DATABASE_URL) {
     return fail("DATABASE_URL (or PORTER_APP_DATABASE_URL) is required (npm start runs workers against the embedded database)");

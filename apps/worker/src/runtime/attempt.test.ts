@@ -30,8 +30,14 @@ describe("Attempt", () => {
       logger: createLogger({ level: "silent" }),
       handlers: createHandlerMap([handler]),
       completer: {
-        ack: async () => (recorded.push("ack"), "applied"),
-        fail: async () => (recorded.push("fail"), "applied"),
+        ack: async () => {
+          recorded.push("ack");
+          return "applied";
+        },
+        fail: async () => {
+          recorded.push("fail");
+          return "applied";
+        },
       } as unknown as Completer,
       hangGraceMs: 1000,
       heartbeat: async () => {},

@@ -66,18 +66,20 @@ export class Attempt {
 
   /** The handler's abort signal's controller. */
   get controller(): AbortController {
-    return (this.abortController ??= new AbortController());
+    this.abortController ??= new AbortController();
+    return this.abortController;
   }
 
   get logger(): Logger {
     const { job } = this;
-    return (this.childLogger ??= this.deps.logger.child({
+    this.childLogger ??= this.deps.logger.child({
       jobId: job.jobId,
       jobType: job.jobType,
       tenantId: job.tenantId,
       attempt: job.attempt,
       traceId: job.traceId,
-    }));
+    });
+    return this.childLogger;
   }
 
   /** True while the attempt may still record an outcome, run effects and heartbeat. */

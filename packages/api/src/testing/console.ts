@@ -13,7 +13,10 @@ export const sessionOf = (role: Role, email = `${role}@example.com`): Session =>
 const prismaOf = new WeakMap<pg.Pool, ControlDb>();
 const prismaFor = (pool: pg.Pool): ControlDb => {
   let prisma = prismaOf.get(pool);
-  if (!prisma) prismaOf.set(pool, (prisma = createPrisma(pool)));
+  if (!prisma) {
+    prisma = createPrisma(pool);
+    prismaOf.set(pool, prisma);
+  }
   return prisma;
 };
 

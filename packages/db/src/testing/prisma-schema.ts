@@ -56,8 +56,14 @@ export function parsePrismaSchema(text: string): PrismaSchema {
       if (!start) throw fail("expected a block");
       const [, kind = "", name = ""] = start;
       block = { kind };
-      if (kind === "model") models.push((block.model = { name, table: name, fields: [], indexes: [] }));
-      if (kind === "enum") enums.push((block.enum = { name, dbName: name, values: [] }));
+      if (kind === "model") {
+        block.model = { name, table: name, fields: [], indexes: [] };
+        models.push(block.model);
+      }
+      if (kind === "enum") {
+        block.enum = { name, dbName: name, values: [] };
+        enums.push(block.enum);
+      }
       return;
     }
     if (line === "}") {

@@ -61,7 +61,10 @@ export async function readDatabaseSchema(db: Queryable, schema = "public"): Prom
   const tables = new Map<string, DbTable>();
   const table = (name: string) => {
     let found = tables.get(name);
-    if (!found) tables.set(name, (found = { name, columns: [], indexes: [] }));
+    if (!found) {
+      found = { name, columns: [], indexes: [] };
+      tables.set(name, found);
+    }
     return found;
   };
   for (const row of columns.rows) {

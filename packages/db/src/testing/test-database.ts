@@ -92,10 +92,12 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
       return getAppPool();
     },
     get prisma() {
-      return (prisma ??= createPrisma(pool));
+      prisma ??= createPrisma(pool);
+      return prisma;
     },
     get appPrisma() {
-      return (appPrisma ??= createPrisma(getAppPool()));
+      appPrisma ??= createPrisma(getAppPool());
+      return appPrisma;
     },
     drop,
   };
@@ -110,12 +112,14 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
 export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
   let db: TestDatabase | undefined;
   let hasFailure = false;
+  // biome-ignore lint/correctness/noEmptyPattern: Vitest 4 reads a suite hook's first parameter as its fixtures and throws unless it is an object pattern; the suite is the second
   beforeAll(async ({}, suite) => {
     db = await createTestDatabase({ ...opts, label: opts.label ?? fileLabel(suite) });
   });
   afterEach((context) => {
     if (context.task.result?.state === "fail") hasFailure = true;
   });
+  // biome-ignore lint/correctness/noEmptyPattern: as for beforeAll above
   afterAll(async ({}, suite) => {
     if (!db) return;
     if (hasFailure || hasFailed(suite)) {

@@ -54,6 +54,7 @@ export function SignInForm({ callbackUrl, error: initialError }: { callbackUrl: 
     <form onSubmit={submit} className="signin-form" noValidate>
       <div className="field">
         <label htmlFor="email">Email</label>
+        {/* biome-ignore lint/a11y/noAutofocus: the page holds this one form and nothing to read before it; starting in its first field is what a user who opens it came to do */}
         <input id="email" name="email" type="email" autoComplete="username" value={email} onChange={(e) => setEmail(e.target.value)} autoFocus required />
       </div>
       <div className="field">

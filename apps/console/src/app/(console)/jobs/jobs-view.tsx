@@ -159,7 +159,7 @@ export function JobsView() {
     <Page title="Jobs" description="Live and finished jobs, newest first. Filters are kept in the address, so a view can be shared.">
       <div className="browser">
         <aside className="state-sidebar" aria-label="Jobs by state">
-          <ul>
+          <ul className="state-list">
             <li>
               <button type="button" className="state-link" aria-pressed={activeState === null} onClick={() => setParams({ state: null })}>
                 <span>All</span> <span className="num">{total === undefined ? "…" : count(total)}</span>

@@ -94,13 +94,22 @@ export function Timeline({ events }: { events: Event[] }) {
   // A redrive restarts the attempt count: events after one say so, like the attempts table's runs.
   let redrives = 0;
   const after = events.map((e) => (e.kind === "redriven" ? ++redrives : redrives));
+  // Events have no id: each is keyed by what it is, numbered only when the same one recurs, so a
+  // row keeps its key when an earlier row moves (the running attempt's last heartbeat does).
+  const seen = new Map<string, number>();
+  const keys = events.map((e) => {
+    const key = `${e.at}-${e.kind}-${e.attempt ?? ""}-${e.actor ?? ""}`;
+    const n = seen.get(key) ?? 0;
+    seen.set(key, n + 1);
+    return n === 0 ? key : `${key}-${n}`;
+  });
   return (
     <ol className="timeline">
       {events.map((e, i) => {
         const { title, detail, flags } = describe(e);
         const life = e.attempt !== null && e.kind !== "redriven" && after[i] ? <span className="muted"> · after redrive {after[i]}</span> : null;
         return (
-          <li key={`${e.at}-${e.kind}-${i}`} className={`tl tl-${TONE[e.kind] ?? "neutral"}`} data-kind={e.kind}>
+          <li key={keys[i]} className={`tl tl-${TONE[e.kind] ?? "neutral"}`} data-kind={e.kind}>
             <time dateTime={e.at}>{dateTime(e.at)}</time>
             <div className="tl-body">
               <span className="tl-title">
