@@ -7,6 +7,7 @@ import { pathToFileURL } from "node:url";
 import { isPortFree } from "@porter/db/embedded-process";
 import { describeProgress, migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
+import { createPrisma } from "@porter/db/prisma";
 import { appRoleFor, resolveAppPassword } from "../cli/app-role";
 import { seedSummaryLines } from "../cli/commands/seed";
 import { type CliEnv, parseCliEnv } from "../cli/env";
@@ -143,8 +144,9 @@ export const runLauncher = async (): Promise<number> => {
     let seed: SeedDemoResult;
     let pools: string[];
     let hasAdmin: boolean;
+    const prisma = createPrisma(db);
     try {
-      seed = await seedDemo(db, {
+      seed = await seedDemo(prisma, {
         actor: "seed",
         adminEmail: env.PORTER_ADMIN_EMAIL,
         ...(env.PORTER_ADMIN_PASSWORD ? { adminPassword: env.PORTER_ADMIN_PASSWORD } : {}),
@@ -153,6 +155,7 @@ export const runLauncher = async (): Promise<number> => {
       pools = (await db.query<{ id: string }>(`SELECT id FROM pools ORDER BY id`)).rows.map((r) => r.id);
       hasAdmin = Boolean((await db.query(`SELECT 1 FROM users WHERE email = lower($1) AND disabled_at IS NULL`, [env.PORTER_ADMIN_EMAIL])).rowCount);
     } finally {
+      await prisma.$disconnect();
       await db.end();
     }
     checkpoint();

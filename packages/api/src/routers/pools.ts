@@ -75,7 +75,7 @@ export const poolsRouter = createTRPCRouter({
     .output(ZPoolActionResult)
     .mutation(async ({ ctx, input }) => {
       const queues = await queuesOf(ctx.prisma, input.id);
-      const changed = await drainQueues(ctx.pool, { queueIds: queues, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      const changed = await drainQueues(ctx.prisma, { queueIds: queues, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
       return { id: input.id, queues, changed };
     }),
 
@@ -87,7 +87,7 @@ export const poolsRouter = createTRPCRouter({
       const queues = await queuesOf(ctx.prisma, input.id);
       const changed: string[] = [];
       for (const queueId of queues) {
-        const didChange = await setQueuePaused(ctx.pool, {
+        const didChange = await setQueuePaused(ctx.prisma, {
           queueId,
           paused: false,
           actor: actorOf(ctx.session),

@@ -1,33 +1,83 @@
 import { AppError } from "@porter/contracts";
-import { type Db, inTransaction } from "../db";
-import { writeAudit } from "./audit";
+import type { ControlTx } from "@porter/db/prisma";
+import type { Db } from "../db";
+import { type AuditEntry, writeAuditTx } from "./audit";
+
+/**
+ * Sets the pause flag of queues (the control-plane state claims read: a paused queue is skipped
+ * at once; running work continues) in one transaction: the rows are locked first, so `was` is the
+ * flag this change replaced even under concurrent pauses. Any unknown id: 404, nothing changed.
+ * `audit` picks the audit rows from each queue's before/after. Returns each queue's previous flag.
+ */
+const writePaused = async (
+  db: ControlTx,
+  params: { queueIds: string[]; paused: boolean; audit: (queueId: string, was: boolean) => AuditEntry | null },
+): Promise<Map<string, boolean>> => {
+  if (params.queueIds.length === 0) return new Map();
+  return db.$transaction(async (tx) => {
+    // Prisma has no FOR UPDATE: the lock (in id order, so concurrent drains cannot deadlock) and
+    // the database's clock for updated_at are one raw statement; the write is Prisma's.
+    const locked = await tx.$queryRaw<Array<{ id: string; paused: boolean; now: Date }>>`
+      SELECT id, paused, now() AS now FROM queues WHERE id = ANY(${params.queueIds}::text[]) ORDER BY id FOR UPDATE`;
+    const missing = params.queueIds.filter((id) => !locked.some((q) => q.id === id));
+    if (missing.length) throw new AppError("NOT_FOUND", { message: `queue(s) not found: ${missing.join(", ")}` });
+    await tx.queue.updateMany({ where: { id: { in: params.queueIds } }, data: { paused: params.paused, updatedAt: locked[0]!.now } });
+    const entries = locked.map((q) => params.audit(q.id, q.paused)).filter((e): e is AuditEntry => e !== null);
+    await writeAuditTx(tx, entries);
+    return new Map(locked.map((q) => [q.id, q.paused]));
+  });
+};
 
 /**
  * Pauses or resumes a queue (claims skip paused queues at once; running work continues). Audited
- * in the same transaction. Returns whether the flag changed.
+ * in the same transaction (a `queue.pause`/`queue.resume` row even when the flag was already so).
+ * Returns whether the flag changed. Unknown queue: 404.
  */
-export const setQueuePaused = async (db: Db, params: { queueId: string; paused: boolean; actor: string; reason?: string }): Promise<boolean> =>
-  inTransaction(db, async (client) => {
-    const { rows } = await client.query<{ was: boolean }>(
-      `UPDATE queues q SET paused = $2, updated_at = now() FROM queues old
-        WHERE q.id = $1 AND old.id = q.id RETURNING old.paused AS was`,
-      [params.queueId, params.paused],
-    );
-    const was = rows[0]?.was;
-    if (was === undefined) throw new AppError("NOT_FOUND", { message: `queue ${params.queueId} not found` });
-    await writeAudit(client, [
-      {
-        actor: params.actor,
-        action: params.paused ? "queue.pause" : "queue.resume",
-        objectType: "queue",
-        objectId: params.queueId,
-        before: { paused: was },
-        after: { paused: params.paused },
-        reason: params.reason ?? null,
-      },
-    ]);
-    return was !== params.paused;
+export const setQueuePaused = async (db: ControlTx, params: { queueId: string; paused: boolean; actor: string; reason?: string }): Promise<boolean> => {
+  const was = await writePaused(db, {
+    queueIds: [params.queueId],
+    paused: params.paused,
+    audit: (queueId, was) => ({
+      actor: params.actor,
+      action: params.paused ? "queue.pause" : "queue.resume",
+      objectType: "queue",
+      objectId: queueId,
+      before: { paused: was },
+      after: { paused: params.paused },
+      reason: params.reason ?? null,
+    }),
   });
+  return was.get(params.queueId) !== params.paused;
+};
+
+/**
+ * Drains queues: pauses each (claims stop at once, running jobs finish), audited as
+ * `queue.pause` with reason "drain" unless one is given, in one transaction (queues already
+ * paused are left unaudited). Returns the queues that were not paused before, sorted. Any unknown
+ * queue: 404, nothing paused. The console shows progress as the running count falls to zero.
+ */
+export const drainQueues = async (db: ControlTx, params: { queueIds: string[]; actor: string; reason?: string }): Promise<string[]> => {
+  const was = await writePaused(db, {
+    queueIds: params.queueIds,
+    paused: true,
+    audit: (queueId, was) =>
+      was
+        ? null
+        : {
+            actor: params.actor,
+            action: "queue.pause",
+            objectType: "queue",
+            objectId: queueId,
+            before: { paused: false },
+            after: { paused: true },
+            reason: params.reason ?? "drain",
+          },
+  });
+  return [...was]
+    .filter(([, wasPaused]) => !wasPaused)
+    .map(([id]) => id)
+    .sort();
+};
 
 /** RUNNING jobs per queue (for drain progress and the console). */
 export const runningCounts = async (db: Db, queueIds?: string[]): Promise<Map<string, number>> => {
