@@ -37,9 +37,12 @@ export const createApiKey = async (
       .replace(/[^a-z0-9]/g, "x")
       .slice(0, 12);
     const secret = randomBytes(32).toString("base64url");
+    // Prisma would stamp created_at from this process's clock; the database's is the one of record.
+    const [{ now }] = await tx.$queryRaw<[{ now: Date }]>`SELECT now()`;
     await tx.apiKey.create({
       data: {
         id,
+        createdAt: now,
         name: params.name ?? "",
         secretHash: sha256(secret),
         tenantIds: params.tenantIds,

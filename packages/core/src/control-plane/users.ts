@@ -15,9 +15,11 @@ export const verifyPassword = (hashed: string, password: string): Promise<boolea
  */
 export const upsertUser = async (db: ControlTx, params: { email: string; name?: string; password: string; role: Role }): Promise<string> => {
   const passwordHash = await hashPassword(params.password);
+  // Prisma would stamp created_at from this process's clock; the database's is the one of record.
+  const [{ now }] = await db.$queryRaw<[{ now: Date }]>`SELECT now()`;
   const user = await db.user.upsert({
     where: { email: params.email.toLowerCase() },
-    create: { id: randomUUID(), email: params.email.toLowerCase(), name: params.name ?? "", passwordHash, role: params.role },
+    create: { id: randomUUID(), email: params.email.toLowerCase(), name: params.name ?? "", passwordHash, role: params.role, createdAt: now },
     update: { passwordHash, role: params.role, sessionVersion: { increment: 1 } },
     select: { id: true },
   });
