@@ -3,7 +3,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { controlPlane } from "../testing/control-plane-factory";
 import { createApiKey } from "./api-keys";
-import { drainQueues, setQueuePaused } from "./queue-control";
+import { drainQueues, setQueuePaused, setQueuesPaused } from "./queue-control";
 
 // Queue control and key creation through the Prisma client, as the runtime role (what the console
 // and the CLI use): the pause flag and its audit rows commit together, and a function given a
@@ -41,6 +41,16 @@ describe("queue control on Prisma", () => {
     expect(await audit("user:drainer")).toEqual([
       { action: "queue.pause", object_id: "qc-a", before: { paused: false }, after: { paused: true }, reason: "drain" },
       { action: "queue.pause", object_id: "qc-c", before: { paused: false }, after: { paused: true }, reason: "drain" },
+    ]);
+  });
+
+  it("setQueuesPaused resumes a pool's queues in one go, auditing only those that were paused", async () => {
+    await drainQueues(db.appPrisma, { queueIds: ["qc-a", "qc-c"], actor: "user:setup" });
+    expect(await setQueuesPaused(db.appPrisma, { queueIds: QUEUES, paused: false, actor: "user:resumer", reason: "back" })).toEqual(["qc-a", "qc-c"]);
+    expect(await paused()).toEqual({ "qc-a": false, "qc-b": false, "qc-c": false });
+    expect((await audit("user:resumer")).map((r) => [r.action, r.object_id, r.reason])).toEqual([
+      ["queue.resume", "qc-a", "back"],
+      ["queue.resume", "qc-c", "back"],
     ]);
   });
 

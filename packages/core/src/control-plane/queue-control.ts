@@ -51,33 +51,40 @@ export const setQueuePaused = async (db: ControlTx, params: { queueId: string; p
 };
 
 /**
- * Drains queues: pauses each (claims stop at once, running jobs finish), audited as
- * `queue.pause` with reason "drain" unless one is given, in one transaction (queues already
- * paused are left unaudited). Returns the queues that were not paused before, sorted. Any unknown
- * queue: 404, nothing paused. The console shows progress as the running count falls to zero.
+ * Pauses or resumes several queues in one transaction (a pool's): audited as `queue.pause` /
+ * `queue.resume` for each queue whose flag changes, none for the others. Returns the queues that
+ * changed, sorted. Any unknown queue: 404, nothing changed.
  */
-export const drainQueues = async (db: ControlTx, params: { queueIds: string[]; actor: string; reason?: string }): Promise<string[]> => {
+export const setQueuesPaused = async (db: ControlTx, params: { queueIds: string[]; paused: boolean; actor: string; reason?: string }): Promise<string[]> => {
   const was = await writePaused(db, {
     queueIds: params.queueIds,
-    paused: true,
+    paused: params.paused,
     audit: (queueId, was) =>
-      was
+      was === params.paused
         ? null
         : {
             actor: params.actor,
-            action: "queue.pause",
+            action: params.paused ? "queue.pause" : "queue.resume",
             objectType: "queue",
             objectId: queueId,
-            before: { paused: false },
-            after: { paused: true },
-            reason: params.reason ?? "drain",
+            before: { paused: was },
+            after: { paused: params.paused },
+            reason: params.reason ?? null,
           },
   });
   return [...was]
-    .filter(([, wasPaused]) => !wasPaused)
+    .filter(([, wasPaused]) => wasPaused !== params.paused)
     .map(([id]) => id)
     .sort();
 };
+
+/**
+ * Drains queues: pauses each (claims stop at once, running jobs finish) with
+ * {@link setQueuesPaused}, reason "drain" unless one is given. Returns the queues that were not
+ * paused before. The console shows progress as the running count falls to zero.
+ */
+export const drainQueues = async (db: ControlTx, params: { queueIds: string[]; actor: string; reason?: string }): Promise<string[]> =>
+  setQueuesPaused(db, { queueIds: params.queueIds, paused: true, actor: params.actor, reason: params.reason ?? "drain" });
 
 /** RUNNING jobs per queue (for drain progress and the console). */
 export const runningCounts = async (db: Db, queueIds?: string[]): Promise<Map<string, number>> => {
