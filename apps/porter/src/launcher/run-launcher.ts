@@ -152,8 +152,8 @@ export const runLauncher = async (): Promise<number> => {
         ...(env.PORTER_ADMIN_PASSWORD ? { adminPassword: env.PORTER_ADMIN_PASSWORD } : {}),
       });
       say(seed.created ? "seeded the demo configuration" : "control plane already configured: not seeding");
-      pools = (await db.query<{ id: string }>(`SELECT id FROM pools ORDER BY id`)).rows.map((r) => r.id);
-      hasAdmin = Boolean((await db.query(`SELECT 1 FROM users WHERE email = lower($1) AND disabled_at IS NULL`, [env.PORTER_ADMIN_EMAIL])).rowCount);
+      pools = (await prisma.pool.findMany({ select: { id: true }, orderBy: { id: "asc" } })).map((r) => r.id);
+      hasAdmin = (await prisma.user.findFirst({ where: { email: env.PORTER_ADMIN_EMAIL.toLowerCase(), disabledAt: null }, select: { id: true } })) !== null;
     } finally {
       await prisma.$disconnect();
       await db.end();

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { AppError } from "@porter/contracts";
-import { runningCounts, setQueuePaused } from "@porter/core";
+import { drainQueues, runningCounts } from "@porter/core";
 import type { ControlDb } from "@porter/db/prisma";
 import { intOption, listOption, parseCommandArgs } from "../args";
 import { type Command, helpText } from "../command";
@@ -40,10 +40,9 @@ export const drainCommand: Command = {
 
     const { pool, prisma } = await ctx.db();
     const queues = values.pool ? await poolQueues(prisma, values.pool) : await existingQueues(prisma, requested);
-    for (const queueId of queues) {
-      const changed = await setQueuePaused(prisma, { queueId, paused: true, actor: ctx.actor, reason: values.reason ?? "drain" });
-      ctx.out.progress(`drain: queue ${queueId} ${changed ? "paused" : "was already paused"}`);
-    }
+    // The console's drain: one transaction, a `queue.pause` audit row per queue it paused.
+    const changed = await drainQueues(prisma, { queueIds: queues, actor: ctx.actor, ...(values.reason ? { reason: values.reason } : {}) });
+    for (const queueId of queues) ctx.out.progress(`drain: queue ${queueId} ${changed.includes(queueId) ? "paused" : "was already paused"}`);
     const resumeHint = `resume with: ${queues.map((q) => `npm run porter -- resume ${q}`).join("; ")}`;
 
     const started = Date.now();
