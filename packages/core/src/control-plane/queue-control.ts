@@ -1,18 +1,19 @@
 import { AppError } from "@porter/contracts";
 import type { ControlTx } from "@porter/db/prisma";
 import type { Db } from "../db";
-import { type AuditEntry, writeAuditTx } from "./audit";
+import { writeAuditTx } from "./audit";
+
+/** What a pause or resume writes, and who asks. */
+type PauseParams = { queueIds: string[]; paused: boolean; actor: string; reason?: string };
 
 /**
  * Sets the pause flag of queues (the control-plane state claims read: a paused queue is skipped
  * at once; running work continues) in one transaction: the rows are locked first, so `was` is the
  * flag this change replaced even under concurrent pauses. Any unknown id: 404, nothing changed.
- * `audit` picks the audit rows from each queue's before/after. Returns each queue's previous flag.
+ * Audits a `queue.pause`/`queue.resume` row per queue whose flag changes (per queue, when
+ * `isAuditingUnchanged`). Returns each queue's previous flag.
  */
-const writePaused = async (
-  db: ControlTx,
-  params: { queueIds: string[]; paused: boolean; audit: (queueId: string, was: boolean) => AuditEntry | null },
-): Promise<Map<string, boolean>> => {
+const writePaused = async (db: ControlTx, params: PauseParams & { isAuditingUnchanged: boolean }): Promise<Map<string, boolean>> => {
   if (params.queueIds.length === 0) return new Map();
   return db.$transaction(async (tx) => {
     // Prisma has no FOR UPDATE: the lock (in id order, so concurrent drains cannot deadlock) and
@@ -22,8 +23,19 @@ const writePaused = async (
     const missing = params.queueIds.filter((id) => !locked.some((q) => q.id === id));
     if (missing.length) throw new AppError("NOT_FOUND", { message: `queue(s) not found: ${missing.join(", ")}` });
     await tx.queue.updateMany({ where: { id: { in: params.queueIds } }, data: { paused: params.paused, updatedAt: locked[0]!.now } });
-    const entries = locked.map((q) => params.audit(q.id, q.paused)).filter((e): e is AuditEntry => e !== null);
-    await writeAuditTx(tx, entries);
+    const audited = locked.filter((q) => params.isAuditingUnchanged || q.paused !== params.paused);
+    await writeAuditTx(
+      tx,
+      audited.map((q) => ({
+        actor: params.actor,
+        action: params.paused ? "queue.pause" : "queue.resume",
+        objectType: "queue",
+        objectId: q.id,
+        before: { paused: q.paused },
+        after: { paused: params.paused },
+        reason: params.reason ?? null,
+      })),
+    );
     return new Map(locked.map((q) => [q.id, q.paused]));
   });
 };
@@ -34,20 +46,9 @@ const writePaused = async (
  * Returns whether the flag changed. Unknown queue: 404.
  */
 export const setQueuePaused = async (db: ControlTx, params: { queueId: string; paused: boolean; actor: string; reason?: string }): Promise<boolean> => {
-  const was = await writePaused(db, {
-    queueIds: [params.queueId],
-    paused: params.paused,
-    audit: (queueId, was) => ({
-      actor: params.actor,
-      action: params.paused ? "queue.pause" : "queue.resume",
-      objectType: "queue",
-      objectId: queueId,
-      before: { paused: was },
-      after: { paused: params.paused },
-      reason: params.reason ?? null,
-    }),
-  });
-  return was.get(params.queueId) !== params.paused;
+  const { queueId, ...rest } = params;
+  const was = await writePaused(db, { ...rest, queueIds: [queueId], isAuditingUnchanged: true });
+  return was.get(queueId) !== params.paused;
 };
 
 /**
@@ -55,23 +56,8 @@ export const setQueuePaused = async (db: ControlTx, params: { queueId: string; p
  * `queue.resume` for each queue whose flag changes, none for the others. Returns the queues that
  * changed, sorted. Any unknown queue: 404, nothing changed.
  */
-export const setQueuesPaused = async (db: ControlTx, params: { queueIds: string[]; paused: boolean; actor: string; reason?: string }): Promise<string[]> => {
-  const was = await writePaused(db, {
-    queueIds: params.queueIds,
-    paused: params.paused,
-    audit: (queueId, was) =>
-      was === params.paused
-        ? null
-        : {
-            actor: params.actor,
-            action: params.paused ? "queue.pause" : "queue.resume",
-            objectType: "queue",
-            objectId: queueId,
-            before: { paused: was },
-            after: { paused: params.paused },
-            reason: params.reason ?? null,
-          },
-  });
+export const setQueuesPaused = async (db: ControlTx, params: PauseParams): Promise<string[]> => {
+  const was = await writePaused(db, { ...params, isAuditingUnchanged: false });
   return [...was]
     .filter(([, wasPaused]) => wasPaused !== params.paused)
     .map(([id]) => id)
