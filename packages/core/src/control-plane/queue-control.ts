@@ -1,6 +1,5 @@
 import { AppError } from "@porter/contracts";
 import type { ControlTx } from "@porter/db/prisma";
-import type { Db } from "../db";
 import { writeAuditTx } from "./audit";
 
 /** What a pause or resume writes, and who asks. */
@@ -71,23 +70,3 @@ export const setQueuesPaused = async (db: ControlTx, params: PauseParams): Promi
  */
 export const drainQueues = async (db: ControlTx, params: { queueIds: string[]; actor: string; reason?: string }): Promise<string[]> =>
   setQueuesPaused(db, { queueIds: params.queueIds, paused: true, actor: params.actor, reason: params.reason ?? "drain" });
-
-/** RUNNING jobs per queue (for drain progress and the console). */
-export const runningCounts = async (db: Db, queueIds?: string[]): Promise<Map<string, number>> => {
-  const { rows } = await db.query<{ queue_id: string; n: string }>(
-    `SELECT queue_id, count(*)::text AS n FROM jobs WHERE state = 'RUNNING' AND ($1::text[] IS NULL OR queue_id = ANY($1))
-      GROUP BY queue_id`,
-    [queueIds ?? null],
-  );
-  return new Map(rows.map((r) => [r.queue_id, Number(r.n)]));
-};
-
-/** Counts of jobs by queue and state, live and finished. */
-export const countsByState = async (db: Db): Promise<Array<{ queue_id: string; state: string; count: number }>> => {
-  const { rows } = await db.query<{ queue_id: string; state: string; n: string }>(
-    `SELECT queue_id, state::text, count(*)::text AS n FROM jobs GROUP BY 1, 2
-     UNION ALL
-     SELECT queue_id, state::text, count(*)::text FROM finished_jobs GROUP BY 1, 2`,
-  );
-  return rows.map((r) => ({ queue_id: r.queue_id, state: r.state, count: Number(r.n) }));
-};
