@@ -4,13 +4,15 @@
 //   EXTERNAL=bench/src/probe/http-client.mjs …: the client in another process (CPU = the server's alone)
 import { startTestServer } from "@porter/api/testing/http-server";
 import { createApiKey, PolicyCache } from "@porter/core";
+import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
 import { freshPerfDatabase, startProfile } from "./perf-db";
 
 const [calls, concurrency] = [Number(process.argv[2] ?? 2000), Number(process.argv[3] ?? 1)];
 const pool = await freshPerfDatabase({ connections: 26 });
-const server = await startTestServer({ pool, policyCache: new PolicyCache({ ttlMs: 1000 }) });
-const { key } = await createApiKey(pool, { tenantIds: ["bench"], jobTypes: ["*"], name: "probe", actor: "probe" });
+const prisma = createPrisma(pool);
+const server = await startTestServer({ pool, prisma, policyCache: new PolicyCache({ ttlMs: 1000 }) });
+const { key } = await createApiKey(prisma, { tenantIds: ["bench"], jobTypes: ["*"], name: "probe", actor: "probe" });
 const client = createProducerClient({ url: server.url, apiKey: key });
 let k = 0;
 const one = () => client.enqueue({ job_type: "bench.job", payload: { k: ++k }, idempotency_key: `k-${k}` });
@@ -39,4 +41,5 @@ console.log(
   `${calls} calls at c=${concurrency}: ${(calls / s).toFixed(0)}/s, ${((s * 1000) / calls).toFixed(2)} ms/call wall, ${((c.user + c.system) / 1000 / calls).toFixed(2)} ms CPU/call`,
 );
 await server.close();
+await prisma.$disconnect();
 await pool.end();

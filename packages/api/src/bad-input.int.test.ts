@@ -24,7 +24,7 @@ const PATH = process.env.PORTER_FC_PATH;
 const runs = (numRuns: number): fc.Parameters<unknown> => ({ numRuns, ...(SEED === undefined ? {} : { seed: SEED }), ...(PATH ? { path: PATH } : {}) });
 
 beforeAll(async () => {
-  fx = await seedProducerFixtures(db.pool);
+  fx = await seedProducerFixtures(db);
   const made = await enqueueJobs(
     db.pool,
     [fx.tenantA, fx.tenantA, fx.tenantB].map((tenant, i) => ({

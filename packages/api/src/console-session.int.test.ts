@@ -19,7 +19,7 @@ let producerKey: string;
 
 /** A session cookie as next-auth issues it at sign-in: the user and its current session version. */
 const cookieFor = async (userId: string, secret = SECRET, version?: number) => {
-  const sv = version ?? (await getActiveUser(db.pool, userId))?.sessionVersion ?? 0;
+  const sv = version ?? (await getActiveUser(db.prisma, userId))?.sessionVersion ?? 0;
   return `${sessionCookieName(false)}=${await encode({ token: { sub: userId, email: "x@example.com", [SESSION_VERSION_CLAIM]: sv }, secret })}`;
 };
 // Sessions' users are cached per process for this long (the console uses a few seconds).
@@ -31,11 +31,11 @@ beforeAll(async () => {
   viewerId = (await createUser(db.prisma, { email: "viewer@example.com", role: "viewer", password: "viewer-password-1", actor: "test" })).id;
   operatorId = (await createUser(db.prisma, { email: "operator@example.com", role: "operator", password: "operator-password-1", actor: "test" })).id;
   await createUser(db.prisma, { email: "admin@example.com", role: "admin", password: "admin-password-12", actor: "test" });
-  producerKey = (await createApiKey(db.pool, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
+  producerKey = (await createApiKey(db.prisma, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
   server = await startTestServer({
     pool: db.appPool,
     policyCache: new PolicyCache(),
-    getSession: createSessionReader({ pool: db.appPool, secret: SECRET, cache: createSessionUserCache({ ttlMs: CACHE_MS }) }),
+    getSession: createSessionReader({ prisma: db.appPrisma, secret: SECRET, cache: createSessionUserCache({ ttlMs: CACHE_MS }) }),
   });
   origin = server.url;
 });
@@ -83,7 +83,7 @@ describe("ending sessions (issue 9, defect 6)", () => {
   const meStatus = async (cookie: string) => (await request("me.get", { headers: { cookie } })).status;
 
   const events: Array<[string, (userId: string) => Promise<unknown>]> = [
-    ["sign-out", (id) => endUserSessions(db.pool, id)],
+    ["sign-out", (id) => endUserSessions(db.prisma, id)],
     ["a password reset by an admin", (id) => updateUser(db.prisma, { id, patch: { password: "a-new-password-123" }, actor: "user:admin@example.com" })],
     ["a role change", (id) => updateUser(db.prisma, { id, patch: { role: "viewer" }, actor: "user:admin@example.com" })],
     ["disabling the account", (id) => updateUser(db.prisma, { id, patch: { disabled: true }, actor: "user:admin@example.com" })],
@@ -106,7 +106,7 @@ describe("ending sessions (issue 9, defect 6)", () => {
     const userId = await newUser("again@example.com");
     const old = await cookieFor(userId);
     expect(await meStatus(old)).toBe(200); // caches the user at the old version
-    await endUserSessions(db.pool, userId);
+    await endUserSessions(db.prisma, userId);
     const fresh = await cookieFor(userId);
     expect(await meStatus(fresh)).toBe(200);
     expect(await meStatus(old)).toBe(401);

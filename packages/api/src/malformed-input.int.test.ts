@@ -16,7 +16,7 @@ let fx: ProducerFixtures;
 let queuedJob: string;
 
 beforeAll(async () => {
-  fx = await seedProducerFixtures(db.pool);
+  fx = await seedProducerFixtures(db);
   const [made] = await enqueueJobs(db.pool, [{ job_type: "fx.email", tenant_id: fx.tenantA, payload: {}, idempotency_key: "queued" }]);
   queuedJob = made!.job_id;
   server = await startTestServer({

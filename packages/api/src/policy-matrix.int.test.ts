@@ -105,7 +105,7 @@ let producerKey: string;
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: "mx-pool", queues: [{ id: "mx-q" }], tenants: [{ id: "mx_t" }] });
   await db.pool.query(`INSERT INTO resource_keys (id) VALUES ('mx-rk')`);
-  producerKey = (await createApiKey(db.pool, { tenantIds: ["mx_t"], jobTypes: ["*"], actor: "test" })).key;
+  producerKey = (await createApiKey(db.prisma, { tenantIds: ["mx_t"], jobTypes: ["*"], actor: "test" })).key;
 });
 
 type Caller = "anonymous" | "producer" | Role;

@@ -16,7 +16,7 @@ let serverA: TestServer;
 let serverB: TestServer;
 
 beforeAll(async () => {
-  await seedProducerFixtures(db.pool);
+  await seedProducerFixtures(db);
   pool2 = createPool(db.appConnectionString, { max: 3, applicationName: "producer-auth-second-server" });
   // Two "console processes": own pools, own registries, one database.
   serverA = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache() });
@@ -37,7 +37,7 @@ const enqueue = async (server: TestServer, key: string, headers: Record<string, 
   return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as { error: { data: { appCode: string } } } };
 };
 const newKey = (ratePerSecond?: number) =>
-  createApiKey(db.pool, { tenantIds: ["fx_tenant_a"], jobTypes: ["*"], actor: "test", ...(ratePerSecond ? { ratePerSecond } : {}) });
+  createApiKey(db.prisma, { tenantIds: ["fx_tenant_a"], jobTypes: ["*"], actor: "test", ...(ratePerSecond ? { ratePerSecond } : {}) });
 const wrongSecretOf = (key: string) => `${key.slice(0, key.lastIndexOf("_") + 1)}${"x".repeat(43)}`;
 
 describe("failed API key authentication is throttled", () => {

@@ -1,6 +1,6 @@
 import { type ActiveUser, getActiveUser } from "@porter/core";
+import type { ControlDb } from "@porter/db/prisma";
 import { decode } from "next-auth/jwt";
-import type pg from "pg";
 import type { Session } from "./context";
 
 /** next-auth's session cookie: `__Secure-` prefixed when the console is served over https. */
@@ -71,10 +71,11 @@ export const createSessionUserCache = (options: { ttlMs?: number; maxEntries?: n
 };
 
 /**
- * What {@link readSession} needs: the database (for the user's current role and session
- * version), the JWT secret, and the process's user cache (none: read `users` on every call).
+ * What {@link readSession} needs: the control plane's Prisma client (for the user's current role
+ * and session version), the JWT secret, and the process's user cache (none: read `users` on
+ * every call).
  */
-export type SessionReaderOptions = { pool: pg.Pool; secret: string; isSecureCookie?: boolean; cache?: SessionUserCache };
+export type SessionReaderOptions = { prisma: ControlDb; secret: string; isSecureCookie?: boolean; cache?: SessionUserCache };
 
 /**
  * The console session of a request, from next-auth's session cookie only (never an
@@ -100,7 +101,7 @@ export const readSession = async (cookieHeader: string | null, options: SessionR
   }
   // A token without a version predates revocable sessions: it is not accepted.
   if (typeof userId !== "string" || userId.length === 0 || typeof version !== "number") return null;
-  const load = () => getActiveUser(options.pool, userId);
+  const load = () => getActiveUser(options.prisma, userId);
   let user = await (options.cache ? options.cache.get(userId, load) : load());
   // Versions only grow: a token newer than the cached row was issued after it was read (a sign-in
   // right after a sign-out), so the cache is stale, not the token.

@@ -14,6 +14,7 @@ export * from "./policy/worker-liveness";
 export * from "./policy/worker-liveness";
 export * from "./reads/console-reads";
 export * from "./reads/get-job";
+export * from "./reads/job-counts";
 export * from "./reads/jobs-query";
 export * from "./reads/pool-health";
 export * from "./reads/timeline";

@@ -1,6 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
-import { PrismaClient } from "./generated/prisma/client";
+import { type Prisma, PrismaClient } from "./generated/prisma/client";
 
 export { Prisma, PrismaClient } from "./generated/prisma/client";
 
@@ -10,6 +10,13 @@ export { Prisma, PrismaClient } from "./generated/prisma/client";
  * users, audit reads) take it; the data plane keeps plain `pg`.
  */
 export type ControlDb = PrismaClient;
+
+/**
+ * A control-plane handle that may be a caller's interactive transaction: a function taking it
+ * opens `$transaction` on it, which Prisma 7 nests as a savepoint of the caller's transaction
+ * (so a seed can compose several audited writes into one commit). A {@link ControlDb} is one too.
+ */
+export type ControlTx = Prisma.TransactionClient;
 
 /** Options of {@link createPrisma}. */
 export type CreatePrismaOptions = {

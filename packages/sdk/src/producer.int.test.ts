@@ -14,7 +14,7 @@ let fx: ProducerFixtures;
 let client: ProducerClient;
 
 beforeAll(async () => {
-  fx = await seedProducerFixtures(db.pool);
+  fx = await seedProducerFixtures(db);
   server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }) });
   client = createProducerClient({ url: server.url, apiKey: fx.keyA });
 });

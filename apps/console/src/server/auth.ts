@@ -5,7 +5,7 @@ import type { NextAuthOptions } from "next-auth";
 import CredentialsProvider from "next-auth/providers/credentials";
 import { z } from "zod";
 import { safeCallbackUrl } from "../lib/safe-callback";
-import { getPool } from "./db";
+import { getPool, getPrisma } from "./db";
 import { getEnv } from "./env";
 import { getLogger } from "./logger";
 
@@ -73,7 +73,7 @@ export const getAuthOptions = (): NextAuthOptions => ({
         const address = addressOfHeaders(req?.headers);
         // The sign-in route answered 429 already; this covers concurrent attempts that passed it.
         if ((await signInRetryAfter(getPool(), { email, address })) !== null) return null;
-        const user = await authenticateUser(getPool(), email, parsed.data.password);
+        const user = await authenticateUser(getPrisma(), email, parsed.data.password);
         if (!user) {
           await signInFailed(email, address, "wrong email or password, or disabled");
           return null;
@@ -92,7 +92,7 @@ export const getAuthOptions = (): NextAuthOptions => ({
   events: {
     // Signing out ends the user's sessions everywhere, so a copied cookie stops working too.
     signOut: async ({ token }) => {
-      if (typeof token?.sub === "string") await endUserSessions(getPool(), token.sub);
+      if (typeof token?.sub === "string") await endUserSessions(getPrisma(), token.sub);
     },
   },
   logger: {
@@ -109,5 +109,5 @@ export const getConsoleSession = async (): Promise<Session | null> => {
     .getAll()
     .map((c) => `${c.name}=${encodeURIComponent(c.value)}`)
     .join("; ");
-  return readSession(header, { pool: getPool(), secret: getEnv().AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() });
+  return readSession(header, { prisma: getPrisma(), secret: getEnv().AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() });
 };

@@ -104,8 +104,8 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   );
   const fleet = new WorkerFleet({ connectionString: cluster.connectionString, pool: "background", size: options.workers, concurrency: options.concurrency });
   try {
-    await seedDemo(db, { actor: "chaos", adminEmail: "admin@porter.local", adminPassword: "chaos-suite-admin" });
     const prisma = createPrisma(db);
+    await seedDemo(prisma, { actor: "chaos", adminEmail: "admin@porter.local", adminPassword: "chaos-suite-admin" });
     await updateConfig(
       prisma,
       "queue",

@@ -27,7 +27,7 @@ const count = async (sql: string, params: unknown[] = []) =>
   Number((await db.pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM (${sql}) s`, params)).rows[0]!.n);
 
 /** Tests other than [SEED] need the demo configuration; seeding is idempotent, so any order works. */
-const seeded = () => seedDemo(db.pool, { actor: "seed", adminEmail: "admin@porter.local" });
+const seeded = () => seedDemo(db.prisma, { actor: "seed", adminEmail: "admin@porter.local" });
 
 /** A DEAD job, the way a worker makes one: claimed, then failed permanently. */
 const makeDeadJob = async (): Promise<string> => {
@@ -109,7 +109,7 @@ describe("porter CLI", () => {
     const admin = await db.pool.query<{ password_hash: string; role: string }>(`SELECT password_hash, role FROM users WHERE email = 'admin@porter.local'`);
     expect(admin.rows[0]?.role).toBe("admin");
     expect(await verifyPassword(admin.rows[0]!.password_hash, seeded.admin_password)).toBe(true);
-    expect(await verifyApiKey(db.pool, seeded.producer_key)).toMatchObject({ tenantIds: ["tenant_A", "tenant_B", "tenant_C"], jobTypes: ["*"] });
+    expect(await verifyApiKey(db.prisma, seeded.producer_key)).toMatchObject({ tenantIds: ["tenant_A", "tenant_B", "tenant_C"], jobTypes: ["*"] });
     expect(await count(`SELECT 1 FROM audit_log WHERE actor = 'seed' AND action = 'queue.create'`)).toBe(8);
 
     const auditBefore = await count(`SELECT 1 FROM audit_log`);
@@ -130,7 +130,7 @@ describe("porter CLI", () => {
     expect(key).toMatchObject({ tenants: ["tenant_A", "tenant_C"], job_types: ["email.send", "diag.sleep"] });
     expect(key.key).toMatch(new RegExp(`^pk_${key.id as string}_`));
     expect(created.stdout.trim().split("\n")).toHaveLength(1);
-    expect(await verifyApiKey(db.pool, key.key as string)).toMatchObject({ id: key.id, tenantIds: ["tenant_A", "tenant_C"] });
+    expect(await verifyApiKey(db.prisma, key.key as string)).toMatchObject({ id: key.id, tenantIds: ["tenant_A", "tenant_C"] });
 
     const all = await porter("keys", "create", "--tenant", "tenant_B", "--json");
     expect(all.json).toMatchObject({ tenants: ["tenant_B"], job_types: ["*"] });
@@ -140,7 +140,7 @@ describe("porter CLI", () => {
 
     const revoked = await porter("keys", "revoke", key.id as string, "--json");
     expect(revoked.code, revoked.stderr).toBe(0);
-    expect(await verifyApiKey(db.pool, key.key as string)).toBeNull();
+    expect(await verifyApiKey(db.prisma, key.key as string)).toBeNull();
     const again = await porter("keys", "revoke", key.id as string, "--json");
     expect(again.code).toBe(1);
     expect(again.json).toMatchObject({ error: { code: "NOT_FOUND" } });

@@ -19,7 +19,7 @@ const count = async (db: TestDatabase, table: string) => Number((await db.pool.q
 describe("seedDemo", () => {
   it("[SEED]: two concurrent seeders write the demo configuration exactly once", async () => {
     const db = await freshDatabase();
-    const results = await Promise.all([1, 2].map(() => seedDemo(db.appPool, { actor: "seed", adminEmail: "Ops@Example.com" })));
+    const results = await Promise.all([1, 2].map(() => seedDemo(db.appPrisma, { actor: "seed", adminEmail: "Ops@Example.com" })));
     expect(results.map((r) => r.created).sort()).toEqual([false, true]);
     const winner = results.find((r) => r.created)!;
     expect(winner).toMatchObject({ adminEmail: "ops@example.com", adminCreated: true });
@@ -39,7 +39,7 @@ describe("seedDemo", () => {
   it("[SEED]: a given admin password is used and never returned; an existing admin is not touched", async () => {
     const db = await freshDatabase();
     await db.pool.query(`INSERT INTO users (id, email, password_hash, role) VALUES ('u1', 'other@porter.local', 'x', 'viewer')`);
-    const result = await seedDemo(db.appPool, { actor: "seed", adminEmail: "admin@porter.local", adminPassword: "correct horse battery" });
+    const result = await seedDemo(db.appPrisma, { actor: "seed", adminEmail: "admin@porter.local", adminPassword: "correct horse battery" });
     expect(result).toMatchObject({ created: true, adminCreated: true });
     expect(result.adminPassword).toBeUndefined();
     const hash = (await db.pool.query(`SELECT password_hash FROM users WHERE email = 'admin@porter.local'`)).rows[0].password_hash;
@@ -48,22 +48,22 @@ describe("seedDemo", () => {
     // Forced on a configured database: only missing rows come back; the admin and keys stay.
     await db.pool.query(`DELETE FROM tenants WHERE id = 'tenant_C'`);
     await db.pool.query(`UPDATE queues SET lease_seconds = 42 WHERE id = 'diag'`);
-    expect(await seedDemo(db.appPool, { actor: "seed", adminEmail: "admin@porter.local" })).toMatchObject({ created: false });
+    expect(await seedDemo(db.appPrisma, { actor: "seed", adminEmail: "admin@porter.local" })).toMatchObject({ created: false });
     expect(await count(db, "tenants")).toBe(2);
-    const forced = await seedDemo(db.appPool, { actor: "seed", adminEmail: "admin@porter.local", adminPassword: "another password", force: true });
+    const forced = await seedDemo(db.appPrisma, { actor: "seed", adminEmail: "admin@porter.local", adminPassword: "another password", force: true });
     expect(forced).toEqual({ created: true, adminEmail: "admin@porter.local", adminCreated: false });
     expect((await db.pool.query(`SELECT weight FROM tenants WHERE id = 'tenant_C'`)).rows[0].weight).toBe(2);
     expect((await db.pool.query(`SELECT lease_seconds FROM queues WHERE id = 'diag'`)).rows[0].lease_seconds).toBe(42);
     const sameHash = (await db.pool.query(`SELECT password_hash FROM users WHERE email = 'admin@porter.local'`)).rows[0].password_hash;
     expect(sameHash).toBe(hash);
     expect(await count(db, "api_keys")).toBe(1);
-    expect(await seedDemo(db.appPool, { actor: "seed", adminEmail: "admin@porter.local", force: true })).toMatchObject({ created: false });
+    expect(await seedDemo(db.appPrisma, { actor: "seed", adminEmail: "admin@porter.local", force: true })).toMatchObject({ created: false });
   });
 
   it("[SEED]: nothing is written when the control plane already has a configuration", async () => {
     const db = await freshDatabase();
     await db.pool.query(`INSERT INTO pools (id) VALUES ('mine')`);
-    expect(await seedDemo(db.appPool, { actor: "seed", adminEmail: "admin@porter.local" })).toEqual({
+    expect(await seedDemo(db.appPrisma, { actor: "seed", adminEmail: "admin@porter.local" })).toEqual({
       created: false,
       adminEmail: "admin@porter.local",
       adminCreated: false,

@@ -7,6 +7,7 @@ import { pathToFileURL } from "node:url";
 import { isPortFree } from "@porter/db/embedded-process";
 import { describeProgress, migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
+import { createPrisma } from "@porter/db/prisma";
 import { appRoleFor, resolveAppPassword } from "../cli/app-role";
 import { seedSummaryLines } from "../cli/commands/seed";
 import { type CliEnv, parseCliEnv } from "../cli/env";
@@ -143,16 +144,18 @@ export const runLauncher = async (): Promise<number> => {
     let seed: SeedDemoResult;
     let pools: string[];
     let hasAdmin: boolean;
+    const prisma = createPrisma(db);
     try {
-      seed = await seedDemo(db, {
+      seed = await seedDemo(prisma, {
         actor: "seed",
         adminEmail: env.PORTER_ADMIN_EMAIL,
         ...(env.PORTER_ADMIN_PASSWORD ? { adminPassword: env.PORTER_ADMIN_PASSWORD } : {}),
       });
       say(seed.created ? "seeded the demo configuration" : "control plane already configured: not seeding");
-      pools = (await db.query<{ id: string }>(`SELECT id FROM pools ORDER BY id`)).rows.map((r) => r.id);
-      hasAdmin = Boolean((await db.query(`SELECT 1 FROM users WHERE email = lower($1) AND disabled_at IS NULL`, [env.PORTER_ADMIN_EMAIL])).rowCount);
+      pools = (await prisma.pool.findMany({ select: { id: true }, orderBy: { id: "asc" } })).map((r) => r.id);
+      hasAdmin = (await prisma.user.findFirst({ where: { email: env.PORTER_ADMIN_EMAIL.toLowerCase(), disabledAt: null }, select: { id: true } })) !== null;
     } finally {
+      await prisma.$disconnect();
       await db.end();
     }
     checkpoint();

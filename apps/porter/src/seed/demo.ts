@@ -1,8 +1,9 @@
 // The demo configuration of DESIGN.md ("Demo configuration"): what `npm run db:seed` and
 // `npm start` on an empty database write. Ids are fixed so scripts, docs and tests can rely on
-// them. Importable: `seedDemo(pool, { actor, adminEmail })`.
+// them. Importable: `seedDemo(prisma, { actor, adminEmail })`.
 import { randomInt } from "node:crypto";
-import { createApiKey, type Db, inTransaction, upsertUser, writeAudit } from "@porter/core";
+import { type ConfigObjectType, createApiKey, createConfig, getConfig, upsertUser, writeAuditTx } from "@porter/core";
+import type { ControlDb, ControlTx } from "@porter/db/prisma";
 
 type PoolRow = { id: string; description: string; concurrency_cap: number | null; worker_concurrency: number };
 type ResourceKeyRow = { id: string; description: string; concurrency_limit: number | null; rate_per_second: number | null; burst: number | null };
@@ -240,76 +241,70 @@ export type SeedDemoResult = {
   producerKey?: string;
 };
 
-// Serialises concurrent seeders (npm start and npm run db:seed at once) for the transaction.
-const SEED_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('porter:seed-demo'))`;
+/**
+ * Seeds the demo configuration in one transaction, audited, through core's control-plane
+ * functions on the Prisma client (each nests in the seed's transaction as a savepoint): pools,
+ * the `llm` resource key, queues, job types, tenants (createConfig), the admin user (upsertUser)
+ * and a producer API key (createApiKey). Does nothing (`created: false`) when the control plane
+ * (pools, queues, job types, tenants) already has rows, unless `force`, which inserts the demo
+ * rows that are missing and leaves existing ones as they are. Idempotent: a second call writes
+ * nothing.
+ */
+export const seedDemo = async (db: ControlDb, options: SeedDemoOptions): Promise<SeedDemoResult> =>
+  db.$transaction(
+    async (tx) => {
+      // Serialises concurrent seeders (npm start and npm run db:seed at once) for the transaction.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('porter:seed-demo'))`;
+      const isConfigured =
+        (await tx.pool.findFirst({ select: { id: true } })) !== null
+        || (await tx.queue.findFirst({ select: { id: true } })) !== null
+        || (await tx.jobType.findFirst({ select: { id: true } })) !== null
+        || (await tx.tenant.findFirst({ select: { id: true } })) !== null;
+      const base = { adminEmail: options.adminEmail.toLowerCase(), adminCreated: false };
+      if (isConfigured && !options.force) return { created: false, ...base };
+
+      const inserted = [
+        ...(await insertMissing(tx, "pool", DEMO_POOLS, options.actor)),
+        ...(await insertMissing(tx, "resource_key", DEMO_RESOURCE_KEYS, options.actor)),
+        ...(await insertMissing(tx, "queue", DEMO_QUEUES, options.actor)),
+        ...(await insertMissing(tx, "job_type", DEMO_JOB_TYPES, options.actor)),
+        ...(await insertMissing(tx, "tenant", DEMO_TENANTS, options.actor)),
+      ];
+
+      const admin = await ensureAdmin(tx, options);
+      const hasKey = (await tx.apiKey.findFirst({ select: { id: true } })) !== null;
+      const producerKey = hasKey
+        ? undefined
+        : (await createApiKey(tx, { tenantIds: DEMO_TENANTS.map((t) => t.id), jobTypes: ["*"], name: "demo producer", actor: options.actor })).key;
+
+      const created = inserted.length > 0 || admin.created || producerKey !== undefined;
+      if (created) {
+        await writeAuditTx(tx, [
+          { actor: options.actor, action: "seed.demo", objectType: "seed", objectId: "demo", after: { inserted, force: options.force ?? false } },
+        ]);
+      }
+      return {
+        created,
+        ...base,
+        adminCreated: admin.created,
+        ...(admin.generatedPassword ? { adminPassword: admin.generatedPassword } : {}),
+        ...(producerKey ? { producerKey } : {}),
+      };
+    },
+    // A second seeder waits on the lock for the first; the admin's argon2id hash takes a moment.
+    { maxWait: 10_000, timeout: 60_000 },
+  );
 
 /**
- * Seeds the demo configuration in one transaction, audited: pools, the `llm` resource key,
- * queues, job types, tenants, the admin user and a producer API key. Does nothing
- * (`created: false`) when the control plane (pools, queues, job types, tenants) already has rows,
- * unless `force`, which inserts the demo rows that are missing and leaves existing ones as they
- * are. Idempotent: a second call writes nothing.
+ * Creates the rows whose id is not there yet, each through createConfig (validated, audited as
+ * `<object type>.create` with reason "demo seed"); returns `<object type>:<id>` of each.
  */
-export const seedDemo = async (db: Db, options: SeedDemoOptions): Promise<SeedDemoResult> =>
-  inTransaction(db, async (client) => {
-    await client.query(SEED_LOCK_SQL);
-    const { rows } = await client.query<{ configured: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM pools) OR EXISTS (SELECT 1 FROM queues)
-           OR EXISTS (SELECT 1 FROM job_types) OR EXISTS (SELECT 1 FROM tenants) AS configured`,
-    );
-    const base = { adminEmail: options.adminEmail.toLowerCase(), adminCreated: false };
-    if (rows[0]?.configured && !options.force) return { created: false, ...base };
-
-    const inserted = [
-      ...(await insertMissing(client, "pools", "pool", DEMO_POOLS, options.actor)),
-      ...(await insertMissing(client, "resource_keys", "resource_key", DEMO_RESOURCE_KEYS, options.actor)),
-      ...(await insertMissing(client, "queues", "queue", DEMO_QUEUES, options.actor)),
-      ...(await insertMissing(client, "job_types", "job_type", DEMO_JOB_TYPES, options.actor)),
-      ...(await insertMissing(client, "tenants", "tenant", DEMO_TENANTS, options.actor)),
-    ];
-
-    const admin = await ensureAdmin(client, options);
-    const keys = await client.query<{ has_key: boolean }>(`SELECT EXISTS (SELECT 1 FROM api_keys) AS has_key`);
-    const producerKey = keys.rows[0]?.has_key
-      ? undefined
-      : (
-          await createApiKey(client, {
-            tenantIds: DEMO_TENANTS.map((t) => t.id),
-            jobTypes: ["*"],
-            name: "demo producer",
-            actor: options.actor,
-          })
-        ).key;
-
-    const created = inserted.length > 0 || admin.created || producerKey !== undefined;
-    if (created) {
-      await writeAudit(client, [
-        { actor: options.actor, action: "seed.demo", objectType: "seed", objectId: "demo", after: { inserted, force: options.force ?? false } },
-      ]);
-    }
-    return {
-      created,
-      ...base,
-      adminCreated: admin.created,
-      ...(admin.generatedPassword ? { adminPassword: admin.generatedPassword } : {}),
-      ...(producerKey ? { producerKey } : {}),
-    };
-  });
-
-/** Inserts the rows whose id is not there yet; audits each; returns `<object type>:<id>` of each. */
-const insertMissing = async <T extends { id: string }>(client: Db, table: string, objectType: string, rows: readonly T[], actor: string): Promise<string[]> => {
+const insertMissing = async <T extends { id: string }>(tx: ControlTx, type: ConfigObjectType, rows: readonly T[], actor: string): Promise<string[]> => {
   const done: string[] = [];
   for (const row of rows) {
-    const columns = Object.keys(row);
-    const result = await client.query(
-      `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(", ")})
-       ON CONFLICT (id) DO NOTHING`,
-      columns.map((c) => (row as Record<string, unknown>)[c]),
-    );
-    if (result.rowCount) {
-      await writeAudit(client, [{ actor, action: `${objectType}.create`, objectType, objectId: row.id, after: row, reason: "demo seed" }]);
-      done.push(`${objectType}:${row.id}`);
-    }
+    if (await getConfig(tx, type, row.id)) continue;
+    await createConfig(tx, type, row, { actor, reason: "demo seed" });
+    done.push(`${type}:${row.id}`);
   }
   return done;
 };
@@ -320,12 +315,11 @@ const PASSWORD_ALPHABET = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456
 const generatePassword = (): string => Array.from({ length: 18 }, () => PASSWORD_ALPHABET[randomInt(PASSWORD_ALPHABET.length)]).join("");
 
 /** Creates the admin user when no user has that email; an existing user is left as it is. */
-const ensureAdmin = async (client: Db, options: SeedDemoOptions): Promise<{ created: boolean; generatedPassword?: string }> => {
-  const existing = await client.query(`SELECT 1 FROM users WHERE email = lower($1)`, [options.adminEmail]);
-  if (existing.rowCount) return { created: false };
+const ensureAdmin = async (tx: ControlTx, options: SeedDemoOptions): Promise<{ created: boolean; generatedPassword?: string }> => {
+  if (await tx.user.findUnique({ where: { email: options.adminEmail.toLowerCase() }, select: { id: true } })) return { created: false };
   const generatedPassword = options.adminPassword ? undefined : generatePassword();
-  const id = await upsertUser(client, { email: options.adminEmail, name: "Admin", password: options.adminPassword ?? generatedPassword!, role: "admin" });
-  await writeAudit(client, [
+  const id = await upsertUser(tx, { email: options.adminEmail, name: "Admin", password: options.adminPassword ?? generatedPassword!, role: "admin" });
+  await writeAuditTx(tx, [
     {
       actor: options.actor,
       action: "user.create",

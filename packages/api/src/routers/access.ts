@@ -24,7 +24,7 @@ export const apiKeysRouter = createTRPCRouter({
     .input(ZApiKeyCreate)
     .output(z.object({ key: z.string(), id: z.string(), tenants: z.array(z.string()), job_types: z.array(z.string()) }))
     .mutation(({ ctx, input }) =>
-      createApiKey(ctx.pool, { tenantIds: input.tenant_ids, jobTypes: input.job_types, name: input.name, actor: actorOf(ctx.session) }),
+      createApiKey(ctx.prisma, { tenantIds: input.tenant_ids, jobTypes: input.job_types, name: input.name, actor: actorOf(ctx.session) }),
     ),
 
   /** Revokes a key: later requests with it are refused (401). */

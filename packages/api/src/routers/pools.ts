@@ -1,5 +1,5 @@
 import { AppError } from "@porter/contracts";
-import { drainQueues, listConfig, listWorkers, queueOverview, setQueuePaused } from "@porter/core";
+import { drainQueues, listConfig, listWorkers, queueOverview, setQueuesPaused } from "@porter/core";
 import { z } from "zod";
 import { actorOf } from "../actor";
 import { ZConfigId, ZPoolCreate, ZPoolRow, ZPoolUpdate, ZReason } from "../schemas/control-plane";
@@ -75,26 +75,22 @@ export const poolsRouter = createTRPCRouter({
     .output(ZPoolActionResult)
     .mutation(async ({ ctx, input }) => {
       const queues = await queuesOf(ctx.prisma, input.id);
-      const changed = await drainQueues(ctx.pool, { queueIds: queues, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      const changed = await drainQueues(ctx.prisma, { queueIds: queues, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
       return { id: input.id, queues, changed };
     }),
 
-  /** Resumes every queue of the pool. Audited per queue that was paused. */
+  /** Resumes every queue of the pool, in one transaction. Audited per queue that was paused. */
   resume: operatorProcedure
     .input(ZPoolAction)
     .output(ZPoolActionResult)
     .mutation(async ({ ctx, input }) => {
       const queues = await queuesOf(ctx.prisma, input.id);
-      const changed: string[] = [];
-      for (const queueId of queues) {
-        const didChange = await setQueuePaused(ctx.pool, {
-          queueId,
-          paused: false,
-          actor: actorOf(ctx.session),
-          ...(input.reason ? { reason: input.reason } : {}),
-        });
-        if (didChange) changed.push(queueId);
-      }
+      const changed = await setQueuesPaused(ctx.prisma, {
+        queueIds: queues,
+        paused: false,
+        actor: actorOf(ctx.session),
+        ...(input.reason ? { reason: input.reason } : {}),
+      });
       return { id: input.id, queues, changed };
     }),
 });

@@ -13,7 +13,7 @@ let server: TestServer;
 let fx: ProducerFixtures;
 
 beforeAll(async () => {
-  fx = await seedProducerFixtures(db.pool);
+  fx = await seedProducerFixtures(db);
   // No policy cache: the knobs below change between tests.
   server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 0 }) });
 });

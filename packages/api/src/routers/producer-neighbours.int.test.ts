@@ -15,7 +15,7 @@ let server: TestServer;
 let fx: ProducerFixtures;
 
 beforeAll(async () => {
-  fx = await seedProducerFixtures(db.pool);
+  fx = await seedProducerFixtures(db);
   server = await startTestServer({ pool: db.pool, policyCache: new PolicyCache() });
 });
 afterAll(async () => {

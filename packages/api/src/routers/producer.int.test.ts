@@ -15,7 +15,7 @@ let fx: ProducerFixtures;
 const MAX_BODY_BYTES = 1024 * 1024;
 
 beforeAll(async () => {
-  fx = await seedProducerFixtures(db.pool);
+  fx = await seedProducerFixtures(db);
   server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }), maxBodyBytes: MAX_BODY_BYTES });
 });
 afterAll(async () => {
@@ -184,7 +184,9 @@ describe("producer.enqueue", () => {
 
 describe("producer.enqueue with a job-type-scoped key", () => {
   it("is 403 for a job type outside the key's scope", async () => {
-    const { key } = await import("@porter/core").then((core) => core.createApiKey(db.pool, { tenantIds: [fx.tenantA], jobTypes: ["fx.email"], actor: "test" }));
+    const { key } = await import("@porter/core").then((core) =>
+      core.createApiKey(db.prisma, { tenantIds: [fx.tenantA], jobTypes: ["fx.email"], actor: "test" }),
+    );
     expect((await post("producer.enqueue", job(), key)).status).toBe(200);
     const before = await countStored(db.pool);
     const outOfScope = await post("producer.enqueue", job({ job_type: "fx.parse" }), key);

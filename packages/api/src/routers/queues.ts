@@ -31,7 +31,7 @@ export const queuesRouter = createTRPCRouter({
     .input(ZQueueAction)
     .output(ZPauseResult)
     .mutation(async ({ ctx, input }) => {
-      const changed = await setQueuePaused(ctx.pool, {
+      const changed = await setQueuePaused(ctx.prisma, {
         queueId: input.id,
         paused: true,
         actor: actorOf(ctx.session),
@@ -45,7 +45,7 @@ export const queuesRouter = createTRPCRouter({
     .input(ZQueueAction)
     .output(ZPauseResult)
     .mutation(async ({ ctx, input }) => {
-      const changed = await setQueuePaused(ctx.pool, {
+      const changed = await setQueuePaused(ctx.prisma, {
         queueId: input.id,
         paused: false,
         actor: actorOf(ctx.session),
@@ -62,7 +62,7 @@ export const queuesRouter = createTRPCRouter({
     .input(ZQueueAction)
     .output(ZPauseResult)
     .mutation(async ({ ctx, input }) => {
-      const changed = await drainQueues(ctx.pool, { queueIds: [input.id], actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+      const changed = await drainQueues(ctx.prisma, { queueIds: [input.id], actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
       return { id: input.id, paused: true, changed: changed.length > 0, running: await runningOf(ctx, input.id) };
     }),
 });

@@ -1,4 +1,5 @@
 import { apiKey, controlPlane } from "@porter/core/testing/control-plane-factory";
+import type { ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
 
 /** Keys and ids of {@link seedProducerFixtures}. */
@@ -18,9 +19,10 @@ export type ProducerFixtures = {
 
 /**
  * A pool, a queue, three job types (`fx.email`, `fx.parse`, `fx.other`), two tenants and four
- * API keys, from core's control-plane factory — enough for producer API tests.
+ * API keys, from core's control-plane factory — enough for producer API tests. Takes a test
+ * database (its owner pool for the rows, its Prisma client for the keys).
  */
-export const seedProducerFixtures = async (pool: pg.Pool): Promise<ProducerFixtures> => {
+export const seedProducerFixtures = async ({ pool, prisma }: { pool: pg.Pool; prisma: ControlDb }): Promise<ProducerFixtures> => {
   await controlPlane(pool, {
     pool: "fx-pool",
     queues: [{ id: "fx-queue", max_priority: 90, max_attempts: 10 }],
@@ -30,10 +32,10 @@ export const seedProducerFixtures = async (pool: pg.Pool): Promise<ProducerFixtu
       { id: "fx_tenant_b", name: "Tenant B" },
     ],
   });
-  const keyA = await apiKey(pool, { tenant_ids: ["fx_tenant_a"], job_types: ["*"] });
-  const keyB = await apiKey(pool, { tenant_ids: ["fx_tenant_b"], job_types: ["*"] });
-  const keyAB = await apiKey(pool, { tenant_ids: ["fx_tenant_a", "fx_tenant_b"], job_types: ["*"] });
-  const keyEmailOnly = await apiKey(pool, { tenant_ids: ["fx_tenant_a"], job_types: ["fx.email"] });
+  const keyA = await apiKey(prisma, { tenant_ids: ["fx_tenant_a"], job_types: ["*"] });
+  const keyB = await apiKey(prisma, { tenant_ids: ["fx_tenant_b"], job_types: ["*"] });
+  const keyAB = await apiKey(prisma, { tenant_ids: ["fx_tenant_a", "fx_tenant_b"], job_types: ["*"] });
+  const keyEmailOnly = await apiKey(prisma, { tenant_ids: ["fx_tenant_a"], job_types: ["fx.email"] });
   return {
     tenantA: "fx_tenant_a",
     tenantB: "fx_tenant_b",

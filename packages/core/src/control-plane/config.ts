@@ -1,8 +1,7 @@
 import { AppError } from "@porter/contracts";
 import { CONTROL_PLANE, type ConfigObjectType, type EntityDecl, type FieldIssue } from "@porter/contracts/control-plane";
-import type { ControlDb, Prisma } from "@porter/db/prisma";
-import { type Db, inTransaction } from "../db";
-import { writeAudit, writeAuditTx } from "./audit";
+import type { ControlDb, ControlTx, Prisma } from "@porter/db/prisma";
+import { writeAuditTx } from "./audit";
 
 export type { ConfigObjectType, FieldIssue } from "@porter/contracts/control-plane";
 
@@ -71,7 +70,7 @@ export const listConfig = async (db: ControlDb, type: ConfigObjectType): Promise
 };
 
 /** One row, or null. */
-export const getConfig = async (db: ControlDb, type: ConfigObjectType, id: string): Promise<ConfigRow | null> => {
+export const getConfig = async (db: ControlTx, type: ConfigObjectType, id: string): Promise<ConfigRow | null> => {
   const spec = CONFIG_TABLES[type];
   const row = await delegate(db, spec).findUnique({ where: { id }, select: selectOf(spec) });
   return row ? toRow(spec, row) : null;
@@ -136,7 +135,7 @@ export type ConfigWriteOptions = { actor: string; reason?: string };
  * reference a 400 naming the field.
  */
 export const createConfig = async (
-  db: ControlDb,
+  db: ControlTx,
   type: ConfigObjectType,
   values: Record<string, unknown> & { id: string },
   options: ConfigWriteOptions,
@@ -208,33 +207,3 @@ export const updateConfig = async (
     return after;
   });
 };
-
-/**
- * Drains queues: pauses each (claims stop at once, running jobs finish), audited as
- * `queue.pause` with reason "drain" unless one is given, in one transaction. Returns the queues
- * that were not paused before. The console shows progress as the running count falls to zero.
- */
-export const drainQueues = async (db: Db, params: { queueIds: string[]; actor: string; reason?: string }): Promise<string[]> =>
-  inTransaction(db, async (client) => {
-    const { rows } = await client.query<{ id: string; was: boolean }>(
-      `UPDATE queues q SET paused = true, updated_at = now() FROM queues old
-        WHERE q.id = ANY($1::text[]) AND old.id = q.id RETURNING q.id, old.paused AS was`,
-      [params.queueIds],
-    );
-    const missing = params.queueIds.filter((id) => !rows.some((r) => r.id === id));
-    if (missing.length) throw new AppError("NOT_FOUND", { message: `queue(s) not found: ${missing.join(", ")}` });
-    const changed = rows.filter((r) => !r.was);
-    await writeAudit(
-      client,
-      changed.map((r) => ({
-        actor: params.actor,
-        action: "queue.pause",
-        objectType: "queue",
-        objectId: r.id,
-        before: { paused: false },
-        after: { paused: true },
-        reason: params.reason ?? "drain",
-      })),
-    );
-    return changed.map((r) => r.id).sort();
-  });

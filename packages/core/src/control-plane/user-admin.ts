@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "@porter/contracts";
-import type { ControlDb } from "@porter/db/prisma";
-import type { Db } from "../db";
+import type { ControlDb, ControlTx } from "@porter/db/prisma";
 import { writeAuditTx } from "./audit";
 import { hashPassword, type Role, verifyPassword } from "./users";
 
@@ -10,49 +9,6 @@ export type UserRow = { id: string; email: string; name: string; role: Role; cre
 
 /** An enabled user as sessions see it: with the `session_version` a session token must carry. */
 export type ActiveUser = UserRow & { sessionVersion: number };
-
-type UserDbRow = { id: string; email: string; name: string; role: Role; created_at: Date; disabled_at: Date | null };
-const toUser = (r: UserDbRow): UserRow => ({
-  id: r.id,
-  email: r.email,
-  name: r.name,
-  role: r.role,
-  created_at: r.created_at.toISOString(),
-  disabled_at: r.disabled_at?.toISOString() ?? null,
-});
-const USER_COLUMNS = "id, email, name, role, created_at, disabled_at";
-
-// The hash of a random, forgotten password (same argon2id parameters as hashPassword): a sign-in
-// for an unknown email costs the same time as a known one, so timing does not reveal which exist.
-const DUMMY_HASH = "$argon2id$v=19$m=19456,t=2,p=1$jnf1MpvORywKiA/1PTVW9Q$t5dFRbfMvg5Zh8FmY9VOfwwJ8wljus7+TcVUIkJvVHE";
-
-/**
- * Checks an email and password against `users` (argon2id). Returns the user when the password
- * matches and the account is enabled; null otherwise (unknown email, wrong password, disabled),
- * taking about the same time in every case.
- */
-export const authenticateUser = async (db: Db, email: string, password: string): Promise<ActiveUser | null> => {
-  const { rows } = await db.query<UserDbRow & { password_hash: string; session_version: number }>(
-    `SELECT ${USER_COLUMNS}, password_hash, session_version FROM users WHERE email = lower($1)`,
-    [email.trim()],
-  );
-  const row = rows[0];
-  if (!row) {
-    await verifyPassword(DUMMY_HASH, password);
-    return null;
-  }
-  const isMatch = await verifyPassword(row.password_hash, password);
-  return isMatch && !row.disabled_at ? { ...toUser(row), sessionVersion: row.session_version } : null;
-};
-
-/** An enabled user by id, with its session version (sessions check both per request), or null. */
-export const getActiveUser = async (db: Db, id: string): Promise<ActiveUser | null> => {
-  const { rows } = await db.query<UserDbRow & { session_version: number }>(
-    `SELECT ${USER_COLUMNS}, session_version FROM users WHERE id = $1 AND disabled_at IS NULL`,
-    [id],
-  );
-  return rows[0] ? { ...toUser(rows[0]), sessionVersion: rows[0].session_version } : null;
-};
 
 type UserModel = { id: string; email: string; name: string; role: Role; createdAt: Date; disabledAt: Date | null };
 const USER_SELECT = { id: true, email: true, name: true, role: true, createdAt: true, disabledAt: true } as const;
@@ -64,6 +20,37 @@ const fromModel = (u: UserModel): UserRow => ({
   created_at: u.createdAt.toISOString(),
   disabled_at: u.disabledAt?.toISOString() ?? null,
 });
+
+// The hash of a random, forgotten password (same argon2id parameters as hashPassword): a sign-in
+// for an unknown email costs the same time as a known one, so timing does not reveal which exist.
+const DUMMY_HASH = "$argon2id$v=19$m=19456,t=2,p=1$jnf1MpvORywKiA/1PTVW9Q$t5dFRbfMvg5Zh8FmY9VOfwwJ8wljus7+TcVUIkJvVHE";
+
+/**
+ * Checks an email and password against `users` (argon2id). Returns the user when the password
+ * matches and the account is enabled; null otherwise (unknown email, wrong password, disabled),
+ * taking about the same time in every case.
+ */
+export const authenticateUser = async (db: ControlTx, email: string, password: string): Promise<ActiveUser | null> => {
+  const row = await db.user.findUnique({
+    where: { email: email.trim().toLowerCase() },
+    select: { ...USER_SELECT, passwordHash: true, sessionVersion: true },
+  });
+  if (!row) {
+    await verifyPassword(DUMMY_HASH, password);
+    return null;
+  }
+  const isMatch = await verifyPassword(row.passwordHash, password);
+  return isMatch && !row.disabledAt ? { ...fromModel(row), sessionVersion: row.sessionVersion } : null;
+};
+
+/**
+ * An enabled user by id, with its session version (sessions check both per request, through a
+ * cache of a few seconds: see @porter/api session.ts), or null.
+ */
+export const getActiveUser = async (db: ControlTx, id: string): Promise<ActiveUser | null> => {
+  const row = await db.user.findFirst({ where: { id, disabledAt: null }, select: { ...USER_SELECT, sessionVersion: true } });
+  return row ? { ...fromModel(row), sessionVersion: row.sessionVersion } : null;
+};
 
 /** Every console user, by email. */
 export const listUsers = async (db: ControlDb): Promise<UserRow[]> =>

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hash, verify } from "@node-rs/argon2";
-import type { Db } from "../db";
+import type { ControlTx } from "@porter/db/prisma";
 
 export type Role = "viewer" | "operator" | "admin";
 
@@ -10,18 +10,20 @@ export const verifyPassword = (hashed: string, password: string): Promise<boolea
 
 /**
  * Creates or updates a user by email (idempotent for seeding). Updating the password or role of
- * an existing user ends its sessions (bumps `session_version`).
+ * an existing user ends its sessions (bumps `session_version`). One statement (Prisma runs an
+ * upsert on a unique field as INSERT … ON CONFLICT), so concurrent seeders cannot both insert.
  */
-export const upsertUser = async (db: Db, params: { email: string; name?: string; password: string; role: Role }): Promise<string> => {
+export const upsertUser = async (db: ControlTx, params: { email: string; name?: string; password: string; role: Role }): Promise<string> => {
   const passwordHash = await hashPassword(params.password);
-  const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO users (id, email, name, password_hash, role) VALUES ($1, lower($2), $3, $4, $5)
-     ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash, role = EXCLUDED.role,
-       session_version = users.session_version + 1
-     RETURNING id`,
-    [randomUUID(), params.email, params.name ?? "", passwordHash, params.role],
-  );
-  return rows[0]!.id;
+  // Prisma would stamp created_at from this process's clock; the database's is the one of record.
+  const [{ now }] = await db.$queryRaw<[{ now: Date }]>`SELECT now()`;
+  const user = await db.user.upsert({
+    where: { email: params.email.toLowerCase() },
+    create: { id: randomUUID(), email: params.email.toLowerCase(), name: params.name ?? "", passwordHash, role: params.role, createdAt: now },
+    update: { passwordHash, role: params.role, sessionVersion: { increment: 1 } },
+    select: { id: true },
+  });
+  return user.id;
 };
 
 /**
@@ -29,6 +31,6 @@ export const upsertUser = async (db: Db, params: { email: string; name?: string;
  * before — in this browser or any other — is refused on its next request (after the few seconds
  * a process may cache the version). A user that does not exist is a no-op.
  */
-export const endUserSessions = async (db: Db, userId: string): Promise<void> => {
-  await db.query(`UPDATE users SET session_version = session_version + 1 WHERE id = $1`, [userId]);
+export const endUserSessions = async (db: ControlTx, userId: string): Promise<void> => {
+  await db.user.updateMany({ where: { id: userId }, data: { sessionVersion: { increment: 1 } } });
 };

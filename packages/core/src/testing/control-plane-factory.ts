@@ -2,6 +2,7 @@
 // API keys). It writes only the columns a test gives: every other column takes the database's
 // default (prisma/migrations), so a test that depends on a setting says so, and the defaults are
 // written once. Integration tests only.
+import type { ControlTx } from "@porter/db/prisma";
 import { createApiKey } from "../control-plane/api-keys";
 import type { Db } from "../db";
 
@@ -112,11 +113,11 @@ export const controlPlane = async (db: Db, spec: ControlPlaneSpec): Promise<stri
 };
 
 /**
- * Creates an API key through core (hashed secret, audited as `test:factory`); scope and name as
+ * Creates an API key through core's Prisma path (hashed secret, audited as `test:factory`); scope and name as
  * given, the rest the database's defaults. Returns the full key and its id.
  */
 export const apiKey = async (
-  db: Db,
+  db: ControlTx,
   row: { tenant_ids: string[]; job_types: string[]; name?: string; rate_per_second?: number | null },
 ): Promise<{ key: string; id: string }> => {
   const { key, id } = await createApiKey(db, {

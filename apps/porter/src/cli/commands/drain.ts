@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { AppError } from "@porter/contracts";
-import { runningCounts, setQueuePaused } from "@porter/core";
+import { drainQueues, runningCounts } from "@porter/core";
+import type { ControlDb } from "@porter/db/prisma";
 import { intOption, listOption, parseCommandArgs } from "../args";
 import { type Command, helpText } from "../command";
 import { CommandFailure, UsageError } from "../errors";
@@ -37,12 +38,11 @@ export const drainCommand: Command = {
     if (requested.length === 0 && !values.pool) throw new UsageError("drain: --queue <id> or --pool <id> is required (see drain --help)");
     const timeoutS = intOption(cmd, "timeout-s", values["timeout-s"], { min: 0, max: 7 * 86_400 });
 
-    const { pool } = await ctx.db();
-    const queues = values.pool ? await poolQueues(pool, values.pool) : await existingQueues(pool, requested);
-    for (const queueId of queues) {
-      const changed = await setQueuePaused(pool, { queueId, paused: true, actor: ctx.actor, reason: values.reason ?? "drain" });
-      ctx.out.progress(`drain: queue ${queueId} ${changed ? "paused" : "was already paused"}`);
-    }
+    const { pool, prisma } = await ctx.db();
+    const queues = values.pool ? await poolQueues(prisma, values.pool) : await existingQueues(prisma, requested);
+    // The console's drain: one transaction, a `queue.pause` audit row per queue it paused.
+    const changed = await drainQueues(prisma, { queueIds: queues, actor: ctx.actor, ...(values.reason ? { reason: values.reason } : {}) });
+    for (const queueId of queues) ctx.out.progress(`drain: queue ${queueId} ${changed.includes(queueId) ? "paused" : "was already paused"}`);
     const resumeHint = `resume with: ${queues.map((q) => `npm run porter -- resume ${q}`).join("; ")}`;
 
     const started = Date.now();
@@ -82,16 +82,16 @@ export const drainCommand: Command = {
   },
 };
 
-const poolQueues = async (db: Parameters<typeof runningCounts>[0], poolId: string): Promise<string[]> => {
-  const found = await db.query(`SELECT 1 FROM pools WHERE id = $1`, [poolId]);
-  if (!found.rowCount) throw new AppError("NOT_FOUND", { message: `pool ${poolId} not found` });
-  const { rows } = await db.query<{ id: string }>(`SELECT id FROM queues WHERE pool_id = $1 ORDER BY id`, [poolId]);
+const poolQueues = async (prisma: ControlDb, poolId: string): Promise<string[]> => {
+  if (!(await prisma.pool.findUnique({ where: { id: poolId }, select: { id: true } })))
+    throw new AppError("NOT_FOUND", { message: `pool ${poolId} not found` });
+  const rows = await prisma.queue.findMany({ where: { poolId }, select: { id: true }, orderBy: { id: "asc" } });
   if (rows.length === 0) throw new AppError("NOT_FOUND", { message: `pool ${poolId} has no queues` });
   return rows.map((r) => r.id);
 };
 
-const existingQueues = async (db: Parameters<typeof runningCounts>[0], ids: string[]): Promise<string[]> => {
-  const { rows } = await db.query<{ id: string }>(`SELECT id FROM queues WHERE id = ANY($1::text[])`, [ids]);
+const existingQueues = async (prisma: ControlDb, ids: string[]): Promise<string[]> => {
+  const rows = await prisma.queue.findMany({ where: { id: { in: ids } }, select: { id: true } });
   const missing = ids.filter((id) => !rows.some((r) => r.id === id));
   if (missing.length) throw new AppError("NOT_FOUND", { message: `queue(s) not found: ${missing.join(", ")}` });
   return ids;

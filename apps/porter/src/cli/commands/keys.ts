@@ -28,8 +28,8 @@ export const keysCreateCommand: Command = {
     const jobTypes = values["job-types"] === undefined ? ["*"] : listOption(values["job-types"]);
     if (jobTypes.length === 0) throw new UsageError("keys create: --job-types needs at least one job type, or *");
     if (jobTypes.includes("*") && jobTypes.length > 1) throw new UsageError("keys create: --job-types is either * or a list of job types, not both");
-    const { pool } = await ctx.db();
-    const created = await createApiKey(pool, { tenantIds, jobTypes, ...(values.name ? { name: values.name } : {}), actor: ctx.actor });
+    const { prisma } = await ctx.db();
+    const created = await createApiKey(prisma, { tenantIds, jobTypes, ...(values.name ? { name: values.name } : {}), actor: ctx.actor });
     ctx.out.progress(`created API key ${created.id} for tenants ${created.tenants.join(", ")}, job types ${created.job_types.join(", ")}`);
     ctx.out.progress("store it now: it is not shown again");
     ctx.out.result(created, created.key);

@@ -19,8 +19,8 @@ const pauseOrResume = (paused: boolean): Command => {
       const { values, positionals } = parseCommandArgs(name, argv, { reason: { type: "string" } }, true);
       if (positionals.length !== 1) throw new UsageError(`${name}: expected exactly one queue id (see ${name} --help)`);
       const queueId = positionals[0]!;
-      const { pool } = await ctx.db();
-      const changed = await setQueuePaused(pool, { queueId, paused, actor: ctx.actor, ...(values.reason ? { reason: values.reason } : {}) });
+      const { prisma } = await ctx.db();
+      const changed = await setQueuePaused(prisma, { queueId, paused, actor: ctx.actor, ...(values.reason ? { reason: values.reason } : {}) });
       ctx.out.result(
         { queue: queueId, paused, changed },
         `queue ${queueId} ${changed ? (paused ? "paused" : "resumed") : paused ? "was already paused" : "was not paused"}`,

@@ -16,8 +16,8 @@ export const seedCommand: Command = {
   ),
   run: async (ctx, argv) => {
     const { values } = parseCommandArgs("seed", argv, { force: { type: "boolean" } });
-    const { pool } = await ctx.db();
-    const result = await seedDemo(pool, {
+    const { prisma } = await ctx.db();
+    const result = await seedDemo(prisma, {
       actor: "seed",
       adminEmail: ctx.env.PORTER_ADMIN_EMAIL,
       ...(ctx.env.PORTER_ADMIN_PASSWORD ? { adminPassword: ctx.env.PORTER_ADMIN_PASSWORD } : {}),

@@ -17,7 +17,7 @@ const handler = (request: Request): Promise<Response> => {
   return handleTrpcRequest(request, {
     pool: getPool(),
     prisma: getPrisma(),
-    getSession: createSessionReader({ pool: getPool(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() }),
+    getSession: createSessionReader({ prisma: getPrisma(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() }),
     keyAuthLimits: { defaultRatePerSecond: env.PORTER_API_KEY_RATE },
     trustedOrigins: env.NEXTAUTH_URL ? [new URL(env.NEXTAUTH_URL).origin] : [],
     policyCache: getPolicyCache(),
