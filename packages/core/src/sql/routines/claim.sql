@@ -253,7 +253,7 @@ BEGIN
     RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
               j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
               j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
-              q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at
+              q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at, picked.rn
   ), clocks AS (
     -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
     -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
@@ -267,6 +267,7 @@ BEGIN
          c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
          c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
          c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL
-    FROM claimed c;
+    FROM claimed c
+   ORDER BY c.rn; -- claim order, whatever order the join above produced
 END
 $$;
