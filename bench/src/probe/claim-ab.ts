@@ -6,14 +6,14 @@
 // never cut). Reports jobs/s, this database's backend CPU per job, and the claim call's time
 // per row at the driver (ratios to the first variant at the end).
 import { readFileSync } from "node:fs";
-import pg from "pg";
 import { enqueueJobs } from "@porter/core";
-import { defineHandler } from "@porter/sdk";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
+import { defineHandler } from "@porter/sdk";
 import { createHandlerRegistry } from "@porter/worker/handlers/registry";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
+import pg from "pg";
 
 const DB = process.env.AB_DB ?? "porter_perf_claim";
 const ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -95,7 +95,10 @@ await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   const seed = createPool(`postgres://postgres@127.0.0.1:5432/${TPL}`, { max: 2 });
   for (let i = 0; i < jobs; i += 1000) {
     const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({
-      job_type: "bench.job", tenant_id: "bench", payload: { k: i + k }, idempotency_key: `k-${i + k}`,
+      job_type: "bench.job",
+      tenant_id: "bench",
+      payload: { k: i + k },
+      idempotency_key: `k-${i + k}`,
     }));
     await enqueueJobs(seed, batch);
   }
@@ -119,20 +122,35 @@ const runOne = async (v: { name: string; sql: string }): Promise<Result> => {
   let pids: number[] = [];
   let ticks0 = 0;
   const worker = await PorterWorker.start({
-    db: pool, connectionString: URL, poolId: "bench", concurrency, logger: createLogger({ level: "warn" }),
-    handlers: createHandlerRegistry([defineHandler({ type: "bench.job", run: async () => { ran += 1; } })]), maintenance: false,
+    db: pool,
+    connectionString: URL,
+    poolId: "bench",
+    concurrency,
+    logger: createLogger({ level: "warn" }),
+    handlers: createHandlerRegistry([
+      defineHandler({
+        type: "bench.job",
+        run: async () => {
+          ran += 1;
+        },
+      }),
+    ]),
+    maintenance: false,
   });
   // Backends of this database (the pool opens its connections as the worker starts).
   const side = new pg.Client(ADMIN);
   await side.connect();
-  const snap = async () =>
-    (await side.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [DB])).rows.map((r) => r.pid);
+  const snap = async () => (await side.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [DB])).rows.map((r) => r.pid);
   pids = await snap();
   ticks0 = ticksOf(pids);
-  let seen = new Set(pids);
+  const seen = new Set(pids);
   while (ran < jobs) {
     await new Promise((r) => setTimeout(r, 20));
-    for (const p of await snap()) if (!seen.has(p)) { seen.add(p); pids.push(p); }
+    for (const p of await snap())
+      if (!seen.has(p)) {
+        seen.add(p);
+        pids.push(p);
+      }
   }
   const s = (performance.now() - t0) / 1000;
   const pgS = (ticksOf(pids) - ticks0) / 100;
@@ -166,9 +184,9 @@ for (const v of variants) {
   const m = (k: keyof Result) => median(rs.map((x) => x[k]));
   const b = (k: keyof Result) => median(base.map((x) => x[k]));
   console.log(
-    `${v.name}${limited ? " (limited)" : ""}: median ${m("rate").toFixed(0)} jobs/s (${(m("rate") / b("rate")).toFixed(3)}×), ` +
-      `pg ${m("pgUs").toFixed(1)} µs/job (${(m("pgUs") / b("pgUs")).toFixed(3)}×), claim ${m("claimUs").toFixed(2)} µs/row (${(m("claimUs") / b("claimUs")).toFixed(3)}×); ` +
-      `runs ${rs.map((x) => x.rate.toFixed(0)).join(" ")}`,
+    `${v.name}${limited ? " (limited)" : ""}: median ${m("rate").toFixed(0)} jobs/s (${(m("rate") / b("rate")).toFixed(3)}×), `
+      + `pg ${m("pgUs").toFixed(1)} µs/job (${(m("pgUs") / b("pgUs")).toFixed(3)}×), claim ${m("claimUs").toFixed(2)} µs/row (${(m("claimUs") / b("claimUs")).toFixed(3)}×); `
+      + `runs ${rs.map((x) => x.rate.toFixed(0)).join(" ")}`,
   );
 }
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
