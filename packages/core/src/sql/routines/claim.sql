@@ -5,7 +5,10 @@
 -- migrated database's function differs from it.
 --
 -- Why a function: one round trip instead of four (BEGIN, lock, claim, COMMIT), and PL/pgSQL caches
--- the statement plans per session (no re-plan per claim).
+-- the statement plans per session (no re-plan per claim). `plan_cache_mode = force_generic_plan`
+-- makes it keep them: left to choose, PL/pgSQL re-planned the claim statement at every call (its
+-- custom plans looked cheaper than the generic one), about half of a 24-row claim
+-- (docs/performance.md).
 --
 -- Shape:
 -- * Locks first. The aging lock of the pool is taken shared (porter_age takes it exclusively:
@@ -14,14 +17,18 @@
 --   `porter.claim` lock, caps local to the pool (pool or queue concurrency caps) the pool's lock.
 --   The statement that follows takes a new snapshot (READ COMMITTED, VOLATILE function), so it sees
 --   every claim committed before the lock was granted.
+-- * Two statements: each path picks its rows (locked FOR UPDATE SKIP LOCKED, their ctids in claim
+--   order), then one claim statement, shared by both paths, updates the picked row versions by
+--   ctid (no second primary-key probe) and moves the queues' virtual clocks. The rows stay locked
+--   by this transaction in between: nothing else can change them, and the claim's new snapshot sees
+--   the versions picked.
 -- * Fast path (v_unlimited): no cap, quota, rate or resource-key limit applies to the pool, so the
---   claim takes no lock and counts nothing; it skips the window ranking the limits need, merges the
---   per-(queue, tenant) scans of jobs_claim_idx directly, and updates the row version it locked by
---   its ctid instead of a second primary-key probe.
+--   claim takes no lock and counts nothing; it skips the window ranking the limits need and merges
+--   the per-(queue, tenant) scans of jobs_claim_idx directly.
 -- * Limited path: room per pool, resource key (adaptive limit, token bucket), queue and tenant
 --   (quota, start-rate tokens); candidates per (queue, tenant) in (priority DESC, vft) order,
---   ranked per queue, tenant and resource key, cut to each room; then the queues' virtual clocks
---   and the token buckets (tokens.sql) follow the work handed out.
+--   ranked per queue, tenant and resource key, cut to each room; the token buckets (tokens.sql) are
+--   debited for the rows picked, in the same statement (the claim takes every row picked).
 -- * Weighted fair queuing: each job's virtual finish time (vft) is set at enqueue
 --   (packages/core/src/sql/fair-clock.ts); claims take jobs in (priority DESC, vft) order, one
 --   index scan per (queue, tenant) listed in fair_clocks.
@@ -43,12 +50,13 @@ RETURNS TABLE (
   trace_id text, created_at timestamptz, claimed_at timestamptz, lease_token bigint, lease_until timestamptz,
   lease_seconds integer, backoff_base_ms integer, backoff_cap_ms integer, cancel_requested boolean,
   resource_key_id text, started boolean
-) LANGUAGE plpgsql VOLATILE AS $$
+) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
   v_token bigint;
   v_unlimited boolean := false;
+  v_tids tid[]; -- the picked rows (locked by this transaction), in claim order
 BEGIN
   -- Priority aging rewrites waiting rows of this pool's aging queues under this lock, taken
   -- exclusively (porter_age): a claim skipping the rows it holds would hand out lower-priority work,
@@ -75,12 +83,12 @@ BEGIN
   v_now := coalesce(p_now, clock_timestamp());
   v_token := nextval('lease_token_seq');
 
+  -- The pick: which rows, locked, in claim order (v_tids); the claim of them follows, for both paths.
   IF v_unlimited THEN
-    -- No cap, quota, rate or resource-key limit applies to this pool: nothing to count, so no
-    -- window ranking — per (queue, tenant with claimable work) the best jobs up to about twice the
-    -- tenant's weighted share of the batch (all of it when it is alone), merged in
-    -- (priority DESC, vft) order. The same order as the full claim below.
-    RETURN QUERY
+    -- Fast path: no cap, quota, rate or resource-key limit applies to this pool: nothing to count,
+    -- so no window ranking — per (queue, tenant with claimable work) the best jobs up to about
+    -- twice the tenant's weighted share of the batch (all of it when it is alone), merged in
+    -- (priority DESC, vft) order. The same order as the limited path below.
     WITH active AS (
       SELECT q.id AS queue_id, fc.tenant_id, t.weight
         FROM queues q
@@ -107,130 +115,128 @@ BEGIN
                       ELSE least(p_limit, 2 * ceil(p_limit * s.weight::float8 / s.total)::int + 1) END
            FOR UPDATE SKIP LOCKED
         ) c
-    ), picked AS (
-      -- rn: the claim's order; the first p_start rows go straight into free slots (started now).
-      SELECT cand.tid, row_number() OVER (ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
-        FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit
-    ), claimed AS (
-      UPDATE jobs j
-         SET state = 'RUNNING',
-             attempt = j.attempt + 1,
-             claimed_at = v_now,
-             lease_owner = p_worker,
-             lease_token = v_token,
-             lease_until = least(v_now + q.lease_seconds * interval '1 second',
-                                 coalesce(j.deadline_at, 'infinity'),
-                                 v_now + q.max_runtime_s * interval '1 second'),
-             heartbeat_at = NULL,
-             started_at = CASE WHEN picked.rn <= p_start THEN v_now END
-        FROM picked, queues q
-       WHERE j.ctid = picked.tid AND q.id = j.queue_id -- the row version this statement locked above
-      RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
-                j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
-                j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
-                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at
-    ), clocks AS (
-      UPDATE queues q SET vclock = m.vft
-        FROM (SELECT c.queue_id, max(c.vft) AS vft FROM claimed c GROUP BY c.queue_id) m
-       WHERE q.id = m.queue_id AND q.vclock < m.vft
-         AND q.id IN (SELECT q2.id FROM queues q2 WHERE q2.id IN (SELECT c.queue_id FROM claimed c) FOR UPDATE SKIP LOCKED)
     )
-    SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
-           c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
-           c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
-           c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL
-      FROM claimed c;
-    RETURN;
+    SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) INTO v_tids
+      FROM (SELECT cand.* FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit) p;
+  ELSE
+    -- Limited path: the room left under every limit, candidates ranked and cut to each room; the
+    -- token buckets are debited for the rows picked (the claim below takes all of them).
+    WITH pool_room AS (
+      SELECT CASE WHEN p.concurrency_cap IS NULL THEN p_limit
+                  ELSE least(p_limit, p.concurrency_cap - (SELECT count(*) FROM jobs r JOIN queues q ON q.id = r.queue_id
+                                                           WHERE r.state = 'RUNNING' AND q.pool_id = p.id))::int
+             END AS free
+        FROM pools p WHERE p.id = p_pool
+    ), rk_room AS (
+      -- Resource keys: the adaptive limit (or the configured one) minus RUNNING jobs of every queue
+      -- using the key, whatever its pool; and the key's start-rate tokens. Throttled keys: none.
+      SELECT rk.id,
+             CASE WHEN rk.throttled_until > v_now THEN 0
+                  ELSE least(
+                    CASE WHEN rk.current_limit IS NULL AND rk.concurrency_limit IS NULL THEN p_limit
+                         ELSE coalesce(least(rk.current_limit, rk.concurrency_limit), rk.current_limit, rk.concurrency_limit)
+                              - (SELECT count(*) FROM jobs r JOIN queues q2 ON q2.id = r.queue_id
+                                  WHERE r.state = 'RUNNING' AND q2.resource_key_id = rk.id) END,
+                    floor(porter_tokens(b.tokens, b.updated_at, rk.rate_per_second,
+                                        coalesce(rk.burst, greatest(1, rk.rate_per_second)), v_now)))
+             END::int AS free
+        FROM resource_keys rk
+        LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
+       WHERE rk.id IN (SELECT q.resource_key_id FROM queues q WHERE q.pool_id = p_pool)
+    ), qs AS (
+      SELECT q.id, q.resource_key_id,
+             greatest(0, least(p_limit,
+               CASE WHEN q.concurrency_cap IS NULL THEN p_limit
+                    ELSE q.concurrency_cap - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.queue_id = q.id) END,
+               coalesce((SELECT rr.free FROM rk_room rr WHERE rr.id = q.resource_key_id), p_limit)))::int AS free
+        FROM queues q
+       WHERE q.pool_id = p_pool AND NOT q.paused
+    ), active AS (
+      -- Tenants with claimable work in each queue that has room (one index probe each).
+      SELECT qs.id AS queue_id, fc.tenant_id, t.weight, qs.free AS queue_free
+        FROM qs
+        JOIN fair_clocks fc ON fc.queue_id = qs.id
+        JOIN tenants t ON t.id = fc.tenant_id
+       WHERE qs.free > 0
+         AND EXISTS (SELECT 1 FROM jobs j
+                      WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                        AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
+    ), t_room AS (
+      -- Tenant quota (RUNNING across all queues) and start-rate tokens.
+      SELECT t.id,
+             least(coalesce(t.max_running - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.tenant_id = t.id), p_limit),
+                   floor(porter_tokens(b.tokens, b.updated_at, t.start_rate_per_second,
+                                       greatest(1, t.start_rate_per_second), v_now)))::int AS free
+        FROM tenants t
+        LEFT JOIN rate_buckets b ON b.scope = 'tenant_start' AND b.key = t.id
+       WHERE t.id IN (SELECT a.tenant_id FROM active a)
+    ), cand AS (
+      -- Per (queue, tenant): the best jobs in (priority DESC, vft) order, skipping locked rows, at most
+      -- the room left and about twice the tenant's weighted share of this batch (the rest of its
+      -- share comes in the next batch), so a claim locks few rows it will not take.
+      SELECT c.ctid AS tid, c.id, c.queue_id, c.tenant_id, c.priority, c.vft
+        FROM active a
+        CROSS JOIN LATERAL (
+          SELECT j.ctid, j.id, j.queue_id, j.tenant_id, j.priority, j.vft
+            FROM jobs j
+           WHERE j.queue_id = a.queue_id AND j.tenant_id = a.tenant_id
+             AND j.state IN ('READY', 'RETRY_WAIT')
+             AND j.run_at <= v_now
+             AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+           ORDER BY j.priority DESC, j.vft, j.id
+           LIMIT greatest(0, least(a.queue_free,
+                                   coalesce((SELECT tr.free FROM t_room tr WHERE tr.id = a.tenant_id), p_limit),
+                                   2 * ceil(p_limit * a.weight::float8
+                                            / (SELECT sum(a2.weight) FROM active a2 WHERE a2.queue_id = a.queue_id))::int + 1))
+           FOR UPDATE SKIP LOCKED
+        ) c
+    ), ranked AS (
+      SELECT cand.*, qs.resource_key_id,
+             row_number() OVER (PARTITION BY cand.queue_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS qn,
+             row_number() OVER (PARTITION BY cand.tenant_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS tn,
+             row_number() OVER (PARTITION BY qs.resource_key_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
+        FROM cand JOIN qs ON qs.id = cand.queue_id
+    ), picked AS (
+      SELECT r.tid, r.id, r.tenant_id, r.resource_key_id, r.priority, r.vft
+        FROM ranked r
+        JOIN qs ON qs.id = r.queue_id
+        LEFT JOIN t_room tr ON tr.id = r.tenant_id
+        LEFT JOIN rk_room rr ON rr.id = r.resource_key_id
+       WHERE r.qn <= qs.free
+         AND (tr.free IS NULL OR r.tn <= tr.free)
+         AND (r.resource_key_id IS NULL OR r.rn <= rr.free)
+       ORDER BY r.priority DESC, r.vft, r.id
+       LIMIT greatest(0, least(p_limit, coalesce((SELECT pr.free FROM pool_room pr), 0)))
+    ), tenant_tokens AS (
+      INSERT INTO rate_buckets (scope, key, tokens, updated_at)
+      SELECT 'tenant_start', t.id,
+             porter_tokens(b.tokens, b.updated_at, t.start_rate_per_second, greatest(1, t.start_rate_per_second), v_now) - n.n,
+             v_now
+        FROM (SELECT p.tenant_id, count(*) AS n FROM picked p GROUP BY p.tenant_id) n
+        JOIN tenants t ON t.id = n.tenant_id AND t.start_rate_per_second IS NOT NULL
+        LEFT JOIN rate_buckets b ON b.scope = 'tenant_start' AND b.key = t.id
+      ON CONFLICT (scope, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
+    ), resource_tokens AS (
+      INSERT INTO rate_buckets (scope, key, tokens, updated_at)
+      SELECT 'resource', rk.id,
+             porter_tokens(b.tokens, b.updated_at, rk.rate_per_second, coalesce(rk.burst, greatest(1, rk.rate_per_second)), v_now) - n.n,
+             v_now
+        FROM (SELECT p.resource_key_id, count(*) AS n FROM picked p WHERE p.resource_key_id IS NOT NULL GROUP BY p.resource_key_id) n
+        JOIN resource_keys rk ON rk.id = n.resource_key_id AND rk.rate_per_second IS NOT NULL
+        LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
+      ON CONFLICT (scope, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
+    )
+    SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) INTO v_tids FROM picked p;
+  END IF;
+  IF v_tids IS NULL THEN
+    RETURN; -- nothing claimable
   END IF;
 
+  -- The claim, for both paths: the picked rows by their ctid (no second primary-key probe), in
+  -- claim order; the first p_start rows go straight into free slots (started now). Then the queues'
+  -- virtual clocks follow the work handed out.
   RETURN QUERY
-  WITH pool_room AS (
-    SELECT CASE WHEN p.concurrency_cap IS NULL THEN p_limit
-                ELSE least(p_limit, p.concurrency_cap - (SELECT count(*) FROM jobs r JOIN queues q ON q.id = r.queue_id
-                                                         WHERE r.state = 'RUNNING' AND q.pool_id = p.id))::int
-           END AS free
-      FROM pools p WHERE p.id = p_pool
-  ), rk_room AS (
-    -- Resource keys: the adaptive limit (or the configured one) minus RUNNING jobs of every queue
-    -- using the key, whatever its pool; and the key's start-rate tokens. Throttled keys: none.
-    SELECT rk.id,
-           CASE WHEN rk.throttled_until > v_now THEN 0
-                ELSE least(
-                  CASE WHEN rk.current_limit IS NULL AND rk.concurrency_limit IS NULL THEN p_limit
-                       ELSE coalesce(least(rk.current_limit, rk.concurrency_limit), rk.current_limit, rk.concurrency_limit)
-                            - (SELECT count(*) FROM jobs r JOIN queues q2 ON q2.id = r.queue_id
-                                WHERE r.state = 'RUNNING' AND q2.resource_key_id = rk.id) END,
-                  floor(porter_tokens(b.tokens, b.updated_at, rk.rate_per_second,
-                                      coalesce(rk.burst, greatest(1, rk.rate_per_second)), v_now)))
-           END::int AS free
-      FROM resource_keys rk
-      LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
-     WHERE rk.id IN (SELECT q.resource_key_id FROM queues q WHERE q.pool_id = p_pool)
-  ), qs AS (
-    SELECT q.id, q.resource_key_id,
-           greatest(0, least(p_limit,
-             CASE WHEN q.concurrency_cap IS NULL THEN p_limit
-                  ELSE q.concurrency_cap - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.queue_id = q.id) END,
-             coalesce((SELECT rr.free FROM rk_room rr WHERE rr.id = q.resource_key_id), p_limit)))::int AS free
-      FROM queues q
-     WHERE q.pool_id = p_pool AND NOT q.paused
-  ), active AS (
-    -- Tenants with claimable work in each queue that has room (one index probe each).
-    SELECT qs.id AS queue_id, fc.tenant_id, t.weight, qs.free AS queue_free
-      FROM qs
-      JOIN fair_clocks fc ON fc.queue_id = qs.id
-      JOIN tenants t ON t.id = fc.tenant_id
-     WHERE qs.free > 0
-       AND EXISTS (SELECT 1 FROM jobs j
-                    WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
-                      AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
-  ), t_room AS (
-    -- Tenant quota (RUNNING across all queues) and start-rate tokens.
-    SELECT t.id,
-           least(coalesce(t.max_running - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.tenant_id = t.id), p_limit),
-                 floor(porter_tokens(b.tokens, b.updated_at, t.start_rate_per_second,
-                                     greatest(1, t.start_rate_per_second), v_now)))::int AS free
-      FROM tenants t
-      LEFT JOIN rate_buckets b ON b.scope = 'tenant_start' AND b.key = t.id
-     WHERE t.id IN (SELECT a.tenant_id FROM active a)
-  ), cand AS (
-    -- Per (queue, tenant): the best jobs in (priority DESC, vft) order, skipping locked rows, at most
-    -- the room left and about twice the tenant's weighted share of this batch (the rest of its
-    -- share comes in the next batch), so a claim locks few rows it will not take.
-    SELECT c.id, c.queue_id, c.tenant_id, c.priority, c.vft
-      FROM active a
-      CROSS JOIN LATERAL (
-        SELECT j.id, j.queue_id, j.tenant_id, j.priority, j.vft
-          FROM jobs j
-         WHERE j.queue_id = a.queue_id AND j.tenant_id = a.tenant_id
-           AND j.state IN ('READY', 'RETRY_WAIT')
-           AND j.run_at <= v_now
-           AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
-         ORDER BY j.priority DESC, j.vft, j.id
-         LIMIT greatest(0, least(a.queue_free,
-                                 coalesce((SELECT tr.free FROM t_room tr WHERE tr.id = a.tenant_id), p_limit),
-                                 2 * ceil(p_limit * a.weight::float8
-                                          / (SELECT sum(a2.weight) FROM active a2 WHERE a2.queue_id = a.queue_id))::int + 1))
-         FOR UPDATE SKIP LOCKED
-      ) c
-  ), ranked AS (
-    SELECT cand.*, qs.resource_key_id,
-           row_number() OVER (PARTITION BY cand.queue_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS qn,
-           row_number() OVER (PARTITION BY cand.tenant_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS tn,
-           row_number() OVER (PARTITION BY qs.resource_key_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
-      FROM cand JOIN qs ON qs.id = cand.queue_id
-  ), picked AS (
-    SELECT r.id, r.vft, row_number() OVER (ORDER BY r.priority DESC, r.vft, r.id) AS rn
-      FROM ranked r
-      JOIN qs ON qs.id = r.queue_id
-      LEFT JOIN t_room tr ON tr.id = r.tenant_id
-      LEFT JOIN rk_room rr ON rr.id = r.resource_key_id
-     WHERE r.qn <= qs.free
-       AND (tr.free IS NULL OR r.tn <= tr.free)
-       AND (r.resource_key_id IS NULL OR r.rn <= rr.free)
-     ORDER BY r.priority DESC, r.vft, r.id
-     LIMIT greatest(0, least(p_limit, coalesce((SELECT pr.free FROM pool_room pr), 0)))
-  ), claimed AS (
+  WITH claimed AS (
     UPDATE jobs j
        SET state = 'RUNNING',
            attempt = j.attempt + 1,
@@ -242,12 +248,12 @@ BEGIN
                                v_now + q.max_runtime_s * interval '1 second'),
            heartbeat_at = NULL,
            started_at = CASE WHEN picked.rn <= p_start THEN v_now END
-      FROM picked, queues q
-     WHERE j.id = picked.id AND q.id = j.queue_id
+      FROM unnest(v_tids) WITH ORDINALITY AS picked (tid, rn), queues q
+     WHERE j.ctid = picked.tid AND q.id = j.queue_id
     RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
-                j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
-                j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
-                q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at
+              j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
+              j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
+              q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at, picked.rn
   ), clocks AS (
     -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
     -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
@@ -256,29 +262,12 @@ BEGIN
       FROM (SELECT c.queue_id, max(c.vft) AS vft FROM claimed c GROUP BY c.queue_id) m
      WHERE q.id = m.queue_id AND q.vclock < m.vft
        AND q.id IN (SELECT q2.id FROM queues q2 WHERE q2.id IN (SELECT c.queue_id FROM claimed c) FOR UPDATE SKIP LOCKED)
-  ), tenant_tokens AS (
-    INSERT INTO rate_buckets (scope, key, tokens, updated_at)
-    SELECT 'tenant_start', t.id,
-           porter_tokens(b.tokens, b.updated_at, t.start_rate_per_second, greatest(1, t.start_rate_per_second), v_now) - n.n,
-           v_now
-      FROM (SELECT c.tenant_id, count(*) AS n FROM claimed c GROUP BY c.tenant_id) n
-      JOIN tenants t ON t.id = n.tenant_id AND t.start_rate_per_second IS NOT NULL
-      LEFT JOIN rate_buckets b ON b.scope = 'tenant_start' AND b.key = t.id
-    ON CONFLICT (scope, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
-  ), resource_tokens AS (
-    INSERT INTO rate_buckets (scope, key, tokens, updated_at)
-    SELECT 'resource', rk.id,
-           porter_tokens(b.tokens, b.updated_at, rk.rate_per_second, coalesce(rk.burst, greatest(1, rk.rate_per_second)), v_now) - n.n,
-           v_now
-      FROM (SELECT c.rk_id, count(*) AS n FROM claimed c WHERE c.rk_id IS NOT NULL GROUP BY c.rk_id) n
-      JOIN resource_keys rk ON rk.id = n.rk_id AND rk.rate_per_second IS NOT NULL
-      LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
-    ON CONFLICT (scope, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
   )
   SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
          c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
          c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
          c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL
-    FROM claimed c;
+    FROM claimed c
+   ORDER BY c.rn; -- claim order, whatever order the join above produced
 END
 $$;
