@@ -12,6 +12,21 @@ const ZPauseResult = z.object({ id: z.string(), paused: z.boolean(), changed: z.
 const runningOf = async (ctx: { pool: Parameters<typeof queueOverview>[0] }, id: string) =>
   (await queueOverview(ctx.pool)).find((q) => q.queue_id === id)?.running ?? 0;
 
+/** Pause (`paused`) or resume one queue: the flag, whether it changed, and the running count. */
+const pauseProcedure = (paused: boolean) =>
+  operatorProcedure
+    .input(ZQueueAction)
+    .output(ZPauseResult)
+    .mutation(async ({ ctx, input }) => {
+      const changed = await setQueuePaused(ctx.prisma, {
+        queueId: input.id,
+        paused,
+        actor: actorOf(ctx.session),
+        ...(input.reason ? { reason: input.reason } : {}),
+      });
+      return { id: input.id, paused, changed, running: await runningOf(ctx, input.id) };
+    });
+
 /** Queues: every knob (admin), pause/resume/drain (operator), and reads (viewer). */
 export const queuesRouter = createTRPCRouter({
   ...configRouter("queue", { row: ZQueueRow, create: ZQueueCreate, update: ZQueueUpdate })._def.record,
@@ -27,32 +42,10 @@ export const queuesRouter = createTRPCRouter({
     }),
 
   /** Claims of this queue stop at once; running jobs continue. Audited. */
-  pause: operatorProcedure
-    .input(ZQueueAction)
-    .output(ZPauseResult)
-    .mutation(async ({ ctx, input }) => {
-      const changed = await setQueuePaused(ctx.prisma, {
-        queueId: input.id,
-        paused: true,
-        actor: actorOf(ctx.session),
-        ...(input.reason ? { reason: input.reason } : {}),
-      });
-      return { id: input.id, paused: true, changed, running: await runningOf(ctx, input.id) };
-    }),
+  pause: pauseProcedure(true),
 
   /** Claims of this queue resume. Audited. */
-  resume: operatorProcedure
-    .input(ZQueueAction)
-    .output(ZPauseResult)
-    .mutation(async ({ ctx, input }) => {
-      const changed = await setQueuePaused(ctx.prisma, {
-        queueId: input.id,
-        paused: false,
-        actor: actorOf(ctx.session),
-        ...(input.reason ? { reason: input.reason } : {}),
-      });
-      return { id: input.id, paused: false, changed, running: await runningOf(ctx, input.id) };
-    }),
+  resume: pauseProcedure(false),
 
   /**
    * Drain: pause (reason "drain" unless given) so no new job starts while running ones finish;
