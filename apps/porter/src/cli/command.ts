@@ -55,12 +55,12 @@ export const defineCommand = <const O extends OptionSpecs = Record<never, never>
   name: spec.name,
   summary: spec.summary,
   help: helpText(spec.usage, spec.description, spec.options ?? {}),
-  run: (ctx, argv) => {
+  run: async (ctx, argv) => {
     const cmd = spec.name;
     const { values, positionals } = parseCommandArgs(cmd, argv, spec.options ?? ({} as O), spec.positionals !== undefined);
     const one = typeof spec.positionals === "object" ? spec.positionals.exactlyOne : undefined;
     if (one && positionals.length !== 1) throw new UsageError(`${cmd}: expected exactly one ${one} (see ${cmd} --help)`);
-    return spec.run(ctx, { cmd, values, positionals } as CommandArgs<O, P>);
+    return (await spec.run(ctx, { cmd, values, positionals } as CommandArgs<O, P>)) ?? 0;
   },
 });
 
