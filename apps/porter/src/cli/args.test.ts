@@ -1,6 +1,7 @@
 import { AppError } from "@porter/contracts";
 import { describe, expect, it } from "vitest";
 import { intOption, isoOption, jobIdArg, listOption, parseCommandArgs } from "./args";
+import { type CommandContext, defineCommand } from "./command";
 import { describeError, UsageError } from "./errors";
 import { formatTable } from "./output";
 
@@ -35,6 +36,67 @@ describe("CLI arguments", () => {
     expect(() => parseCommandArgs("pause", ["--nope"], {})).toThrow(/^pause: Unknown option '--nope' \(see pause --help\)$/);
     expect(() => parseCommandArgs("pause", ["q1"], {})).toThrow(UsageError);
     expect(parseCommandArgs("pause", ["q1", "--json"], {}, true)).toMatchObject({ values: { json: true }, positionals: ["q1"] });
+  });
+});
+
+describe("defineCommand", () => {
+  const seen: unknown[] = [];
+  const command = defineCommand({
+    name: "demo run",
+    summary: "a command for the test",
+    usage: "demo run <id> --name N [--json]",
+    description: "Does nothing.",
+    options: {
+      name: { type: "string", arg: "<name>", help: "a name (required)", required: true },
+      tag: { type: "string", multiple: true, arg: "<tags>", help: "tags; repeated" },
+      force: { type: "boolean", help: "force it" },
+    },
+    positionals: { exactlyOne: "demo id" },
+    run: async (_ctx, args) => {
+      seen.push(args);
+      return 3;
+    },
+  });
+  const run = (...argv: string[]) => command.run({} as CommandContext, argv);
+
+  it("derives the --help options block from the declaration, then --json and -h", () => {
+    expect(command.help).toBe(
+      [
+        "Usage: npm run porter -- demo run <id> --name N [--json]",
+        "",
+        "Does nothing.",
+        "",
+        "Options:",
+        "  --name <name>  a name (required)",
+        "  --tag <tags>   tags; repeated",
+        "  --force        force it",
+        "  --json         print one JSON object (the last line of stdout)",
+        "  -h, --help     show this help",
+      ].join("\n"),
+    );
+  });
+
+  it("parses what it declares and hands run the values, the positionals and its name", async () => {
+    expect(await run("x1", "--name", "n", "--tag", "a", "--tag", "b", "--force", "--json")).toBe(3);
+    expect(seen.at(-1)).toMatchObject({ cmd: "demo run", values: { name: "n", tag: ["a", "b"], force: true, json: true }, positionals: ["x1"] });
+  });
+
+  it("refuses a missing or empty required option, an undeclared one and a wrong number of positionals, before run", async () => {
+    const before = seen.length;
+    await expect(run("x1")).rejects.toThrow(/^demo run: --name is required \(see demo run --help\)$/);
+    await expect(run("x1", "--name", "")).rejects.toThrow("--name is required");
+    await expect(run("x1", "--name", "n", "--nope")).rejects.toThrow(/^demo run: Unknown option '--nope' \(see demo run --help\)$/);
+    await expect(run("--name", "n")).rejects.toThrow(/^demo run: expected exactly one demo id \(see demo run --help\)$/);
+    await expect(run("x1", "x2", "--name", "n")).rejects.toThrow(UsageError);
+    expect(seen.length).toBe(before);
+  });
+
+  it("takes no positionals unless it declares them", async () => {
+    const bare = defineCommand({ name: "bare", summary: "", usage: "bare", description: "", run: async () => undefined });
+    await expect(bare.run({} as CommandContext, ["extra"])).rejects.toThrow(
+      /^bare: Unexpected argument 'extra'\. This command does not take positional arguments \(see bare --help\)$/,
+    );
+    expect(await bare.run({} as CommandContext, ["--json"])).toBe(0);
   });
 });
 

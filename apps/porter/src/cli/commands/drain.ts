@@ -2,37 +2,29 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { AppError } from "@porter/contracts";
 import { drainQueues, runningCounts } from "@porter/core";
 import type { ControlDb } from "@porter/db/prisma";
-import { intOption, listOption, parseCommandArgs } from "../args";
-import { type Command, helpText } from "../command";
+import { intOption, listOption } from "../args";
+import { defineCommand } from "../command";
 import { CommandFailure, UsageError } from "../errors";
 
 const POLL_MS = 500;
 const QUIET_PROGRESS_MS = 10_000;
 
 /** `drain`: pause queues and wait until none of their jobs is RUNNING. */
-export const drainCommand: Command = {
+export const drainCommand = defineCommand({
   name: "drain",
   summary: "pause queue(s) and wait until none of their jobs is running",
-  help: helpText(
-    "drain (--queue Q[,Q...] | --pool P) [--timeout-s N] [--reason R] [--json]",
+  usage: "drain (--queue Q[,Q...] | --pool P) [--timeout-s N] [--reason R] [--json]",
+  description:
     "Pauses the queue(s) (or every queue of the pool) so no new job starts, then waits, printing\n"
-      + "progress, until none of their jobs is RUNNING; exits 0 and leaves them paused (resume them\n"
-      + "with `npm run porter -- resume <queue>`). Ready jobs stay queued. Exits 1 on timeout, still paused.",
-    [
-      ["--queue <ids>", "queue(s) to drain; comma-separated or repeated"],
-      ["--pool <id>", "drain every queue of this pool"],
-      ["--timeout-s <n>", "give up after this many seconds (default: wait indefinitely)"],
-      ["--reason <text>", "recorded in the audit log (default: drain)"],
-    ],
-  ),
-  run: async (ctx, argv) => {
-    const cmd = "drain";
-    const { values } = parseCommandArgs(cmd, argv, {
-      queue: { type: "string", multiple: true },
-      pool: { type: "string" },
-      "timeout-s": { type: "string" },
-      reason: { type: "string" },
-    });
+    + "progress, until none of their jobs is RUNNING; exits 0 and leaves them paused (resume them\n"
+    + "with `npm run porter -- resume <queue>`). Ready jobs stay queued. Exits 1 on timeout, still paused.",
+  options: {
+    queue: { type: "string", multiple: true, arg: "<ids>", help: "queue(s) to drain; comma-separated or repeated" },
+    pool: { type: "string", arg: "<id>", help: "drain every queue of this pool" },
+    "timeout-s": { type: "string", arg: "<n>", help: "give up after this many seconds (default: wait indefinitely)" },
+    reason: { type: "string", arg: "<text>", help: "recorded in the audit log (default: drain)" },
+  },
+  run: async (ctx, { cmd, values }) => {
     const requested = listOption(values.queue);
     if (requested.length > 0 && values.pool) throw new UsageError("drain: give --queue or --pool, not both");
     if (requested.length === 0 && !values.pool) throw new UsageError("drain: --queue <id> or --pool <id> is required (see drain --help)");
@@ -80,7 +72,7 @@ export const drainCommand: Command = {
       await sleep(POLL_MS);
     }
   },
-};
+});
 
 const poolQueues = async (prisma: ControlDb, poolId: string): Promise<string[]> => {
   if (!(await prisma.pool.findUnique({ where: { id: poolId }, select: { id: true } })))

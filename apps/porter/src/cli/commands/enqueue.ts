@@ -1,51 +1,37 @@
 import { randomUUID } from "node:crypto";
 import { AppError, ZEnqueueRequest } from "@porter/contracts";
 import { enqueueJobs } from "@porter/core";
-import { intOption, isoOption, parseCommandArgs, required } from "../args";
-import { type Command, helpText } from "../command";
+import { intOption, isoOption } from "../args";
+import { defineCommand } from "../command";
 import { UsageError } from "../errors";
 
 /** `enqueue`: one job, through the same validation, clamping and idempotency as the API. */
-export const enqueueCommand: Command = {
+export const enqueueCommand = defineCommand({
   name: "enqueue",
   summary: "enqueue one job",
-  help: helpText(
-    "enqueue --type <job_type> --tenant <id> --payload '<json>' [options] [--json]",
+  usage: "enqueue --type <job_type> --tenant <id> --payload '<json>' [options] [--json]",
+  description:
     "Enqueues one job as a producer would (the queue comes from the job type; priority, attempts and\n"
-      + "timeout are clamped to the queue's and tenant's ceilings). The same tenant and idempotency key\n"
-      + 'return the existing job. With --json prints {"job_id", "status", "deduplicated"}.\n\n'
-      + "Example: npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload '{\"ms\":10}'",
-    [
-      ["--type <job_type>", "registered job type (required)"],
-      ["--tenant <id>", "tenant the job belongs to (required)"],
-      ["--payload <json>", "a JSON object of references (default {})"],
-      ["--priority <0-100>", "priority, clamped by policy (default: the queue's)"],
-      ["--idempotency-key <key>", "deduplication key (default: a new random key)"],
-      ["--max-attempts <n>", "attempt budget, clamped to the queue's retry ceiling"],
-      ["--timeout-s <n>", "per-attempt timeout in seconds"],
-      ["--deadline-at <iso>", "give up (EXPIRED) after this instant"],
-      ["--not-before <iso>", "do not start before this instant"],
-      ["--trace-id <id>", "trace id to carry (default: generated)"],
-    ],
-  ),
-  run: async (ctx, argv) => {
-    const cmd = "enqueue";
-    const { values } = parseCommandArgs(cmd, argv, {
-      type: { type: "string" },
-      tenant: { type: "string" },
-      payload: { type: "string" },
-      priority: { type: "string" },
-      "idempotency-key": { type: "string" },
-      "max-attempts": { type: "string" },
-      "timeout-s": { type: "string" },
-      "deadline-at": { type: "string" },
-      "not-before": { type: "string" },
-      "trace-id": { type: "string" },
-    });
+    + "timeout are clamped to the queue's and tenant's ceilings). The same tenant and idempotency key\n"
+    + 'return the existing job. With --json prints {"job_id", "status", "deduplicated"}.\n\n'
+    + "Example: npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload '{\"ms\":10}'",
+  options: {
+    type: { type: "string", arg: "<job_type>", help: "registered job type (required)", required: true },
+    tenant: { type: "string", arg: "<id>", help: "tenant the job belongs to (required)", required: true },
+    payload: { type: "string", arg: "<json>", help: "a JSON object of references (default {})" },
+    priority: { type: "string", arg: "<0-100>", help: "priority, clamped by policy (default: the queue's)" },
+    "idempotency-key": { type: "string", arg: "<key>", help: "deduplication key (default: a new random key)" },
+    "max-attempts": { type: "string", arg: "<n>", help: "attempt budget, clamped to the queue's retry ceiling" },
+    "timeout-s": { type: "string", arg: "<n>", help: "per-attempt timeout in seconds" },
+    "deadline-at": { type: "string", arg: "<iso>", help: "give up (EXPIRED) after this instant" },
+    "not-before": { type: "string", arg: "<iso>", help: "do not start before this instant" },
+    "trace-id": { type: "string", arg: "<id>", help: "trace id to carry (default: generated)" },
+  },
+  run: async (ctx, { cmd, values }) => {
     const payload = parsePayload(values.payload ?? "{}");
     const candidate = {
-      job_type: required(cmd, "type", values.type),
-      tenant_id: required(cmd, "tenant", values.tenant),
+      job_type: values.type,
+      tenant_id: values.tenant,
       payload,
       idempotency_key: values["idempotency-key"] ?? `cli-${randomUUID()}`,
       priority: intOption(cmd, "priority", values.priority, { min: 0, max: 100 }),
@@ -70,7 +56,7 @@ export const enqueueCommand: Command = {
         : `${result.job_id} ${result.status}`,
     );
   },
-};
+});
 
 const parsePayload = (text: string): Record<string, unknown> => {
   let value: unknown;

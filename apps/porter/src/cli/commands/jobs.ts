@@ -1,29 +1,26 @@
 import { AppError, type TJobStatus } from "@porter/contracts";
 import { getJob } from "@porter/core";
-import { jobIdArg, parseCommandArgs } from "../args";
-import { type Command, helpText } from "../command";
-import { UsageError } from "../errors";
+import { jobIdArg } from "../args";
+import { defineCommand } from "../command";
 import { formatTable } from "../output";
 
 /** `jobs get`: a job wherever it is, with its timeline. */
-export const jobsGetCommand: Command = {
+export const jobsGetCommand = defineCommand({
   name: "jobs get",
   summary: "show a job: envelope, status and timeline",
-  help: helpText(
-    "jobs get <job_id> [--json]",
+  usage: "jobs get <job_id> [--json]",
+  description:
     "Shows a job (live or finished): its job.v1 envelope, status, result or error, and timeline.\n"
-      + "With --json prints the job status object of producer.get.",
-  ),
-  run: async (ctx, argv) => {
-    const { positionals } = parseCommandArgs("jobs get", argv, {}, true);
-    if (positionals.length !== 1) throw new UsageError("jobs get: expected exactly one job id (see jobs get --help)");
-    const jobId = jobIdArg("jobs get", positionals[0]!);
+    + "With --json prints the job status object of producer.get.",
+  positionals: { exactlyOne: "job id" },
+  run: async (ctx, { cmd, positionals: [id] }) => {
+    const jobId = jobIdArg(cmd, id);
     const { pool } = await ctx.db();
     const job = await getJob(pool, jobId);
     if (!job) throw new AppError("NOT_FOUND", { message: `job ${jobId} not found` });
     ctx.out.result(job, formatJob(job));
   },
-};
+});
 
 /** Human rendering of a job: fields, then the timeline as a table. */
 export const formatJob = (job: TJobStatus): string[] => {

@@ -1,22 +1,19 @@
 import { describeProgress, migrate } from "@porter/db/migrator";
-import { parseCommandArgs } from "../args";
-import { type Command, helpText } from "../command";
+import { defineCommand } from "../command";
 
 /** `migrate`: applies the SQL migrations of prisma/migrations, then the routines, one line of progress per file. */
-export const migrateCommand: Command = {
+export const migrateCommand = defineCommand({
   name: "migrate",
   summary: "apply pending database migrations",
-  help: helpText(
-    "migrate [--json]",
+  usage: "migrate [--json]",
+  description:
     "Applies the pending SQL migrations of prisma/migrations in order, each in its own transaction,\n"
-      + "under an advisory lock (concurrent migrators wait). Refuses to run when an applied file changed.\n"
-      + "Then (re)creates the routines of packages/core/src/sql/routines whose checksum changed.\n"
-      + "Runs as DATABASE_URL's user (the owner of the tables), then creates the runtime role if missing\n"
-      + "(porter_app, or the user of PORTER_APP_DATABASE_URL), sets PORTER_APP_PASSWORD on it when given,\n"
-      + "and grants it exactly the privileges of packages/db/src/grants.ts.",
-  ),
-  run: async (ctx, argv) => {
-    parseCommandArgs("migrate", argv, {});
+    + "under an advisory lock (concurrent migrators wait). Refuses to run when an applied file changed.\n"
+    + "Then (re)creates the routines of packages/core/src/sql/routines whose checksum changed.\n"
+    + "Runs as DATABASE_URL's user (the owner of the tables), then creates the runtime role if missing\n"
+    + "(porter_app, or the user of PORTER_APP_DATABASE_URL), sets PORTER_APP_PASSWORD on it when given,\n"
+    + "and grants it exactly the privileges of packages/db/src/grants.ts.",
+  run: async (ctx) => {
     const { pool, runtimeRole } = await ctx.ownerDb();
     const result = await migrate(pool, {
       runtimeRole,
@@ -37,4 +34,4 @@ export const migrateCommand: Command = {
       ],
     );
   },
-};
+});

@@ -1,7 +1,7 @@
 import { JOB_ERROR_CODE_NAMES } from "@porter/contracts";
 import { type RedriveFilter, redriveJobs } from "@porter/core";
-import { intOption, jobIdArg, parseCommandArgs } from "../args";
-import { type Command, helpText } from "../command";
+import { intOption, jobIdArg } from "../args";
+import { defineCommand } from "../command";
 import { UsageError } from "../errors";
 
 /** `text` broken at spaces into lines of at most `width` characters, each indented. */
@@ -19,44 +19,28 @@ const wrap = (text: string, width: number, indent: string): string => {
 };
 
 /** `redrive`: DEAD jobs back to READY, by id or by filter, audited. */
-export const redriveCommand: Command = {
+export const redriveCommand = defineCommand({
   name: "redrive",
   summary: "move DEAD jobs back to READY (by id or by filter), audited",
-  help: helpText(
-    "redrive (<job_id>... | --queue Q [--job-type T] [--tenant T] [--error-code C]) [options] [--json]",
+  usage: "redrive (<job_id>... | --queue Q [--job-type T] [--tenant T] [--error-code C]) [options] [--json]",
+  description:
     "Moves DEAD jobs back to READY with a fresh attempt budget, each with a `redriven` timeline event\n"
-      + "and an audit row, in one transaction. Jobs that recorded effects (partially completed) or whose\n"
-      + "deadline passed are skipped unless --force. Give job ids, or a filter over DEAD jobs.\n\n"
-      + "Error codes Porter records (`porter errors` says what each means; handlers may add their own):\n"
-      + wrap(JOB_ERROR_CODE_NAMES.join(", "), 96, "  "),
-    [
-      ["--queue <id>", "filter: DEAD jobs of this queue"],
-      ["--job-type <type>", "filter: of this job type"],
-      ["--tenant <id>", "filter: of this tenant"],
-      ["--error-code <code>", "filter: whose error has this code (see the list above, or `porter errors`)"],
-      ["--limit <n>", "at most this many jobs (default 10000)"],
-      ["--force", "also redrive partially completed and past-deadline jobs (the deadline is cleared)"],
-      ["--dry-run", "report what would be redriven, change nothing"],
-      ["--reason <text>", "recorded in the audit log and the timeline"],
-    ],
-  ),
-  run: async (ctx, argv) => {
-    const cmd = "redrive";
-    const { values, positionals } = parseCommandArgs(
-      cmd,
-      argv,
-      {
-        queue: { type: "string" },
-        "job-type": { type: "string" },
-        tenant: { type: "string" },
-        "error-code": { type: "string" },
-        limit: { type: "string" },
-        force: { type: "boolean" },
-        "dry-run": { type: "boolean" },
-        reason: { type: "string" },
-      },
-      true,
-    );
+    + "and an audit row, in one transaction. Jobs that recorded effects (partially completed) or whose\n"
+    + "deadline passed are skipped unless --force. Give job ids, or a filter over DEAD jobs.\n\n"
+    + "Error codes Porter records (`porter errors` says what each means; handlers may add their own):\n"
+    + wrap(JOB_ERROR_CODE_NAMES.join(", "), 96, "  "),
+  options: {
+    queue: { type: "string", arg: "<id>", help: "filter: DEAD jobs of this queue" },
+    "job-type": { type: "string", arg: "<type>", help: "filter: of this job type" },
+    tenant: { type: "string", arg: "<id>", help: "filter: of this tenant" },
+    "error-code": { type: "string", arg: "<code>", help: "filter: whose error has this code (see the list above, or `porter errors`)" },
+    limit: { type: "string", arg: "<n>", help: "at most this many jobs (default 10000)" },
+    force: { type: "boolean", help: "also redrive partially completed and past-deadline jobs (the deadline is cleared)" },
+    "dry-run": { type: "boolean", help: "report what would be redriven, change nothing" },
+    reason: { type: "string", arg: "<text>", help: "recorded in the audit log and the timeline" },
+  },
+  positionals: "many",
+  run: async (ctx, { cmd, values, positionals }) => {
     const filter: RedriveFilter = {
       ...(values.queue ? { queueId: values.queue } : {}),
       ...(values["job-type"] ? { jobType: values["job-type"] } : {}),
@@ -95,7 +79,7 @@ export const redriveCommand: Command = {
     }
     ctx.out.result({ dry_run: isDryRun, redriven: outcome.redriven, skipped }, human);
   },
-};
+});
 
 const describeFilter = (f: RedriveFilter): string =>
   [f.queueId && `queue=${f.queueId}`, f.jobType && `job_type=${f.jobType}`, f.tenantId && `tenant=${f.tenantId}`, f.errorCode && `error_code=${f.errorCode}`]

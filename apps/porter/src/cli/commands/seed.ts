@@ -1,21 +1,18 @@
 import { seedDemo } from "../../seed/demo";
-import { parseCommandArgs } from "../args";
-import { type Command, helpText } from "../command";
+import { defineCommand } from "../command";
 
 /** `seed`: writes the demo configuration into an empty control plane. */
-export const seedCommand: Command = {
+export const seedCommand = defineCommand({
   name: "seed",
   summary: "seed the demo configuration (pools, queues, job types, tenants, admin, a producer key)",
-  help: helpText(
-    "seed [--force] [--json]",
+  usage: "seed [--force] [--json]",
+  description:
     "Seeds the demo configuration of DESIGN.md when the control plane is empty (pools interactive,\n"
-      + "background, agents; queues; job types; tenants tenant_A/B/C), the admin user\n"
-      + "(PORTER_ADMIN_EMAIL, default admin@porter.local; PORTER_ADMIN_PASSWORD or a generated one, printed\n"
-      + "once) and, when the database has no API key, a producer key (printed once). Audited, idempotent.",
-    [["--force", "also seed when the control plane has rows (adds only the missing demo rows)"]],
-  ),
-  run: async (ctx, argv) => {
-    const { values } = parseCommandArgs("seed", argv, { force: { type: "boolean" } });
+    + "background, agents; queues; job types; tenants tenant_A/B/C), the admin user\n"
+    + "(PORTER_ADMIN_EMAIL, default admin@porter.local; PORTER_ADMIN_PASSWORD or a generated one, printed\n"
+    + "once) and, when the database has no API key, a producer key (printed once). Audited, idempotent.",
+  options: { force: { type: "boolean", help: "also seed when the control plane has rows (adds only the missing demo rows)" } },
+  run: async (ctx, { values }) => {
     const { prisma } = await ctx.db();
     const result = await seedDemo(prisma, {
       actor: "seed",
@@ -37,7 +34,7 @@ export const seedCommand: Command = {
       human,
     );
   },
-};
+});
 
 /** The admin login and producer key lines shown after a seed (secrets only when just created). */
 export const seedSummaryLines = (result: { adminEmail: string; adminCreated: boolean; adminPassword?: string; producerKey?: string }): string[] => {
