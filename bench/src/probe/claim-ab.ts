@@ -10,7 +10,7 @@ import { enqueueJobs } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { defineHandler } from "@porter/sdk";
-import { createHandlerRegistry } from "@porter/worker/handlers/registry";
+import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
 import pg from "pg";
@@ -127,7 +127,7 @@ const runOne = async (v: { name: string; sql: string }): Promise<Result> => {
     poolId: "bench",
     concurrency,
     logger: createLogger({ level: "warn" }),
-    handlers: createHandlerRegistry([
+    handlers: createHandlerMap([
       defineHandler({
         type: "bench.job",
         run: async () => {
