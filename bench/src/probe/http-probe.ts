@@ -11,7 +11,7 @@ import { freshPerfDatabase, startProfile } from "./perf-db";
 const [calls, concurrency] = [Number(process.argv[2] ?? 2000), Number(process.argv[3] ?? 1)];
 const pool = await freshPerfDatabase({ connections: 26 });
 const prisma = createPrisma(pool);
-const server = await startTestServer({ pool, prisma, policyCache: new PolicyCache({ ttlMs: 1000 }) });
+const server = await startTestServer({ db: pool, prisma, policyCache: new PolicyCache({ ttlMs: 1000 }) });
 const { key } = await createApiKey(prisma, { tenantIds: ["bench"], jobTypes: ["*"], name: "probe", actor: "probe" });
 const client = createProducerClient({ url: server.url, apiKey: key });
 let k = 0;

@@ -14,7 +14,7 @@ import type { HttpProducer } from "./types";
  */
 export const startPorterHttp = async (pool: pg.Pool, policyCache: PolicyCache): Promise<HttpProducer> => {
   const prisma = createPrisma(pool);
-  const server = await startTestServer({ pool, prisma, policyCache });
+  const server = await startTestServer({ db: pool, prisma, policyCache });
   // The key's own call rate, far above what the bench sends: every call still pays for the rate
   // limit's bookkeeping (the same single statement), none is refused.
   const { key } = await createApiKey(prisma, { tenantIds: [PORTER_TENANT], jobTypes: ["*"], name: "bench", actor: "bench", ratePerSecond: 1_000_000 });

@@ -37,7 +37,7 @@ beforeAll(async () => {
   jobIds = made.map((r) => r.job_id);
   // Every request is an admin's same-origin console request as well: console inputs are reached.
   server = await startTestServer({
-    pool: db.pool,
+    db: db.pool,
     policyCache: new PolicyCache({ ttlMs: 1000 }),
     getSession: async () => ({ userId: "u-admin", email: "admin@example.com", role: "admin" }),
   });

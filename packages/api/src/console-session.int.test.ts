@@ -33,7 +33,7 @@ beforeAll(async () => {
   await createUser(db.prisma, { email: "admin@example.com", role: "admin", password: "admin-password-12", actor: "test" });
   producerKey = (await createApiKey(db.prisma, { tenantIds: ["cs_t"], jobTypes: ["*"], actor: "test" })).key;
   server = await startTestServer({
-    pool: db.appPool,
+    db: db.appPool,
     policyCache: new PolicyCache(),
     getSession: createSessionReader({ prisma: db.appPrisma, secret: SECRET, cache: createSessionUserCache({ ttlMs: CACHE_MS }) }),
   });

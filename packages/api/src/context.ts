@@ -14,7 +14,8 @@ export type Context = {
   req: Request;
   /** Headers added to the HTTP response (e.g. Set-Cookie, Cache-Control). */
   resHeaders: Headers;
-  pool: pg.Pool;
+  /** The data plane\'s pg pool (enqueue, job reads and actions), as the runtime role. */
+  db: pg.Pool;
   /** The control plane's Prisma client (pools, queues, job types, tenants, resource keys, keys, users, audit reads). */
   prisma: ControlDb;
   /** Job-type/tenant policy cache shared by the process (enqueue). */
@@ -40,7 +41,8 @@ export type Context = {
 export type CreateContextOptions = {
   req: Request;
   resHeaders: Headers;
-  pool: pg.Pool;
+  /** The data plane\'s pg pool (enqueue, job reads and actions), as the runtime role. */
+  db: pg.Pool;
   prisma: ControlDb;
   policyCache: PolicyCache;
   maxPayloadBytes: number;
@@ -74,7 +76,7 @@ export const clientAddressOf = (req: Request): string | null => {
 export const createContext = async (opts: CreateContextOptions): Promise<Context> => ({
   req: opts.req,
   resHeaders: opts.resHeaders,
-  pool: opts.pool,
+  db: opts.db,
   prisma: opts.prisma,
   policyCache: opts.policyCache,
   maxPayloadBytes: opts.maxPayloadBytes,

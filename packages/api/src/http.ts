@@ -15,8 +15,8 @@ export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 /** What the HTTP endpoint needs from the process that serves it (console, tests). */
 export type TrpcHttpDeps = {
-  pool: pg.Pool;
-  /** The control plane's Prisma client (created once by the process, next to `pool`). */
+  db: pg.Pool;
+  /** The control plane's Prisma client (created once by the process, next to `db`). */
   prisma: ControlDb;
   /** Shared by the process, so enqueue does not re-read the registry per request. */
   policyCache: PolicyCache;
@@ -66,7 +66,7 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
       createContext({
         req: trpcReq,
         resHeaders,
-        pool: deps.pool,
+        db: deps.db,
         prisma: deps.prisma,
         policyCache: deps.policyCache,
         maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,

@@ -20,7 +20,7 @@ beforeAll(async () => {
   const [made] = await enqueueJobs(db.pool, [{ job_type: "fx.email", tenant_id: fx.tenantA, payload: {}, idempotency_key: "queued" }]);
   queuedJob = made!.job_id;
   server = await startTestServer({
-    pool: db.pool,
+    db: db.pool,
     policyCache: new PolicyCache(),
     getSession: async () => ({ userId: "u-admin", email: "admin@example.com", role: "admin" }),
   });

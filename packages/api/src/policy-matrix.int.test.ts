@@ -121,7 +121,7 @@ const contextFor = (caller: Caller): Context => {
   return {
     req: new Request("http://console.test/api/trpc/x", { method: "POST", headers }),
     resHeaders: new Headers(),
-    pool: db.appPool,
+    db: db.appPool,
     prisma: db.appPrisma,
     policyCache: new PolicyCache(),
     maxPayloadBytes: 64 * 1024,

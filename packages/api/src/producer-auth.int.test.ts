@@ -19,8 +19,8 @@ beforeAll(async () => {
   await seedProducerFixtures(db);
   pool2 = createPool(db.appConnectionString, { max: 3, applicationName: "producer-auth-second-server" });
   // Two "console processes": own pools, own registries, one database.
-  serverA = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache() });
-  serverB = await startTestServer({ pool: pool2, policyCache: new PolicyCache() });
+  serverA = await startTestServer({ db: db.appPool, policyCache: new PolicyCache() });
+  serverB = await startTestServer({ db: pool2, policyCache: new PolicyCache() });
 });
 afterAll(async () => {
   await serverA?.close();
@@ -95,7 +95,7 @@ describe("per-key rate limit", () => {
   });
 
   it("a key without its own rate gets the server's default (keyAuthLimits / PORTER_API_KEY_RATE)", async () => {
-    const limited = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache(), keyAuthLimits: { defaultRatePerSecond: 3 } });
+    const limited = await startTestServer({ db: db.appPool, policyCache: new PolicyCache(), keyAuthLimits: { defaultRatePerSecond: 3 } });
     try {
       const { key } = await newKey();
       const replies = await Promise.all(Array.from({ length: 8 }, () => enqueue(limited, key)));

@@ -14,7 +14,7 @@ const caller = (session: Session | null) =>
   router.createCaller({
     req: new Request("http://test/api/trpc"),
     resHeaders: new Headers(),
-    pool: null as unknown as pg.Pool, // role checks never reach the database
+    db: null as unknown as pg.Pool, // role checks never reach the database
     prisma: null as unknown as Context["prisma"],
     policyCache: new PolicyCache(),
     maxPayloadBytes: 1024,

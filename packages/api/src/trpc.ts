@@ -109,7 +109,7 @@ export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(
   if (!match) {
     throw toTRPCError(new AppError("UNAUTHORIZED", { message: "missing API key: send Authorization: Bearer <key>" }));
   }
-  const auth = await authenticateApiKey(ctx.pool, { presented: match[1]!, address: ctx.clientAddress ?? null, limits: ctx.keyAuthLimits });
+  const auth = await authenticateApiKey(ctx.db, { presented: match[1]!, address: ctx.clientAddress ?? null, limits: ctx.keyAuthLimits });
   if (auth.outcome === "invalid") throw toTRPCError(new AppError("UNAUTHORIZED", { message: "invalid or revoked API key" }));
   if (auth.outcome === "throttled") {
     throw toTRPCError(

@@ -15,7 +15,7 @@ let client: ProducerClient;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db);
-  server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }) });
+  server = await startTestServer({ db: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }) });
   client = createProducerClient({ url: server.url, apiKey: fx.keyA });
 });
 afterAll(async () => {

@@ -33,13 +33,13 @@ const ZPoolHealth = z.object({
 
 /** The overview page: per queue counts, oldest ready age, running vs cap; completions per minute. */
 export const overviewRouter = createTRPCRouter({
-  queues: viewerProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.pool)),
+  queues: viewerProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.db)),
   /** Per pool: live and lost workers, waiting jobs — the health badge names pools nobody serves. */
-  health: viewerProcedure.output(z.array(ZPoolHealth)).query(({ ctx }) => poolHealth(ctx.pool)),
+  health: viewerProcedure.output(z.array(ZPoolHealth)).query(({ ctx }) => poolHealth(ctx.db)),
   throughput: viewerProcedure
     .input(ZThroughputInput)
     .output(z.array(ZThroughputPoint))
-    .query(({ ctx, input }) => throughputByMinute(ctx.pool, { minutes: input.minutes, ...(input.queue_id ? { queueId: input.queue_id } : {}) })),
+    .query(({ ctx, input }) => throughputByMinute(ctx.db, { minutes: input.minutes, ...(input.queue_id ? { queueId: input.queue_id } : {}) })),
 });
 
 const ZAuditRow = z.object({

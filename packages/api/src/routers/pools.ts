@@ -55,8 +55,8 @@ export const poolsRouter = createTRPCRouter({
     .query(async ({ ctx, input }) => {
       const [pools, queues, workers] = await Promise.all([
         listConfig(ctx.prisma, "pool"),
-        queueOverview(ctx.pool),
-        listWorkers(ctx.pool, { includeStopped: input.include_stopped }),
+        queueOverview(ctx.db),
+        listWorkers(ctx.db, { includeStopped: input.include_stopped }),
       ]);
       return pools.map((p) => {
         const mine = queues.filter((q) => q.pool_id === p.id);

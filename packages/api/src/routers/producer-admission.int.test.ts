@@ -15,7 +15,7 @@ let fx: ProducerFixtures;
 beforeAll(async () => {
   fx = await seedProducerFixtures(db);
   // No policy cache: the knobs below change between tests.
-  server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 0 }) });
+  server = await startTestServer({ db: db.appPool, policyCache: new PolicyCache({ ttlMs: 0 }) });
 });
 afterAll(async () => {
   await server?.close();

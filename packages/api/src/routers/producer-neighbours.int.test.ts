@@ -16,7 +16,7 @@ let fx: ProducerFixtures;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db);
-  server = await startTestServer({ pool: db.pool, policyCache: new PolicyCache() });
+  server = await startTestServer({ db: db.pool, policyCache: new PolicyCache() });
 });
 afterAll(async () => {
   await server?.close();

@@ -16,7 +16,7 @@ const MAX_BODY_BYTES = 1024 * 1024;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db);
-  server = await startTestServer({ pool: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }), maxBodyBytes: MAX_BODY_BYTES });
+  server = await startTestServer({ db: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }), maxBodyBytes: MAX_BODY_BYTES });
 });
 afterAll(async () => {
   await server?.close();
@@ -342,7 +342,7 @@ describe("with the database down", () => {
     const { port } = probe.address() as { port: number };
     await new Promise((resolve) => probe.close(resolve));
     const deadPool = createPool(`postgres://porter:secret-password@127.0.0.1:${port}/nowhere`, { connectionTimeoutMillis: 2000 });
-    const down = await startTestServer({ pool: deadPool, policyCache: new PolicyCache() });
+    const down = await startTestServer({ db: deadPool, policyCache: new PolicyCache() });
     try {
       const res = await fetch(`${down.url}/api/trpc/producer.enqueue`, {
         method: "POST",

@@ -59,7 +59,7 @@ export const producerRouter = createTRPCRouter({
     .output(ZEnqueueResult)
     .mutation(async ({ ctx, input }) => {
       const scoped = scopeEnqueueRequest(ctx.apiKey, input);
-      const [result] = await enqueueJobs(ctx.pool, [scoped], { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
+      const [result] = await enqueueJobs(ctx.db, [scoped], { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
       return result!;
     }),
 
@@ -69,7 +69,7 @@ export const producerRouter = createTRPCRouter({
     .output(z.object({ results: z.array(ZEnqueueResult) }))
     .mutation(async ({ ctx, input }) => {
       const scoped = input.jobs.map((job, index) => scopeEnqueueRequest(ctx.apiKey, job, index));
-      const results = await enqueueJobs(ctx.pool, scoped, { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
+      const results = await enqueueJobs(ctx.db, scoped, { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
       return { results };
     }),
 
@@ -78,7 +78,7 @@ export const producerRouter = createTRPCRouter({
     .input(ZGetJobRequest)
     .output(ZJobStatus)
     .query(async ({ ctx, input }) => {
-      const job = await getJob(ctx.pool, input.job_id, { tenantIds: ctx.apiKey.tenantIds, jobTypes: visibleJobTypes(ctx.apiKey) });
+      const job = await getJob(ctx.db, input.job_id, { tenantIds: ctx.apiKey.tenantIds, jobTypes: visibleJobTypes(ctx.apiKey) });
       if (!job) throw new AppError("NOT_FOUND", { message: `job ${input.job_id} not found` });
       return job;
     }),
@@ -91,7 +91,7 @@ export const producerRouter = createTRPCRouter({
     .input(ZCancelJobRequest)
     .output(ZCancelJobResult)
     .mutation(({ ctx, input }) =>
-      cancelJob(ctx.pool, {
+      cancelJob(ctx.db, {
         jobId: input.job_id,
         tenantIds: ctx.apiKey.tenantIds,
         jobTypes: visibleJobTypes(ctx.apiKey),

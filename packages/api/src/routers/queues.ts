@@ -9,8 +9,8 @@ import { configRouter } from "./config";
 const ZQueueAction = z.strictObject({ id: ZConfigId, reason: ZReason });
 const ZPauseResult = z.object({ id: z.string(), paused: z.boolean(), changed: z.boolean(), running: z.number().int() });
 
-const runningOf = async (ctx: { pool: Parameters<typeof queueOverview>[0] }, id: string) =>
-  (await queueOverview(ctx.pool)).find((q) => q.queue_id === id)?.running ?? 0;
+const runningOf = async (ctx: { db: Parameters<typeof queueOverview>[0] }, id: string) =>
+  (await queueOverview(ctx.db)).find((q) => q.queue_id === id)?.running ?? 0;
 
 /** Pause (`paused`) or resume one queue: the flag, whether it changed, and the running count. */
 const pauseProcedure = (paused: boolean) =>

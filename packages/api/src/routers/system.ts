@@ -10,11 +10,11 @@ const ZCount = z.object({ queue_id: z.string(), state: z.string(), count: z.numb
 export const systemRouter = createTRPCRouter({
   /** Process up and the database answering `select 1`; 503 when it does not. */
   health: publicProcedure.output(z.object({ status: z.literal("ok"), database: z.literal("up") })).query(async ({ ctx }) => {
-    const report = await checkHealth(ctx.pool);
+    const report = await checkHealth(ctx.db);
     if (report.status !== "ok") throw new TRPCError({ code: "SERVICE_UNAVAILABLE", message: "database is down" });
     return report;
   }),
 
   /** Jobs by queue and state, live and finished (signed-in console users). */
-  counts: viewerProcedure.output(z.array(ZCount)).query(({ ctx }) => countsByState(ctx.pool)),
+  counts: viewerProcedure.output(z.array(ZCount)).query(({ ctx }) => countsByState(ctx.db)),
 });

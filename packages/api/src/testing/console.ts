@@ -31,7 +31,7 @@ export const consoleCaller = (pool: pg.Pool, session: Session | null) => {
       headers: { "content-type": "application/json", origin: "http://console.test", host: "console.test" },
     }),
     resHeaders: new Headers(),
-    pool,
+    db: pool,
     prisma: prismaFor(pool),
     policyCache: new PolicyCache(),
     maxPayloadBytes: 64 * 1024,

@@ -25,7 +25,7 @@ export type TestServer = { url: string; close: () => Promise<void> };
  */
 export const startTestServer = async (given: Omit<TrpcHttpDeps, "prisma"> & Partial<Pick<TrpcHttpDeps, "prisma">>): Promise<TestServer> => {
   // Without a Prisma client of the caller's, one over the same pool, disconnected on close.
-  const ownPrisma = given.prisma ? undefined : createPrisma(given.pool);
+  const ownPrisma = given.prisma ? undefined : createPrisma(given.db);
   const deps: TrpcHttpDeps = { ...given, prisma: given.prisma ?? ownPrisma! };
   const server = createServer((req, res) => {
     void serve(req, res, deps);

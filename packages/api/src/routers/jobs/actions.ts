@@ -62,7 +62,7 @@ const summary = (dryRun: boolean, r: { jobIds: string[]; total: number; skipped:
   skipped: r.skipped,
 });
 
-type ActionCtx = { pool: pg.Pool; session: Session };
+type ActionCtx = { db: pg.Pool; session: Session };
 
 /**
  * Cancel (operator): queued jobs (READY, RETRY_WAIT) become CANCELLED at once, running ones get a
@@ -72,9 +72,9 @@ export const cancel = operatorProcedure
   .input(ZBulkJobAction)
   .output(ZBulkResult)
   .mutation(async ({ ctx, input }: { ctx: ActionCtx; input: z.infer<typeof ZBulkJobAction> }) => {
-    const r = await resolve(ctx.pool, input.selection, ["READY", "RETRY_WAIT", "RUNNING"]);
+    const r = await resolve(ctx.db, input.selection, ["READY", "RETRY_WAIT", "RUNNING"]);
     if (input.dry_run || r.jobIds.length === 0) return summary(input.dry_run, r, []);
-    const out = await cancelJobs(ctx.pool, { jobIds: r.jobIds, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+    const out = await cancelJobs(ctx.db, { jobIds: r.jobIds, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
     bump(r.skipped, "finished meanwhile", out.skipped.length);
     return summary(false, r, [...out.cancelled, ...out.cancel_requested]);
   });
@@ -87,9 +87,9 @@ export const retry = operatorProcedure
   .input(ZBulkJobAction)
   .output(ZBulkResult)
   .mutation(async ({ ctx, input }: { ctx: ActionCtx; input: z.infer<typeof ZBulkJobAction> }) => {
-    const r = await resolve(ctx.pool, input.selection, ["RETRY_WAIT"]);
+    const r = await resolve(ctx.db, input.selection, ["RETRY_WAIT"]);
     if (input.dry_run || r.jobIds.length === 0) return summary(input.dry_run, r, []);
-    const out = await retryJobsNow(ctx.pool, { jobIds: r.jobIds, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
+    const out = await retryJobsNow(ctx.db, { jobIds: r.jobIds, actor: actorOf(ctx.session), ...(input.reason ? { reason: input.reason } : {}) });
     bump(r.skipped, "no longer waiting", out.skipped.length);
     return summary(false, r, out.retried);
   });
@@ -102,9 +102,9 @@ export const redrive = operatorProcedure
   .input(ZBulkRedrive)
   .output(ZBulkResult)
   .mutation(async ({ ctx, input }: { ctx: ActionCtx; input: z.infer<typeof ZBulkRedrive> }) => {
-    const r = await resolve(ctx.pool, input.selection, ["DEAD"]);
+    const r = await resolve(ctx.db, input.selection, ["DEAD"]);
     if (r.jobIds.length === 0) return summary(input.dry_run, r, []);
-    const out = await redriveJobs(ctx.pool, {
+    const out = await redriveJobs(ctx.db, {
       jobIds: r.jobIds,
       force: input.force,
       actor: actorOf(ctx.session),

@@ -50,20 +50,20 @@ export const list = viewerProcedure
     }),
   )
   .output(z.object({ jobs: z.array(ZJobListRow), next_cursor: z.string().nullable() }))
-  .query(({ ctx, input }) => listJobs(ctx.pool, { filter: toCoreFilter(input.filter), cursor: input.cursor ?? null, limit: input.limit }));
+  .query(({ ctx, input }) => listJobs(ctx.db, { filter: toCoreFilter(input.filter), cursor: input.cursor ?? null, limit: input.limit }));
 
 /** Jobs matching the filter per state (the filter's own states ignored): the browser's sidebar. */
 export const counts = viewerProcedure
   .input(z.strictObject({ filter: ZJobFilter.default({}) }))
   .output(z.record(z.enum(JOB_STATES), z.number().int()))
-  .query(({ ctx, input }) => countJobsByState(ctx.pool, toCoreFilter(input.filter)));
+  .query(({ ctx, input }) => countJobsByState(ctx.db, toCoreFilter(input.filter)));
 
 /** One job: envelope, result or structured error, the full timeline, and its attempts side by side. */
 export const get = viewerProcedure
   .input(z.strictObject({ job_id: z.uuid() }))
   .output(ZJobStatus.extend({ attempts: z.array(ZAttempt) }))
   .query(async ({ ctx, input }) => {
-    const job = await getJob(ctx.pool, input.job_id);
+    const job = await getJob(ctx.db, input.job_id);
     if (!job) throw new AppError("NOT_FOUND", { message: `job ${input.job_id} not found` });
-    return { ...job, attempts: await listAttempts(ctx.pool, input.job_id) };
+    return { ...job, attempts: await listAttempts(ctx.db, input.job_id) };
   });

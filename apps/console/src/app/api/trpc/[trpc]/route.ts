@@ -15,7 +15,7 @@ export const dynamic = "force-dynamic";
 const handler = (request: Request): Promise<Response> => {
   const env = getEnv();
   return handleTrpcRequest(request, {
-    pool: getPool(),
+    db: getPool(),
     prisma: getPrisma(),
     getSession: createSessionReader({ prisma: getPrisma(), secret: env.AUTH_SECRET, isSecureCookie: isSecureCookie(), cache: getSessionUserCache() }),
     keyAuthLimits: { defaultRatePerSecond: env.PORTER_API_KEY_RATE },
