@@ -3,7 +3,10 @@ import type { Command, CommandContext } from "./command";
 import { drainCommand } from "./commands/drain";
 import { enqueueCommand } from "./commands/enqueue";
 import { errorsCommand } from "./commands/errors";
+import { queuesCommand, workersCommand } from "./commands/fleet";
+import { jobsCancelCommand, jobsRetryCommand } from "./commands/job-actions";
 import { jobsGetCommand } from "./commands/jobs";
+import { jobsListCommand } from "./commands/jobs-list";
 import { keysCreateCommand, keysRevokeCommand } from "./commands/keys";
 import { migrateCommand } from "./commands/migrate";
 import { pauseCommand, resumeCommand } from "./commands/queue-control";
@@ -22,12 +25,17 @@ export const COMMANDS: readonly Command[] = [
   keysCreateCommand,
   keysRevokeCommand,
   enqueueCommand,
+  jobsListCommand,
   jobsGetCommand,
+  jobsCancelCommand,
+  jobsRetryCommand,
   redriveCommand,
   errorsCommand,
   pauseCommand,
   resumeCommand,
   drainCommand,
+  queuesCommand,
+  workersCommand,
   usersCreateCommand,
 ];
 
