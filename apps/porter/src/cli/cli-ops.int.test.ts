@@ -104,6 +104,8 @@ describe("porter CLI: everyday operations", () => {
     expect(bad.json).toMatchObject({ error: { code: "BAD_REQUEST", message: 'jobs cancel: "not-a-uuid" is not a job id (a UUID)' } });
     expect((await getJob(db.pool, queued))?.status).toBe("READY");
     expect((await porter("jobs", "cancel", "--json")).code).toBe(2);
+    const longReason = await porter("jobs", "cancel", queued, "--reason", "x".repeat(501), "--json");
+    expect(longReason.json).toMatchObject({ error: { code: "BAD_REQUEST", message: "jobs cancel: --reason must be at most 500 characters" } });
 
     const cancelled = await porter("jobs", "cancel", queued, running.jobId, unknown, "--reason", "wrong payload", "--json");
     expect(cancelled.code, cancelled.stderr).toBe(0);

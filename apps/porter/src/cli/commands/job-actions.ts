@@ -30,8 +30,10 @@ const jobActionCommand = (action: JobAction): Command =>
       if (positionals.length === 0) throw new UsageError(`${cmd}: give one or more job ids (see ${cmd} --help)`);
       if (positionals.length > 1000) throw new UsageError(`${cmd}: at most 1000 job ids at a time`);
       const jobIds = [...new Set(positionals.map((id) => jobIdArg(cmd, id)))];
+      const reason = values.reason?.trim();
+      if (reason !== undefined && reason.length > 500) throw new UsageError(`${cmd}: --reason must be at most 500 characters`);
       const { pool } = await ctx.db();
-      const done = await action.apply(pool, { jobIds, actor: ctx.actor, ...(values.reason ? { reason: values.reason } : {}) });
+      const done = await action.apply(pool, { jobIds, actor: ctx.actor, ...(reason ? { reason } : {}) });
       const states = await jobStates(pool, done.skipped);
       const outcome: ActionOutcome = {
         changed: done.changed,
