@@ -75,6 +75,25 @@ describe("enqueue(client, jobs) in the producer's transaction", () => {
     expect((await claim()).map((c) => c.jobId)).toEqual([result!.job_id]);
   });
 
+  it("wakes workers at the commit, not before", async () => {
+    const listener = new pg.Client({ connectionString: db.connectionString });
+    await listener.connect();
+    const heard: string[] = [];
+    listener.on("notification", (n) => heard.push(n.payload ?? ""));
+    try {
+      await listener.query("LISTEN porter_ready");
+      const roundTrip = () => listener.query("SELECT 1"); // notifications arrive before its answer
+      await producerTx(true, async (client) => {
+        await enqueue(client, [job()]);
+        await roundTrip();
+        expect(heard).toEqual([]);
+      });
+      await expect.poll(() => heard).toEqual(["tx-pool"]);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it("rollback: no row in jobs or idempotency_keys", async () => {
     const before = await countStored(db.pool);
     const results = await producerTx(false, (client) => enqueue(client, [job(), job(), job()]));
