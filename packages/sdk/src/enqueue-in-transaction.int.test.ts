@@ -94,6 +94,18 @@ describe("enqueue(client, jobs) in the producer's transaction", () => {
     }
   });
 
+  it("runs in a SERIALIZABLE transaction too", async () => {
+    const client = await db.appPool.connect();
+    try {
+      await client.query("BEGIN ISOLATION LEVEL SERIALIZABLE");
+      const [result] = await enqueue(client, [job()]);
+      await client.query("COMMIT");
+      expect(await stateOf(result!.job_id)).toBe("READY");
+    } finally {
+      client.release();
+    }
+  });
+
   it("rollback: no row in jobs or idempotency_keys", async () => {
     const before = await countStored(db.pool);
     const results = await producerTx(false, (client) => enqueue(client, [job(), job(), job()]));
@@ -222,7 +234,7 @@ describe("enqueue(client, jobs) in the producer's transaction", () => {
     }
   });
 
-  it("refuses to run outside a transaction or on a pool", async () => {
+  it("refuses to run outside a transaction, on a pool, or under REPEATABLE READ", async () => {
     const before = await countStored(db.pool);
     const client = await db.appPool.connect();
     try {
@@ -231,6 +243,15 @@ describe("enqueue(client, jobs) in the producer's transaction", () => {
       client.release();
     }
     await expect(enqueue(db.appPool as unknown as pg.PoolClient, [job()])).rejects.toThrow(TypeError);
+    const repeatable = await db.appPool.connect();
+    try {
+      await repeatable.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
+      await expect(enqueue(repeatable, [job()])).rejects.toThrow(/REPEATABLE READ/);
+      expect((await repeatable.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]); // still usable
+      await repeatable.query("ROLLBACK");
+    } finally {
+      repeatable.release();
+    }
     expect(await countStored(db.pool)).toEqual(before);
   });
 });

@@ -33,7 +33,9 @@ const SAVEPOINT = "porter_enqueue";
  * usable (commit it or not). Refusals are {@link ProducerError}s with the HTTP API's status and
  * code; database errors (permission denied, a lost connection) are thrown as pg raised them.
  * Settings of the caller's transaction (synchronous_commit…) are never changed. One call at a
- * time per client, as with any statement of a transaction.
+ * time per client, as with any statement of a transaction. The transaction must be READ COMMITTED
+ * (the default) or SERIALIZABLE. For a tenant with admission limits, the admission lock is held
+ * until the caller's transaction ends: that tenant's other producers wait for it, so keep it short.
  */
 export const enqueue = async (
   client: pg.PoolClient | pg.Client,
@@ -45,26 +47,45 @@ export const enqueue = async (
     throw new TypeError("enqueue(client, jobs) takes the client of your transaction (pool.connect(), then BEGIN), not a pool");
   }
   const inputs = validate(jobs);
-  try {
-    await client.query(`SAVEPOINT ${SAVEPOINT}`);
-  } catch (error) {
-    if ((error as { code?: unknown }).code === "25P01") {
-      throw new Error("enqueue(client, jobs) runs inside your transaction: send BEGIN on this client first", { cause: error });
-    }
-    throw error;
-  }
+  await beginSavepoint(client);
   try {
     const results = await enqueueJobs(client, inputs, { maxPayloadBytes: options.maxPayloadBytes });
     await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
     return results;
   } catch (error) {
     try {
-      await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
-      await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
+      await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}; RELEASE SAVEPOINT ${SAVEPOINT}`);
     } catch {
       // The connection is gone (or the server refused): the caller's transaction fails with it.
     }
     throw asProducerError(error);
+  }
+};
+
+/**
+ * Takes the savepoint, in one round trip with the transaction's isolation level. Outside a
+ * transaction block PostgreSQL refuses the savepoint (25P01). REPEATABLE READ is refused too:
+ * admission counts a tenant's backlog after waiting for the other producers of that tenant, and
+ * only a statement's own snapshot (READ COMMITTED) sees what they committed meanwhile — under one
+ * snapshot for the whole transaction, two producers could both pass a backlog cap that only one
+ * fits. (SERIALIZABLE detects that conflict itself and fails one of them with 40001: retry it.)
+ */
+const beginSavepoint = async (client: pg.PoolClient | pg.Client): Promise<void> => {
+  let isolation: string | undefined;
+  try {
+    const results = (await client.query(`SAVEPOINT ${SAVEPOINT}; SELECT current_setting('transaction_isolation') AS isolation`)) as unknown as Array<
+      pg.QueryResult<{ isolation: string }>
+    >;
+    isolation = results[1]?.rows[0]?.isolation;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === "25P01") {
+      throw new Error("enqueue(client, jobs) runs inside your transaction: send BEGIN on this client first", { cause: error });
+    }
+    throw error;
+  }
+  if (isolation === "repeatable read") {
+    await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}; RELEASE SAVEPOINT ${SAVEPOINT}`);
+    throw new Error("enqueue(client, jobs) needs a READ COMMITTED (the default) or SERIALIZABLE transaction, not REPEATABLE READ");
   }
 };
 
