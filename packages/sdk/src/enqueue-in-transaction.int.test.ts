@@ -16,7 +16,7 @@ const db = useTestDatabase();
 beforeAll(async () => {
   await controlPlane(db.pool, {
     pool: "tx-pool",
-    queues: [{ id: "tx-q" }],
+    queues: [{ id: "tx-q" }, { id: "tx-q2" }],
     tenants: ["tx_a", { id: "tx_capped", backlog_cap: 2 }],
   });
 });
@@ -104,6 +104,28 @@ describe("enqueue(client, jobs) in the producer's transaction", () => {
     } finally {
       client.release();
     }
+  });
+
+  it("SERIALIZABLE: two producers cannot both pass a backlog cap only one fits (one fails with 40001)", async () => {
+    await db.pool.query(`INSERT INTO tenants (id, backlog_cap) VALUES ('tx_cap_one', 1)`);
+    const [a, b] = [await db.appPool.connect(), await db.appPool.connect()];
+    try {
+      for (const c of [a, b]) {
+        await c.query("BEGIN ISOLATION LEVEL SERIALIZABLE");
+        await c.query("SELECT count(*) FROM jobs"); // both snapshots taken before either enqueues
+      }
+      await enqueue(a, [job({ tenant_id: "tx_cap_one" })]);
+      // Another queue: no fair-clock row in common, only the tenant's backlog (counted across queues).
+      const second = enqueue(b, [job({ tenant_id: "tx_cap_one", job_type: "tx-q2.job" })]).then(() => b.query("COMMIT"));
+      await a.query("COMMIT");
+      await expect(second).rejects.toMatchObject({ code: "40001" });
+      await b.query("ROLLBACK");
+    } finally {
+      a.release();
+      b.release();
+    }
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE tenant_id = 'tx_cap_one'`);
+    expect(rows[0]!.n).toBe(1);
   });
 
   it("rollback: no row in jobs or idempotency_keys", async () => {
