@@ -1,2 +1,3 @@
+export * from "./enqueue-in-transaction";
 export * from "./handler";
 export * from "./producer";
