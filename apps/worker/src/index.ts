@@ -4,7 +4,15 @@
 
 export { parseEnv, type WorkerEnv } from "./env";
 export { createHandlerMap, defaultHandlerMap, diagHandlers, type HandlerMap, simulatedHandlers } from "./handlers";
-export { checkOwnHandlers, HandlerSetupError, handlersOfModule, isHandler, loadHandlerModule, withOwnHandlers } from "./handlers/own-handlers";
+export {
+  checkOwnHandlers,
+  HandlerSetupError,
+  handlersOfModule,
+  isHandler,
+  loadHandlerModule,
+  replacedDemoTypes,
+  withOwnHandlers,
+} from "./handlers/own-handlers";
 export { createLogger, type Logger } from "./logger";
 export { type StartedWorker, type StartWorkerOptions, startWorker } from "./runtime/start-worker";
 export { type DrainReport, PorterWorker, type WorkerOptions } from "./runtime/worker";

@@ -32,7 +32,7 @@ describe("checkHandlersModule (PORTER_HANDLERS)", () => {
     await expect(check("missing.ts")).rejects.toThrow(/^PORTER_HANDLERS: handler module \S+missing\.ts: no such file/);
     await expect(check("not-a-handler.ts")).rejects.toThrow(/^PORTER_HANDLERS: handler module \S+: export "settings" is not a handler/);
     await expect(check("duplicate.ts")).rejects.toThrow(/^PORTER_HANDLERS \(\S+duplicate\.ts\): two handlers for job type "custom\.echo"$/);
-    await expect(check("builtin-clash.ts")).rejects.toThrow(/job type "diag\.sleep" already has a built-in handler$/);
+    await expect(check("builtin-clash.ts")).rejects.toThrow(/job type "diag\.sleep" has a built-in handler \(diag\.\* are reserved\)$/);
     await expect(check("unknown-type.ts")).rejects.toThrow(/handler for job type "custom\.unregistered": the job-type registry has no such type/);
   });
 });

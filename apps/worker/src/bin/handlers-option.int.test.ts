@@ -88,7 +88,7 @@ describe("--handlers <module>", () => {
     ],
     ["a module without handlers", "empty.ts", /^porter-worker: handler module \S+empty\.ts: the module exports no handlers$/],
     ["two handlers for one job type", "duplicate.ts", /^porter-worker: two handlers for job type "custom\.echo"$/],
-    ["a handler for a built-in job type", "builtin-clash.ts", /^porter-worker: job type "diag\.sleep" already has a built-in handler$/],
+    ["a handler for a built-in job type", "builtin-clash.ts", /^porter-worker: job type "diag\.sleep" has a built-in handler \(diag\.\* are reserved\)$/],
     [
       "a job type the registry does not know",
       "unknown-type.ts",

@@ -15,11 +15,13 @@ const USAGE = `Usage: porter-worker --pool <name> [options]
        npm run worker -- --pool <name> [options]
 
 Runs one worker process for a pool: claims its queues' jobs, runs their handlers, heartbeats
-leases, and on SIGTERM/SIGINT drains. A handler set that cannot run (a module that does not load,
-an export that is not a handler, two handlers for one job type, a job type the registry does not
-know or whose queue is in another pool) stops it at start with one line and exit code 2. The same signal again within a second is the same stop
+leases, and on SIGTERM/SIGINT drains. The same signal again within a second is the same stop
 (a process group's kill arrives directly and through npm); one later than that hands unfinished
 work back at once.
+
+A handler set that cannot run stops it at start with one line and exit code 2: a --handlers
+module that does not load, an export that is not a handler, two handlers for one job type or one
+for a diag.* type, a job type the registry does not know or whose queue is in another pool.
 
 Options:
   --pool <name>          pool (lane) to serve, e.g. interactive, background, agents (required)
@@ -28,7 +30,8 @@ Options:
   --hang-grace-ms <ms>   how long a handler may ignore its aborted signal (default 2000)
   --prefetch <n>         jobs claimed ahead of free slots (default: adaptive, ~50 ms of work at the start rate, ≤ 1000)
   --handlers <module>    also run the handlers this module exports (made with defineHandler; a .ts
-                         or .js file, relative to the working directory); the built-in ones stay
+                         or .js file, relative to the working directory); diag.* stay, a handler
+                         for a demo job type replaces its simulated one
   --skip-other-pools     leave out --handlers' handlers of job types in other pools instead of
                          refusing to start (one module for every pool's worker, as npm start does)
   --no-maintenance       never take the maintenance leadership

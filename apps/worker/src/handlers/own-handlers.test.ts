@@ -1,8 +1,7 @@
 import { defineHandler } from "@porter/sdk";
 import { describe, expect, it } from "vitest";
-import { diagHandlers } from "./diag";
-import { createHandlerMap } from "./handler-map";
-import { HandlerSetupError, handlersOfModule, isHandler, withOwnHandlers } from "./own-handlers";
+import { defaultHandlerMap } from "./index";
+import { HandlerSetupError, handlersOfModule, isHandler, replacedDemoTypes, withOwnHandlers } from "./own-handlers";
 
 const a = defineHandler({ type: "own.a", run: async () => ({}) });
 const b = defineHandler({ type: "own.b", run: async () => ({}) });
@@ -23,13 +22,20 @@ describe("handlersOfModule", () => {
 });
 
 describe("withOwnHandlers", () => {
-  it("adds the own handlers to the built-in ones, refusing two for one type and a built-in type", () => {
-    const builtIn = createHandlerMap(diagHandlers);
-    expect([...withOwnHandlers(builtIn, [a, b]).keys()]).toEqual([...builtIn.keys(), "own.a", "own.b"]);
-    expect(() => withOwnHandlers(builtIn, [a, defineHandler({ type: "own.a", run: async () => ({}) })])).toThrow(`two handlers for job type "own.a"`);
-    expect(() => withOwnHandlers(builtIn, [defineHandler({ type: "diag.sleep", run: async () => ({}) })])).toThrow(
-      `job type "diag.sleep" already has a built-in handler`,
+  it("adds the own handlers to the built-in ones, refusing two for one type and a diag.* type", () => {
+    const builtIn = defaultHandlerMap();
+    expect([...withOwnHandlers([a, b]).keys()]).toEqual([...builtIn.keys(), "own.a", "own.b"]);
+    expect(() => withOwnHandlers([a, defineHandler({ type: "own.a", run: async () => ({}) })])).toThrow(`two handlers for job type "own.a"`);
+    expect(() => withOwnHandlers([defineHandler({ type: "diag.sleep", run: async () => ({}) })])).toThrow(
+      new HandlerSetupError(`job type "diag.sleep" has a built-in handler (diag.* are reserved)`),
     );
-    expect(builtIn.has("own.a")).toBe(false);
+  });
+
+  it("lets an own handler for a demo job type replace its simulated handler", () => {
+    const send = defineHandler({ type: "email.send", run: async () => ({ sent: true }) });
+    const map = withOwnHandlers([send]);
+    expect(map.get("email.send")).toBe(send);
+    expect(map.size).toBe(defaultHandlerMap().size);
+    expect(replacedDemoTypes([send, a])).toEqual(["email.send"]);
   });
 });

@@ -5,7 +5,9 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { AnyHandler } from "@porter/sdk";
 import type pg from "pg";
-import type { HandlerMap } from "./handler-map";
+import { diagHandlers } from "./diag";
+import { createHandlerMap, type HandlerMap } from "./handler-map";
+import { simulatedHandlers } from "./simulated";
 
 /** A handler set that cannot run: the worker does not start (the bin: one line, exit code 2). */
 export class HandlerSetupError extends Error {
@@ -58,18 +60,26 @@ export const loadHandlerModule = async (specifier: string, cwd = process.cwd()):
   return handlersOfModule(module, `handler module ${specifier}`);
 };
 
-/** `builtIn` plus `own`; two of `own` for one job type, or one clashing with a built-in, is a HandlerSetupError. */
-export const withOwnHandlers = (builtIn: HandlerMap, own: readonly AnyHandler[]): HandlerMap => {
-  const map = new Map(builtIn);
-  const seen = new Set<string>();
+/**
+ * The worker's handler map with `own` added: the built-in diag.* handlers (reserved: a handler of
+ * `own` for one of their types is a HandlerSetupError), the simulated demo handlers except those
+ * `own` replaces (a user's real handler for a demo job type such as `email.send`), and `own`.
+ * Two of `own` for one job type are a HandlerSetupError.
+ */
+export const withOwnHandlers = (own: readonly AnyHandler[]): HandlerMap => {
+  const reserved = new Set(diagHandlers.map((h) => h.type));
+  const ownTypes = new Set<string>();
   for (const handler of own) {
-    if (seen.has(handler.type)) throw new HandlerSetupError(`two handlers for job type "${handler.type}"`);
-    if (map.has(handler.type)) throw new HandlerSetupError(`job type "${handler.type}" already has a built-in handler`);
-    seen.add(handler.type);
-    map.set(handler.type, handler);
+    if (ownTypes.has(handler.type)) throw new HandlerSetupError(`two handlers for job type "${handler.type}"`);
+    if (reserved.has(handler.type)) throw new HandlerSetupError(`job type "${handler.type}" has a built-in handler (diag.* are reserved)`);
+    ownTypes.add(handler.type);
   }
-  return map;
+  return createHandlerMap([...diagHandlers, ...simulatedHandlers.filter((h) => !ownTypes.has(h.type)), ...own]);
 };
+
+/** The simulated demo handlers `own` replaces. */
+export const replacedDemoTypes = (own: readonly AnyHandler[]): string[] =>
+  simulatedHandlers.filter((s) => own.some((h) => h.type === s.type)).map((s) => s.type);
 
 /**
  * Checks `own` against the job-type registry (`job_types` and their queues): a type it does not

@@ -3,8 +3,7 @@
 import { createPool } from "@porter/db/pool";
 import { inspectConnectionRole, privilegeWarning } from "@porter/db/runtime-role";
 import type { AnyHandler } from "@porter/sdk";
-import { defaultHandlerMap } from "../handlers";
-import { checkOwnHandlers, HandlerSetupError, isHandler, withOwnHandlers } from "../handlers/own-handlers";
+import { checkOwnHandlers, HandlerSetupError, isHandler, replacedDemoTypes, withOwnHandlers } from "../handlers/own-handlers";
 import { createLogger, type Logger } from "../logger";
 import { untilReachable } from "./until-reachable";
 import { type DrainReport, PorterWorker } from "./worker";
@@ -19,8 +18,9 @@ export type StartWorkerOptions = {
   /** The pool (lane) whose queues this worker serves. */
   pool: string;
   /**
-   * Your handlers (made with `defineHandler`), added to the built-in ones (diag.* and the simulated
-   * demo types). Each must be for a job type the registry knows whose queue is in `pool`.
+   * Your handlers (made with `defineHandler`), added to the built-in diag.* ones (reserved); one for
+   * a demo job type replaces its simulated handler. Each must be for a job type the registry knows
+   * whose queue is in `pool`.
    */
   handlers?: readonly AnyHandler[];
   /** Jobs run at once. Default: the pool's `worker_concurrency`. */
@@ -57,7 +57,7 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
   const notHandler = given.findIndex((h) => !isHandler(h));
   if (notHandler >= 0) throw new HandlerSetupError(`handlers[${notHandler}] is not a handler (make handlers with defineHandler from @porter/sdk)`);
   // Clashes first, with every handler given (also those a "skip" leaves out).
-  withOwnHandlers(defaultHandlerMap(), given);
+  withOwnHandlers(given);
   const logger = options.logger ?? createLogger({ level: process.env.LOG_LEVEL || "info" });
   const db = createPool(options.connectionString, {
     // Claims, the completer (2) and heartbeats need a few connections; effects one each while they run.
@@ -67,16 +67,17 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
     onError: (error) => logger.warn("idle database connection failed", { err: error }),
   });
   let worker: PorterWorker;
+  let own: AnyHandler[];
   try {
     const startTimeoutMs = options.startTimeoutMs ?? WORKER_DEFAULTS.startTimeoutMs;
-    const own = await untilReachable(() => checkOwnHandlers(db, options.pool, given, options.otherPools), logger, "checking the handlers", startTimeoutMs);
+    own = await untilReachable(() => checkOwnHandlers(db, options.pool, given, options.otherPools), logger, "checking the handlers", startTimeoutMs);
     worker = await PorterWorker.start({
       db,
       connectionString: options.connectionString,
       poolId: options.pool,
       concurrency: options.concurrency,
       logger,
-      handlers: withOwnHandlers(defaultHandlerMap(), own),
+      handlers: withOwnHandlers(own),
       version: options.version,
       workerId: options.workerId,
       graceMs: options.graceMs,
@@ -89,6 +90,8 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
     await db.end().catch(() => undefined);
     throw error;
   }
+  const replaced = replacedDemoTypes(own);
+  if (replaced.length > 0) logger.info("your handlers replace the simulated demo handlers", { jobTypes: replaced });
   void inspectConnectionRole(db)
     .then((role) => {
       const warning = privilegeWarning(role);
