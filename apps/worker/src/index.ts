@@ -1,7 +1,18 @@
 // @porter/worker: the data-plane runtime (claim loop, handlers, leases, maintenance), for the
-// `porter-worker` bin, the `npm start` launcher (apps/porter) and tests.
+// `porter-worker` bin, the `npm start` launcher (apps/porter), services that run a worker inside
+// themselves (`startWorker`) and tests.
 
 export { parseEnv, type WorkerEnv } from "./env";
 export { createHandlerMap, defaultHandlerMap, diagHandlers, type HandlerMap, simulatedHandlers } from "./handlers";
+export {
+  checkOwnHandlers,
+  HandlerSetupError,
+  handlersOfModule,
+  isHandler,
+  loadHandlerModule,
+  replacedDemoTypes,
+  withOwnHandlers,
+} from "./handlers/own-handlers";
 export { createLogger, type Logger } from "./logger";
+export { type StartedWorker, type StartWorkerOptions, startWorker } from "./runtime/start-worker";
 export { type DrainReport, PorterWorker, type WorkerOptions } from "./runtime/worker";

@@ -1,7 +1,7 @@
 import { createWriteStream, existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import { isPortFree } from "@porter/db/embedded-process";
@@ -19,6 +19,7 @@ import { consoleStartArgs, localHostOf } from "./console-args";
 import { consoleBuildReason } from "./console-build";
 import { CREDENTIALS_FILE_NAME, presentCredentials } from "./credentials";
 import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
+import { checkHandlersModule } from "./handlers-module";
 import { makePrefixer, renderLogLine } from "./prefix";
 import { type ChildExit, type ManagedChild, Supervisor } from "./supervisor";
 
@@ -140,6 +141,8 @@ export const runLauncher = async (): Promise<number> => {
     say(`migrations: ${migrated.applied.length} applied, ${migrated.skipped} already applied; console and workers connect as ${migrated.runtimeRole?.name}`);
     checkpoint();
 
+    // PORTER_HANDLERS: the user's handler module, given to every worker (each runs its pool's share).
+    const handlersModule = process.env.PORTER_HANDLERS ? resolve(process.cwd(), process.env.PORTER_HANDLERS) : undefined;
     const db = createPool(appRole.connectionString, { max: 2, applicationName: "porter-start" });
     let seed: SeedDemoResult;
     let pools: string[];
@@ -154,6 +157,7 @@ export const runLauncher = async (): Promise<number> => {
       say(seed.created ? "seeded the demo configuration" : "control plane already configured: not seeding");
       pools = (await prisma.pool.findMany({ select: { id: true }, orderBy: { id: "asc" } })).map((r) => r.id);
       hasAdmin = (await prisma.user.findFirst({ where: { email: env.PORTER_ADMIN_EMAIL.toLowerCase(), disabledAt: null }, select: { id: true } })) !== null;
+      if (handlersModule) say(`handlers: ${(await checkHandlersModule(db, handlersModule, pools)).join(", ")} (PORTER_HANDLERS)`);
     } finally {
       await prisma.$disconnect();
       await db.end();
@@ -215,7 +219,16 @@ export const runLauncher = async (): Promise<number> => {
         supervisor.start({
           name: `worker:${poolId}`,
           command: process.execPath,
-          args: ["--import", "tsx", "--import", guard, workerScript, "--pool", poolId],
+          args: [
+            "--import",
+            "tsx",
+            "--import",
+            guard,
+            workerScript,
+            "--pool",
+            poolId,
+            ...(handlersModule ? ["--handlers", handlersModule, "--skip-other-pools"] : []),
+          ],
           cwd: root,
           env: guardedEnv,
           restart: true,

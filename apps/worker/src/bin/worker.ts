@@ -2,13 +2,14 @@
 // or `npm run worker -- --pool <name>`, which execs the same entry.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { createPool } from "@porter/db/pool";
-import { inspectConnectionRole, privilegeWarning, runtimeDatabaseUrl, runtimeLoginHint } from "@porter/db/runtime-role";
+import { runtimeDatabaseUrl, runtimeLoginHint } from "@porter/db/runtime-role";
 import { isSafeError, serializeError } from "@porter/db/safe-error";
+import type { AnyHandler } from "@porter/sdk";
 import { parseEnv } from "../env";
+import { HandlerSetupError, loadHandlerModule } from "../handlers/own-handlers";
 import { createLogger } from "../logger";
+import { type StartedWorker, startWorker } from "../runtime/start-worker";
 import { createStopSignals } from "../runtime/stop-signals";
-import { PorterWorker } from "../runtime/worker";
 
 const USAGE = `Usage: porter-worker --pool <name> [options]
        npm run worker -- --pool <name> [options]
@@ -18,12 +19,21 @@ leases, and on SIGTERM/SIGINT drains. The same signal again within a second is t
 (a process group's kill arrives directly and through npm); one later than that hands unfinished
 work back at once.
 
+A handler set that cannot run stops it at start with one line and exit code 2: a --handlers
+module that does not load, an export that is not a handler, two handlers for one job type or one
+for a diag.* type, a job type the registry does not know or whose queue is in another pool.
+
 Options:
   --pool <name>          pool (lane) to serve, e.g. interactive, background, agents (required)
   --concurrency <n>      jobs run at once (default: the pool's worker_concurrency)
   --grace-ms <ms>        drain grace period (default: PORTER_DRAIN_GRACE_MS or 10000)
   --hang-grace-ms <ms>   how long a handler may ignore its aborted signal (default 2000)
   --prefetch <n>         jobs claimed ahead of free slots (default: adaptive, ~50 ms of work at the start rate, ≤ 1000)
+  --handlers <module>    also run the handlers this module exports (made with defineHandler; a .ts
+                         or .js file, relative to the working directory); diag.* stay, a handler
+                         for a demo job type replaces its simulated one
+  --skip-other-pools     leave out --handlers' handlers of job types in other pools instead of
+                         refusing to start (one module for every pool's worker, as npm start does)
   --no-maintenance       never take the maintenance leadership
   -h, --help             show this help
 
@@ -51,6 +61,12 @@ const orFail = <T>(parse: () => T): T => {
   }
 };
 
+/** A handler set that cannot run: one line naming the problem, no stack, exit code 2. */
+const setupFailed = (error: unknown): never => {
+  process.stderr.write(`porter-worker: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+};
+
 const positiveInt = (name: string, value: string | undefined, min = 1): number | undefined => {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -67,6 +83,8 @@ const main = async (): Promise<void> => {
         "grace-ms": { type: "string" },
         "hang-grace-ms": { type: "string" },
         prefetch: { type: "string" },
+        handlers: { type: "string" },
+        "skip-other-pools": { type: "boolean" },
         "no-maintenance": { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -97,13 +115,14 @@ const main = async (): Promise<void> => {
   const logger = createLogger({ level: env.LOG_LEVEL });
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
   const version = env.PORTER_WORKER_VERSION ?? pkg.version;
-  const db = createPool(connectionString, {
-    // Claims, the completer (2) and heartbeats need a few connections; effects one each while they run.
-    max: Math.min((concurrency ?? 20) + 6, 40),
-    applicationName: `porter-worker:${values.pool}`,
-    connectionTimeoutMillis: 60_000,
-    onError: (error) => logger.warn("idle database connection failed", { err: error }),
-  });
+  let handlers: AnyHandler[] = [];
+  if (values.handlers) {
+    try {
+      handlers = await loadHandlerModule(values.handlers);
+    } catch (error) {
+      return setupFailed(error);
+    }
+  }
 
   // One stop may arrive twice (the process group's copy and npm's relay): only a signal more than
   // REPEATED_SIGNAL_WINDOW_MS after the first forces the stop.
@@ -111,13 +130,12 @@ const main = async (): Promise<void> => {
   // Installed before the worker starts (its start waits for a restarting database): a stop that
   // arrives meanwhile is kept and carried out as soon as the worker is up, never lost to Node's
   // default handler (which would kill the process undrained).
-  let worker: PorterWorker | undefined;
+  let worker: StartedWorker | undefined;
   let isStopPending = false;
-  const drain = (running: PorterWorker) => {
+  const drain = (running: StartedWorker) => {
     void running
       .drain()
-      .then(async (report) => {
-        await db.end().catch(() => undefined);
+      .then((report) => {
         logger.info("drained; exiting", { finishedInGrace: report.finishedInGrace, handedBack: report.handedBack.length });
         process.exit(0);
       })
@@ -159,10 +177,11 @@ const main = async (): Promise<void> => {
   try {
     // Start first: it waits for a database that is still starting up (a restart), where a query of
     // our own before it would fail at once and end the process.
-    worker = await PorterWorker.start({
-      db,
+    worker = await startWorker({
       connectionString,
-      poolId: values.pool,
+      pool: values.pool,
+      handlers,
+      otherPools: values["skip-other-pools"] ? "skip" : "error",
       concurrency,
       logger,
       version,
@@ -172,17 +191,11 @@ const main = async (): Promise<void> => {
       maintenance: !values["no-maintenance"],
     });
   } catch (error) {
+    if (error instanceof HandlerSetupError) return setupFailed(error);
     logger.fatal("worker could not start", { err: error, hint: runtimeLoginHint(error) });
-    await db.end().catch(() => undefined);
     process.exit(1);
   }
 
-  void inspectConnectionRole(db)
-    .then((role) => {
-      const warning = privilegeWarning(role);
-      if (warning) logger.warn(warning);
-    })
-    .catch((error: unknown) => logger.warn("could not check the connection's privileges", { err: error }));
   if (isStopPending) {
     logger.info("worker started after a stop signal: draining");
     drain(worker);

@@ -1,0 +1,3 @@
+import { defineHandler } from "@porter/sdk";
+
+export default defineHandler({ type: "diag.sleep", run: async () => ({}) });

@@ -1,0 +1,3 @@
+import { defineHandler } from "@porter/sdk";
+
+export default defineHandler({ type: "custom.unregistered", run: async () => ({}) });
