@@ -1,15 +1,12 @@
-import { existsSync } from "node:fs";
 import { defineConfig } from "@playwright/test";
+import { chromiumPath } from "./e2e/global-setup";
 
 // E2E runs against the built console and real workers on a database of its own (`porter_e2e` on
 // the server of PORTER_E2E_ADMIN_URL, default the local PostgreSQL), started by e2e/serve.ts
-// through the same launcher as `npm start`. The browser is Debian's chromium: Playwright cannot
-// download its own here.
-const CHROMIUM = process.env.PORTER_CHROMIUM ?? "/usr/bin/chromium";
-if (!existsSync(CHROMIUM)) {
-  const hint = "install Debian's chromium (apt-get update && apt-get install -y chromium) or point PORTER_CHROMIUM at a Chromium binary";
-  throw new Error(`no browser at ${CHROMIUM}: ${hint}`);
-}
+// through the same launcher as `npm start`. The browser is Debian's chromium (or PORTER_CHROMIUM):
+// Playwright cannot download its own here; e2e/global-setup.ts installs it when it can, or names
+// the command that does.
+const CHROMIUM = chromiumPath();
 const PORT = Number(process.env.PORTER_E2E_PORT ?? 3199);
 
 export default defineConfig({
@@ -21,6 +18,7 @@ export default defineConfig({
   retries: 0,
   timeout: 60_000,
   reporter: [["list"]],
+  globalSetup: "./e2e/global-setup.ts",
   outputDir: "test-results",
   use: {
     baseURL: `http://127.0.0.1:${PORT}`,
