@@ -9,11 +9,8 @@ import { readFileSync } from "node:fs";
 import { enqueueJobs } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
-import { defineHandler } from "@porter/sdk";
-import { createHandlerMap } from "@porter/worker/handlers/handler-map";
-import { createLogger } from "@porter/worker/logger";
-import { PorterWorker } from "@porter/worker/runtime/worker";
 import pg from "pg";
+import { startNoOpWorker } from "./no-op-worker";
 
 const DB = process.env.AB_DB ?? "porter_perf_claim";
 const ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -121,21 +118,13 @@ const runOne = async (v: { name: string; sql: string }): Promise<Result> => {
   const t0 = performance.now();
   let pids: number[] = [];
   let ticks0 = 0;
-  const worker = await PorterWorker.start({
+  const worker = await startNoOpWorker({
     db: pool,
     connectionString: URL,
-    poolId: "bench",
     concurrency,
-    logger: createLogger({ level: "warn" }),
-    handlers: createHandlerMap([
-      defineHandler({
-        type: "bench.job",
-        run: async () => {
-          ran += 1;
-        },
-      }),
-    ]),
-    maintenance: false,
+    onRun: () => {
+      ran += 1;
+    },
   });
   // Backends of this database (the pool opens its connections as the worker starts).
   const side = new pg.Client(ADMIN);

@@ -1,11 +1,8 @@
 // Probe (not part of the suite): in-process PorterWorker burn-down on a fresh `porter_perf`
 // database, with the CPU split between this Node process and PostgreSQL's backends.
 //   npx tsx bench/src/probe/split.ts [jobs] [prefetch] [concurrency]
-import { defineHandler } from "@porter/sdk";
-import { createHandlerMap } from "@porter/worker/handlers/handler-map";
-import { createLogger } from "@porter/worker/logger";
-import { PorterWorker } from "@porter/worker/runtime/worker";
 import { pgTicks } from "../pg-ticks";
+import { startNoOpWorker } from "./no-op-worker";
 import { freshPerfDatabase, PERF_URL, startProfile } from "./perf-db";
 
 const [jobs, concurrency] = [Number(process.argv[2] ?? 50_000), Number(process.argv[4] ?? 24)];
@@ -33,22 +30,14 @@ const t0 = performance.now();
 const vacuumEvery = Number(process.env.VACUUM_EVERY_MS ?? 0);
 const vacuumer = vacuumEvery > 0 ? setInterval(() => void pool.query(`VACUUM jobs`).catch(() => undefined), vacuumEvery) : undefined;
 let ran = 0;
-const worker = await PorterWorker.start({
+const worker = await startNoOpWorker({
   db: pool,
   connectionString: url,
-  poolId: "bench",
   concurrency,
   prefetch,
-  logger: createLogger({ level: "warn" }),
-  handlers: createHandlerMap([
-    defineHandler({
-      type: "bench.job",
-      run: async () => {
-        ran += 1;
-      },
-    }),
-  ]),
-  maintenance: false,
+  onRun: () => {
+    ran += 1;
+  },
 });
 while (ran < jobs) await new Promise((r) => setTimeout(r, 5));
 await worker.drain({ graceMs: 100 });
