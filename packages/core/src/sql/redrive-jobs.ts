@@ -1,6 +1,7 @@
 import { AppError } from "@porter/contracts";
 import { writeAudit } from "../control-plane/audit";
 import { type Db, inTransaction } from "../db";
+import { READY_CHANNEL } from "./enqueue-insert";
 import { reserveClocksSql } from "./fair-clock";
 
 export type RedriveFilter = { queueId?: string; jobType?: string; tenantId?: string; errorCode?: string };
@@ -93,7 +94,7 @@ export const redriveJobs = async (db: Db, params: RedriveParams): Promise<Redriv
          INSERT INTO job_events (job_id, at, kind, actor, data)
          SELECT job_id, (SELECT t FROM at), 'redriven', $3, jsonb_build_object('reason', $4::text, 'forced', $5::boolean) FROM back
        )
-       SELECT pg_notify('porter_ready', q.pool_id) FROM (SELECT DISTINCT queue_id FROM back) b JOIN queues q ON q.id = b.queue_id`,
+       SELECT pg_notify('${READY_CHANNEL}', q.pool_id) FROM (SELECT DISTINCT queue_id FROM back) b JOIN queues q ON q.id = b.queue_id`,
       [chosen, params.now ?? null, params.actor, params.reason ?? null, params.force ?? false],
     );
     await writeAudit(
