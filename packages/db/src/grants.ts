@@ -37,6 +37,23 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   rate_buckets: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // Append-only for the application: no UPDATE, DELETE or TRUNCATE, whatever the triggers say.
   audit_log: ["SELECT", "INSERT"],
+  // Dead-letter triage (issue 12). Groups, facets, hours and deaths are written by the triggers of
+  // packages/core/src/sql/routines/dlq.sql (as the role that kills the job); triage updates groups;
+  // maintenance prunes hours and deaths.
+  dlq_reason_codes: ["SELECT", "INSERT", "UPDATE"],
+  dlq_groups: ["SELECT", "INSERT", "UPDATE"],
+  dlq_group_facets: ["SELECT", "INSERT", "UPDATE"],
+  dlq_group_hours: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  dlq_deaths: ["SELECT", "INSERT", "DELETE"],
+  dlq_job_triage: ["SELECT", "INSERT", "UPDATE"],
+  // The thread is append-only for the application.
+  dlq_events: ["SELECT", "INSERT"],
+  // Redrives: created by the console/CLI, advanced by the maintenance leader (rows locked FOR UPDATE).
+  redrives: ["SELECT", "INSERT", "UPDATE"],
+  redrive_items: ["SELECT", "INSERT", "UPDATE"],
+  alert_rules: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  alerts: ["SELECT", "INSERT", "UPDATE"],
+  webhook_endpoints: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],

@@ -43,7 +43,7 @@ describe("schema.prisma vs the migrated database", () => {
       ALTER TABLE jobs ADD COLUMN surprise integer;
       ALTER TABLE workers ALTER COLUMN host DROP NOT NULL;
       DROP INDEX audit_log_at_idx;
-      ALTER TABLE users DROP CONSTRAINT users_pkey;
+      ALTER TABLE diag_effects DROP CONSTRAINT diag_effects_pkey;
       CREATE TABLE stray (id int);
       CREATE TYPE mood AS ENUM ('calm');
     `);
@@ -52,7 +52,7 @@ describe("schema.prisma vs the migrated database", () => {
 
     expect(problems).toEqual([
       "column jobs.surprise exists in the database but not in model Job",
-      "primary key on users (id) is missing in the database",
+      "primary key on diag_effects (key) is missing in the database",
       "index on audit_log (at) is missing in the database",
       "column workers.host (Worker.host) is nullable in the database, the schema says required (NOT NULL)",
       "table stray exists in the database but has no model",
