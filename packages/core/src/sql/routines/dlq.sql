@@ -157,6 +157,13 @@ CREATE OR REPLACE TRIGGER finished_jobs_dlq_record AFTER INSERT ON finished_jobs
 
 CREATE OR REPLACE FUNCTION porter_dlq_release() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  IF NOT EXISTS (SELECT 1 FROM dlq_old WHERE dlq_fingerprint IS NOT NULL AND state = 'DEAD') THEN
+    RETURN NULL;
+  END IF;
+  -- Lock the groups in fingerprint order first, as deaths do (an UPDATE … FROM locks in join order).
+  PERFORM 1 FROM dlq_groups
+    WHERE fingerprint IN (SELECT dlq_fingerprint FROM dlq_old WHERE dlq_fingerprint IS NOT NULL AND state = 'DEAD')
+    ORDER BY fingerprint FOR UPDATE;
   UPDATE dlq_groups g
      SET dead_now = greatest(0, g.dead_now - r.n), updated_at = now()
     FROM (SELECT dlq_fingerprint AS fp, count(*) AS n FROM dlq_old
