@@ -24,7 +24,15 @@ beforeAll(async () => {
   await controlPlane(db.pool, { pool: "p-notify", queues: [{ id: "notify" }], jobTypes: [{ id: "webhook.deliver", queue: "notify" }], tenants: ["tenant_N"] });
 });
 
-const error = (message: string): TJobError => ({ code: "UPSTREAM", class: "permanent", message, worker_version: "test", attempt: 1, trace_id: "t" });
+const error = (message: string): TJobError => ({
+  code: "UPSTREAM",
+  class: "permanent",
+  message,
+  worker_version: "test",
+  attempt: 1,
+  trace_id: "t",
+  last_checkpoint: null,
+});
 
 /** `n` jobs of `queue` that die at `at` with `message` (one failure group per queue and message). */
 const kill = async (queue: string, n: number, at: Date, message = `upstream refused order ${Math.floor(Math.random() * 1e6)}`): Promise<string[]> => {

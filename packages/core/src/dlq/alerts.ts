@@ -112,7 +112,7 @@ export const evaluateAlerts = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
               idempotency_key: `alert:${alert.id}:${alert.state}`,
             },
           ],
-          { now },
+          // Not at `now`: a test's moved clock must not schedule the delivery in its future.
         );
         await client.query("RELEASE SAVEPOINT porter_alert_delivery");
         report.deliveries++;
