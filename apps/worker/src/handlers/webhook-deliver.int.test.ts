@@ -27,7 +27,7 @@ const logger = createLogger({ level: "silent" });
 type Received = { headers: Record<string, string>; body: string };
 const received: Received[] = [];
 /** What the server answers next (one entry per request; then 200). */
-let answers: Array<{ status: number; headers?: Record<string, string> }> = [];
+let answers: Array<{ status: number; headers?: Record<string, string> } | "hang"> = [];
 
 let dir: string;
 let cert: string;
@@ -66,7 +66,7 @@ beforeAll(async () => {
     req.on("end", () => {
       received.push({ headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)])), body: Buffer.concat(chunks).toString("utf8") });
       const answer = answers.shift() ?? { status: 200 };
-      res.writeHead(answer.status, answer.headers).end("ok");
+      if (answer !== "hang") res.writeHead(answer.status, answer.headers).end("ok");
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -85,6 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await worker?.drain();
+  server?.closeAllConnections();
   await new Promise((resolve) => server?.close(resolve));
   rmSync(dir, { recursive: true, force: true });
 });
@@ -213,6 +214,30 @@ describe("webhook.deliver, the real handler", () => {
     answers = [{ status: 302, headers: { location: "https://elsewhere.example.com/" } }];
     await expect(throttled.run(job(throttled.parsePayload(payload)), ctx)).rejects.toMatchObject({ name: "PermanentError", code: "WEBHOOK_REJECTED" });
     expect(retryAfterMs("Wed, 21 Oct 2015 07:28:00 GMT", Date.parse("Wed, 21 Oct 2015 07:27:00 GMT"))).toBe(60_000);
+
+    // An endpoint that never answers: the timeout ends the attempt, retryable.
+    answers = ["hang"];
+    const impatient = createWebhookDeliver({ db: db.appPool, ca: cert, timeoutMs: 300 });
+    await expect(impatient.run(job(impatient.parsePayload(payload)), ctx)).rejects.toMatchObject({
+      name: "RetryableError",
+      code: "WEBHOOK_UNAVAILABLE",
+      message: expect.stringContaining("timed out"),
+    });
+    // A disabled endpoint is skipped; a deleted one is permanent.
+    await db.pool.query(
+      `INSERT INTO webhook_endpoints (id, scope, url, secret, tenant_id, enabled) VALUES ('off', 'alerts', $1, 'whsec_AAAA', 'tenant_N', false)`,
+      [url],
+    );
+    const count = received.length;
+    await expect(throttled.run(job(throttled.parsePayload({ ...payload, endpoint_ref: "webhook_endpoint:off" })), ctx)).resolves.toEqual({
+      skipped: "endpoint disabled",
+      status: null,
+    });
+    await expect(throttled.run(job(throttled.parsePayload({ ...payload, endpoint_ref: "webhook_endpoint:gone" })), ctx)).rejects.toMatchObject({
+      name: "PermanentError",
+      code: "WEBHOOK_ENDPOINT_GONE",
+    });
+    expect(received.length).toBe(count);
 
     // A payload without a webhook_endpoint ref is the demo's: simulated, never an HTTP request.
     expect(handler.parsePayload({ endpoint_ref: "ep://demo", event_ref: "evt://1" })).toMatchObject({ kind: "simulated" });
