@@ -132,6 +132,19 @@ describe("alert rules", () => {
     expect(await alertsOf(perQueue.id)).toEqual([]);
   });
 
+  it("concurrent passes (two leaders for a moment) make one alert and one delivery", async () => {
+    const t0 = new Date("2031-06-01T10:00:00Z");
+    const r = await rule("qc", "deaths_5m", 0);
+    await kill("qc", 1, t0);
+    const at = new Date(t0.getTime() + 1000);
+    const reports = await Promise.all([1, 2, 3].map(() => evaluateAlerts(db.appPool, { now: at })));
+    const alerts = await alertsOf(r.id);
+    expect(alerts).toHaveLength(1);
+    expect(reports.flatMap((x) => x.fired)).toEqual([alerts[0]!.id]);
+    expect(await deliveries([alerts[0]!.id])).toHaveLength(1);
+    await deleteAlertRule(db.appPrisma, { id: r.id, actor: "test" });
+  });
+
   it("a global deaths_5m rule counts every queue's deaths under the subject *", async () => {
     const t0 = new Date("2031-04-01T10:00:00Z");
     const global = await rule(null, "deaths_5m", 3);
