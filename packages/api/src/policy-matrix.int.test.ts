@@ -59,6 +59,13 @@ const EXPECTED: Record<string, Policy> = {
   "users.create": "admin",
   "users.update": "admin",
   "audit.list": "viewer",
+  "dlq.alerts.list": "viewer",
+  "dlq.alerts.rules": "viewer",
+  "dlq.alerts.saveRule": "admin",
+  "dlq.alerts.deleteRule": "admin",
+  "dlq.webhook.get": "admin",
+  "dlq.webhook.set": "admin",
+  "dlq.webhook.delete": "admin",
 };
 
 // Valid inputs, so an allowed call runs the procedure for real (a crash would show as
@@ -97,6 +104,13 @@ const SAMPLES: Record<string, () => unknown> = {
   "users.create": () => ({ email: `u-${unique()}@example.com`, role: "viewer", password: "correct horse battery" }),
   "users.update": () => ({ id: "no-such-user", name: "x" }),
   "audit.list": () => ({ filter: {}, limit: 5 }),
+  "dlq.alerts.list": () => ({ state: "firing", limit: 5 }),
+  "dlq.alerts.rules": () => ({}),
+  "dlq.alerts.saveRule": () => ({ queue_id: "mx-q", kind: "deaths_5m", threshold: 10 }),
+  "dlq.alerts.deleteRule": () => ({ id: "999999" }),
+  "dlq.webhook.get": () => ({}),
+  "dlq.webhook.set": () => ({ url: "https://hooks.example.com/porter", tenant_id: "mx_t" }),
+  "dlq.webhook.delete": () => ({}),
 };
 
 const db = useTestDatabase();

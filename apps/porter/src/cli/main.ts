@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import type { Command, CommandContext } from "./command";
+import { dlqAlertsCommand } from "./commands/dlq-alerts";
 import { drainCommand } from "./commands/drain";
 import { enqueueCommand } from "./commands/enqueue";
 import { errorsCommand } from "./commands/errors";
@@ -30,6 +31,7 @@ export const COMMANDS: readonly Command[] = [
   jobsCancelCommand,
   jobsRetryCommand,
   redriveCommand,
+  dlqAlertsCommand,
   errorsCommand,
   pauseCommand,
   resumeCommand,
