@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { pruneDlq } from "../dlq/prune";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { pruneFinished } from "./prune-finished";
@@ -19,6 +20,8 @@ export type MaintenanceReport = RescueOutcome & {
   limitsRecovered: number;
   pruned: number;
   workersPruned: number;
+  /** Failure-group history pruned: hourly counts (8 days) and death rows (14 days). */
+  dlqPruned: { hours: number; deaths: number };
 };
 
 /**
@@ -43,7 +46,18 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
-  return { ...rescue, fromLostWorkers, expiredQueued: expire.expired, promoted: expire.promoted, aged, limitsRecovered, pruned: prune.pruned, workersPruned };
+  const dlqPruned = await pruneDlq(db, { now: params.now });
+  return {
+    ...rescue,
+    fromLostWorkers,
+    expiredQueued: expire.expired,
+    promoted: expire.promoted,
+    aged,
+    limitsRecovered,
+    pruned: prune.pruned,
+    workersPruned,
+    dlqPruned,
+  };
 };
 
 /**

@@ -91,7 +91,8 @@ BEGIN
   END IF;
   -- Groups, in fingerprint order. A group is reopened (a regression) when a death arrives after it
   -- was resolved, or while ignored once the ignore ran out (its date passed, or this was the Nth
-  -- death it waited for).
+  -- death it waited for). An ignore has one of its two bounds, the other NULL: each comparison is
+  -- coalesced, or a NULL would reach the NOT NULL is_regression.
   WITH dead AS (
     SELECT dlq_fingerprint AS fp, job_id, job_type, queue_id, tenant_id, finished_at, error
       FROM dlq_new WHERE dlq_fingerprint IS NOT NULL
@@ -117,22 +118,22 @@ BEGIN
            sample_job_id = EXCLUDED.sample_job_id,
            updated_at = now(),
            status = CASE WHEN g.status = 'resolved'
-                           OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                           OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                          THEN 'new'::dlq_status ELSE g.status END,
            is_regression = g.is_regression
                            OR g.status = 'resolved'
-                           OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count)),
+                           OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false))),
            reopened_at = CASE WHEN g.status = 'resolved'
-                                OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                               THEN now() ELSE g.reopened_at END,
            status_changed_at = CASE WHEN g.status = 'resolved'
-                                      OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                      OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                                     THEN now() ELSE g.status_changed_at END,
            ignored_until = CASE WHEN g.status = 'resolved'
-                                  OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                  OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                                 THEN NULL ELSE g.ignored_until END,
            ignore_remaining = CASE WHEN g.status = 'resolved'
-                                     OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                     OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                                    THEN NULL
                                    WHEN g.ignore_remaining IS NOT NULL THEN g.ignore_remaining - EXCLUDED.count::int
                                    ELSE NULL END
