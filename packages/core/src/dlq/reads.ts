@@ -1,8 +1,10 @@
 import { AppError } from "@porter/contracts";
 import type { Db } from "../db";
 
+/** Triage statuses of a failure group or a dead job, in workflow order. */
+export const DLQ_STATUS_NAMES = ["new", "investigating", "fix_pending", "resolved", "ignored"] as const;
 /** Triage status of a failure group or a dead job. */
-export type DlqStatus = "new" | "investigating" | "fix_pending" | "resolved" | "ignored";
+export type DlqStatus = (typeof DLQ_STATUS_NAMES)[number];
 /** A console user as a group's owner. */
 export type DlqOwner = { id: string; email: string; name: string };
 

@@ -20,8 +20,9 @@ export type MaintenanceReport = RescueOutcome & {
   limitsRecovered: number;
   pruned: number;
   workersPruned: number;
-  /** Failure-group history pruned: hourly counts (8 days) and death rows (14 days). */
-  dlqPruned: { hours: number; deaths: number };
+  /** Failure-group history pruned: hourly counts (kept 8 days) and death rows (kept 14 days). */
+  dlqHoursPruned: number;
+  dlqDeathsPruned: number;
 };
 
 /**
@@ -46,7 +47,7 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
-  const dlqPruned = await pruneDlq(db, { now: params.now });
+  const dlq = await pruneDlq(db, { now: params.now });
   return {
     ...rescue,
     fromLostWorkers,
@@ -56,7 +57,8 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
     limitsRecovered,
     pruned: prune.pruned,
     workersPruned,
-    dlqPruned,
+    dlqHoursPruned: dlq.hours,
+    dlqDeathsPruned: dlq.deaths,
   };
 };
 
