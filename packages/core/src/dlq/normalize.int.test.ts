@@ -104,6 +104,13 @@ describe("porter_normalize_error_message", () => {
       ]),
     ).toBe("checksum mismatch: expected <hex> got <hex>");
     expect(await normalize("order 123456789012345 failed")).toBe("order <n> failed");
+    expect(
+      await sameFor([
+        "the worker stopped heartbeating; its lease expired at 2026-12-01 10:15:00.123+00",
+        "the worker stopped heartbeating; its lease expired at 2026-11-30 23:59:59+00",
+      ]),
+    ).toBe("the worker stopped heartbeating; its lease expired at <time>");
+    expect(await normalize("deadline 2026-12-01T10:15:00Z passed (created 2026-12-01)")).toBe("deadline <time> passed (created <time>)");
   });
 
   it("stack-less and multi-line messages: stack frames and tracebacks drop, lines join", async () => {

@@ -4,7 +4,7 @@
 --
 -- 1. porter_normalize_error_message(message): the message with what varies between occurrences of
 --    one bug replaced by placeholders — stack frames dropped, URLs, e-mail addresses, UUIDs, IP
---    addresses, host names, quoted values, hex and prefixed ids and numbers (a unit glued on stays:
+--    addresses, timestamps, host names, quoted values, hex and prefixed ids and numbers (a unit glued on stays:
 --    <n>ms) — whitespace collapsed, cut to 500 characters. What tells bugs apart stays: the SQL
 --    object a PostgreSQL error names (constraint "orders_pkey"), HTTP status codes, short versioned
 --    names (gpt-4o). Tested with realistic messages in dlq/normalize.int.test.ts.
@@ -37,6 +37,8 @@ BEGIN
   m := regexp_replace(m, '[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"''<>)\]]+', '<url>', 'g');
   m := regexp_replace(m, '[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}', '<email>', 'g');
   m := regexp_replace(m, '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<uuid>', 'g');
+  -- Timestamps (ISO 8601 or PostgreSQL's text form: 2026-12-01T10:15:00Z, 2026-12-01 10:15:00.12+00).
+  m := regexp_replace(m, '\m\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?)?)?', '<time>', 'g');
   -- IPv4 (optionally :port), bracketed or full/compressed IPv6.
   m := regexp_replace(m, '\m\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(:\d+)?\M', '<ip>', 'g');
   m := regexp_replace(m, '\[[0-9a-fA-F:]+\](:\d+)?|\m[0-9a-fA-F]{1,4}(:[0-9a-fA-F]{0,4}){3,7}\M', '<ip>', 'g');
