@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { getJob } from "../reads/get-job";
 import { redriveJobs } from "../sql/redrive-jobs";
 import { controlPlane } from "../testing/control-plane-factory";
-import { killJobs } from "../testing/dlq-fixtures";
+import { killJobs, prepareDeaths } from "../testing/dlq-fixtures";
 import { pruneDlq } from "./prune";
 import { dlqErrorCodes, getDlqGroup, listDlqGroupJobs, listDlqGroups } from "./reads";
 import { listReasonCodes, triageGroup, triageJob, upsertReasonCode } from "./triage";
@@ -124,6 +124,34 @@ describe("triageGroup", () => {
     await db.pool.query(`UPDATE dlq_groups SET is_regression = true WHERE id = $1`, [id]);
     await triageGroup(db.appPrisma, { id, status: "resolved", actor: "cli:ops" });
     expect(await group(id)).toMatchObject({ status: "resolved", ignore_remaining: null, is_regression: false });
+  });
+});
+
+describe("triage and deaths together", () => {
+  it("resolved through triage, a new death reopens the group as a regression, after the status event on its thread", async () => {
+    const id = await fresh("reopen");
+    await triageGroup(db.appPrisma, { id, owner: ALICE, status: "resolved", reason_code: "bug", note: "fixed in 1.4.2", actor: "user:alice@example.com" });
+    await killJobs(db.appPool, { poolId: "tp", jobType: "t.charge", message: () => "triage reopen 7", error: { code: "E_REOPEN" } });
+    const detail = await getDlqGroup(db.appPool, id);
+    expect(detail).toMatchObject({ status: "new", is_regression: true, owner: { id: ALICE }, reason_code: "bug", count: 2 });
+    expect(detail!.events.map((e) => e.kind)).toEqual(["assigned", "reason", "status", "note", "reopened"]);
+  });
+
+  it("triage calls and deaths of the same group at once: no deadlock, exact counts, every change recorded", async () => {
+    const id = await fresh("race");
+    const sets = [];
+    for (let k = 0; k < 4; k++)
+      sets.push(
+        await prepareDeaths(db.appPool, { poolId: "tp", jobType: "t.charge", n: 5, message: (i) => `triage race ${k}${i}`, error: { code: "E_RACE" } }),
+      );
+    await Promise.all([
+      ...sets.map((set) => set.fail()),
+      ...Array.from({ length: 6 }, (_, k) =>
+        triageGroup(db.appPrisma, { id, note: `note ${k}`, ...(k % 2 ? { owner: ALICE } : { owner: BOB }), actor: "cli:ops" }),
+      ),
+    ]);
+    expect(await group(id)).toMatchObject({ count: "21", dead_now: "21" });
+    expect((await thread(id)).filter((e) => e.kind === "note")).toHaveLength(6);
   });
 });
 
