@@ -196,7 +196,7 @@ describe("concurrent deaths", () => {
       }),
     );
     try {
-      const script = fileURLToPath(new URL("./fail-jobs-process.ts", import.meta.url));
+      const script = fileURLToPath(new URL("../testing/fail-jobs-process.ts", import.meta.url));
       const proc = spawn("npx", ["tsx", script, db.appConnectionString, JSON.stringify(child)], { stdio: ["pipe", "pipe", "inherit"] });
       let stdout = "";
       proc.stdout.setEncoding("utf8");
