@@ -63,7 +63,13 @@ const runningJobs = async (n: number, over: { job_type?: string; tenant?: (i: nu
   return claimed;
 };
 
-const die = (jobs: ClaimedJob[], message: (j: ClaimedJob) => string, over: Partial<TJobError> = {}, conn: pg.Pool | pg.Client = db.appPool, now?: Date) =>
+const die = (
+  jobs: ClaimedJob[],
+  message: (j: ClaimedJob) => string,
+  over: Partial<TJobError> = {},
+  conn: pg.Pool | pg.PoolClient | pg.Client = db.appPool,
+  now?: Date,
+) =>
   failJobs(
     conn,
     jobs.map((j) => ({
@@ -300,6 +306,23 @@ describe("regression reopen", () => {
     expect(await reopenedEvents(id)).toEqual([{ kind: "reopened", actor: "system:dlq", data: { regression: true } }]);
     // Further deaths of the reopened group do not reopen it again.
     await dieInto("resolved");
+    expect(await reopenedEvents(id)).toHaveLength(1);
+  });
+
+  it("two death statements in one transaction reopen a resolved group once", async () => {
+    const id = await freshGroup("twice");
+    await setStatus(id, `status = 'resolved'`);
+    const jobs = await runningJobs(2);
+    const client = await db.appPool.connect();
+    try {
+      await client.query("BEGIN");
+      await die([jobs[0]!], () => "regression twice 5", { code: "REG" }, client);
+      await die([jobs[1]!], () => "regression twice 6", { code: "REG" }, client);
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    expect(await groupRow(id)).toMatchObject({ status: "new", is_regression: true });
     expect(await reopenedEvents(id)).toHaveLength(1);
   });
 
