@@ -100,10 +100,10 @@ BEGIN
       FROM dlq_new WHERE dlq_fingerprint IS NOT NULL
   ), per_group AS (
     SELECT fp, min(job_type) AS job_type,
-           (array_agg(coalesce(error ->> 'code', 'UNKNOWN') ORDER BY finished_at DESC))[1] AS code,
-           (array_agg(coalesce(error ->> 'class', 'unknown') ORDER BY finished_at DESC))[1] AS class,
-           (array_agg(coalesce(error ->> 'message', '') ORDER BY finished_at DESC))[1] AS message,
-           (array_agg(job_id ORDER BY finished_at DESC))[1] AS sample_job_id,
+           (array_agg(coalesce(error ->> 'code', 'UNKNOWN') ORDER BY finished_at DESC, job_id DESC))[1] AS code,
+           (array_agg(coalesce(error ->> 'class', 'unknown') ORDER BY finished_at DESC, job_id DESC))[1] AS class,
+           (array_agg(coalesce(error ->> 'message', '') ORDER BY finished_at DESC, job_id DESC))[1] AS message,
+           (array_agg(job_id ORDER BY finished_at DESC, job_id DESC))[1] AS sample_job_id,
            count(*) AS n, min(finished_at) AS first_at, max(finished_at) AS last_at
       FROM dead GROUP BY fp
   ), upserted AS (
