@@ -66,6 +66,14 @@ const EXPECTED: Record<string, Policy> = {
   "dlq.webhook.get": "admin",
   "dlq.webhook.set": "admin",
   "dlq.webhook.delete": "admin",
+  "jobs.errorCodes": "viewer",
+  "dlq.groups.list": "viewer",
+  "dlq.groups.get": "viewer",
+  "dlq.groups.jobs": "viewer",
+  "dlq.groups.triage": "operator",
+  "dlq.jobs.triage": "operator",
+  "dlq.reasonCodes.list": "viewer",
+  "dlq.reasonCodes.upsert": "admin",
 };
 
 // Valid inputs, so an allowed call runs the procedure for real (a crash would show as
@@ -111,6 +119,12 @@ const SAMPLES: Record<string, () => unknown> = {
   "dlq.webhook.get": () => ({}),
   "dlq.webhook.set": () => ({ url: "https://hooks.example.com/porter", tenant_id: "mx_t" }),
   "dlq.webhook.delete": () => ({}),
+  "dlq.groups.list": () => ({ owner: "none", limit: 5 }),
+  "dlq.groups.get": () => ({ id: "999999" }),
+  "dlq.groups.jobs": () => ({ id: "999999" }),
+  "dlq.groups.triage": () => ({ id: "999999", note: "policy matrix" }),
+  "dlq.jobs.triage": () => ({ job_id: randomUUID(), note: "policy matrix" }),
+  "dlq.reasonCodes.upsert": () => ({ code: `mx_${unique()}`, label: "Matrix" }),
 };
 
 const db = useTestDatabase();

@@ -1,6 +1,7 @@
 import { userInfo } from "node:os";
 import type { Command, CommandContext } from "./command";
 import { dlqAlertsCommand } from "./commands/dlq-alerts";
+import { dlqAssignCommand, dlqGroupsCommand, dlqReasonsCommand, dlqShowCommand } from "./commands/dlq-groups";
 import { drainCommand } from "./commands/drain";
 import { enqueueCommand } from "./commands/enqueue";
 import { errorsCommand } from "./commands/errors";
@@ -32,6 +33,10 @@ export const COMMANDS: readonly Command[] = [
   jobsRetryCommand,
   redriveCommand,
   dlqAlertsCommand,
+  dlqGroupsCommand,
+  dlqShowCommand,
+  dlqAssignCommand,
+  dlqReasonsCommand,
   errorsCommand,
   pauseCommand,
   resumeCommand,

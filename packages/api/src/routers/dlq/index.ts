@@ -1,5 +1,16 @@
 import { createTRPCRouter } from "../../trpc";
 import { alertsRouter, webhookRouter } from "./alerts";
+import { dlqJobsRouter, groupsRouter, reasonCodesRouter } from "./groups";
 
-/** The dead-letter queue workflow (issue 12): packages/api/src/schemas/dlq.ts is the contract. */
-export const dlqRouter = createTRPCRouter({ alerts: alertsRouter, webhook: webhookRouter });
+/**
+ * The dead-letter triage workflow (issue 12), `dlq.*`: failure groups and their triage, a dead
+ * job's own triage, reason codes, alerts and the alert webhook; redrives in their own file.
+ * Procedures and roles: packages/api/src/schemas/dlq.ts.
+ */
+export const dlqRouter = createTRPCRouter({
+  groups: groupsRouter,
+  jobs: dlqJobsRouter,
+  reasonCodes: reasonCodesRouter,
+  alerts: alertsRouter,
+  webhook: webhookRouter,
+});
