@@ -59,6 +59,11 @@ const EXPECTED: Record<string, Policy> = {
   "users.create": "admin",
   "users.update": "admin",
   "audit.list": "viewer",
+  "dlq.redrives.preview": "operator",
+  "dlq.redrives.create": "operator",
+  "dlq.redrives.list": "viewer",
+  "dlq.redrives.get": "viewer",
+  "dlq.redrives.abort": "operator",
 };
 
 // Valid inputs, so an allowed call runs the procedure for real (a crash would show as
@@ -97,6 +102,12 @@ const SAMPLES: Record<string, () => unknown> = {
   "users.create": () => ({ email: `u-${unique()}@example.com`, role: "viewer", password: "correct horse battery" }),
   "users.update": () => ({ id: "no-such-user", name: "x" }),
   "audit.list": () => ({ filter: {}, limit: 5 }),
+  "dlq.redrives.preview": () => ({ selection: { filter: { queue_id: "mx-q" } } }),
+  // No dead jobs in mx-q: an allowed create is refused as a bad request (nothing to redrive).
+  "dlq.redrives.create": () => ({ selection: { filter: { queue_id: "mx-q" } }, rate_per_s: 5 }),
+  "dlq.redrives.list": () => ({ limit: 5 }),
+  "dlq.redrives.get": () => ({ id: randomUUID() }),
+  "dlq.redrives.abort": () => ({ id: randomUUID() }),
 };
 
 const db = useTestDatabase();
