@@ -82,8 +82,9 @@ export class MaintenanceLeader {
         const report = await runMaintenance(this.client);
         if (Object.values(report).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);
         // Durable redrives (issue 12): one batch per running redrive, at its velocity.
-        const { batches } = await advanceRedrives(this.client);
-        if (batches.length > 0) this.options.logger.info("redrive batches", { batches });
+        const redrives = await advanceRedrives(this.client);
+        if (redrives.batches.length > 0) this.options.logger.info("redrive batches", { batches: redrives.batches });
+        for (const f of redrives.failed) this.options.logger.warn("a redrive batch failed; retried next tick", { redriveId: f.redrive_id, err: f.error });
         if (this.vacuumEveryMs > 0 && Date.now() - this.lastVacuumCheckAt >= this.vacuumEveryMs && !this.isClosed) {
           this.lastVacuumCheckAt = Date.now();
           const vacuum = await vacuumHotTable(this.client);
