@@ -17,7 +17,8 @@ export type MaintenanceLeaderOptions = {
 /**
  * Maintenance under one leader: every worker process tries `tryAcquireLeadership` (a session
  * advisory lock) on a dedicated connection every few seconds; the holder runs `runMaintenance`
- * (rescue expired leases, expire deadlines, promote retries, prune) every second, and vacuums the
+ * (rescue expired leases, expire deadlines, promote retries, prune) every second, then advances
+ * every running durable redrive by one batch at its velocity (`advanceRedrives`), and vacuums the
  * hot table when enough dead row versions piled up (at most every `vacuumEveryMs`). The lock goes
  * with the connection, so when the leader exits or its connection drops another worker takes over.
  */
