@@ -2,6 +2,7 @@ import { userInfo } from "node:os";
 import type { Command, CommandContext } from "./command";
 import { dlqAlertsCommand } from "./commands/dlq-alerts";
 import { dlqAssignCommand, dlqGroupsCommand, dlqReasonsCommand, dlqShowCommand } from "./commands/dlq-groups";
+import { dlqAbortCommand, dlqRedriveCommand, dlqRedrivesCommand, redriveCommand } from "./commands/dlq-redrive";
 import { drainCommand } from "./commands/drain";
 import { enqueueCommand } from "./commands/enqueue";
 import { errorsCommand } from "./commands/errors";
@@ -12,7 +13,6 @@ import { jobsListCommand } from "./commands/jobs-list";
 import { keysCreateCommand, keysRevokeCommand } from "./commands/keys";
 import { migrateCommand } from "./commands/migrate";
 import { pauseCommand, resumeCommand } from "./commands/queue-control";
-import { redriveCommand } from "./commands/redrive";
 import { seedCommand } from "./commands/seed";
 import { usersCreateCommand } from "./commands/users";
 import { type CliDatabase, openCliDatabase } from "./database";
@@ -31,12 +31,15 @@ export const COMMANDS: readonly Command[] = [
   jobsGetCommand,
   jobsCancelCommand,
   jobsRetryCommand,
-  redriveCommand,
-  dlqAlertsCommand,
   dlqGroupsCommand,
   dlqShowCommand,
   dlqAssignCommand,
+  dlqRedriveCommand,
+  dlqRedrivesCommand,
+  dlqAbortCommand,
+  dlqAlertsCommand,
   dlqReasonsCommand,
+  redriveCommand,
   errorsCommand,
   pauseCommand,
   resumeCommand,

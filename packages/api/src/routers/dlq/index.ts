@@ -1,6 +1,7 @@
 import { createTRPCRouter } from "../../trpc";
 import { alertsRouter, webhookRouter } from "./alerts";
 import { dlqJobsRouter, groupsRouter, reasonCodesRouter } from "./groups";
+import { redrivesRouter } from "./redrives";
 
 /**
  * The dead-letter triage workflow (issue 12), `dlq.*`: failure groups and their triage, a dead
@@ -11,6 +12,7 @@ export const dlqRouter = createTRPCRouter({
   groups: groupsRouter,
   jobs: dlqJobsRouter,
   reasonCodes: reasonCodesRouter,
+  redrives: redrivesRouter,
   alerts: alertsRouter,
   webhook: webhookRouter,
 });
