@@ -25,7 +25,6 @@
 import { ZDateTime, ZStorableText } from "@porter/contracts/storable";
 import { z } from "zod";
 
-const id = ZStorableText.trim().min(1).max(200);
 const text = ZStorableText.trim().min(1).max(200);
 
 /** Triage status of a failure group or a dead job. */
