@@ -194,6 +194,7 @@ describe("migrate", () => {
         "porter_dlq_release",
         "porter_dlq_stamp",
         "porter_normalize_error_message",
+        "porter_redrive_eligibility",
         "porter_tokens",
       ].map((name) => ({
         name,
