@@ -59,7 +59,10 @@ test.describe("[CORE] a producer's job runs to a durable result", () => {
     // A durable redrive (--force: the error is permanent); one job, so its first batch finishes it.
     const redrive = porterCli<{ redrive_id: string; status: string; total: number }>("redrive", job_id, "--force", "--reason", "e2e");
     expect(redrive).toMatchObject({ status: "completed", total: 1 });
-    expect(porterCli<Status>("jobs", "get", job_id).status).not.toBe("DEAD");
+    // The job is back (it may already have run and died again: diag.fail is permanent): its
+    // timeline has the redrive, with the redrive's id as lineage.
+    const back = porterCli<Status & { timeline: Array<{ kind: string; data?: { redrive_id?: string } }> }>("jobs", "get", job_id);
+    expect(back.timeline.filter((e) => e.kind === "redriven").map((e) => e.data?.redrive_id)).toEqual([redrive.redrive_id]);
   });
 
   test("[AUTH]: a request without a key is refused with 401 and stores nothing", async ({ request }) => {
