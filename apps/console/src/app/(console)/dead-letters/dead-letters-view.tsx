@@ -1,5 +1,5 @@
 "use client";
-import { DLQ_STATUSES, GROUP_SORTS, type TDlqStatus, type TGroupSummary } from "@porter/api/schemas/dlq";
+import { DLQ_STATUSES, type TGroupSummary } from "@porter/api/schemas/dlq";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
@@ -8,46 +8,21 @@ import { DlqStatusBadge, LongText, statusLabel } from "../../../components/dlq";
 import { Page } from "../../../components/page";
 import { Sparkline } from "../../../components/sparkline";
 import { Empty, ErrorState, Loading } from "../../../components/states";
+import { GROUP_FILTER_PARAMS, GROUPS_PER_PAGE, type GroupListParams, type GroupSort, groupListFromParams, nextSort } from "../../../lib/dlq-params";
 import { ago, count, dateTime } from "../../../lib/format";
-import { type RouterInputs, useTRPC } from "../../../lib/trpc";
+import { useTRPC } from "../../../lib/trpc";
 import { DeadLetterTabs } from "./tabs";
 
-type ListInput = RouterInputs["dlq"]["groups"]["list"];
-type Sort = (typeof GROUP_SORTS)[number];
-
-/** Groups per page. */
-const LIMIT = 25;
-
-// URL parameter ↔ list input. The URL is the view: it can be shared or bookmarked.
-const inputFromParams = (params: URLSearchParams): ListInput & { page: number } => {
-  const text = (k: string) => params.get(k)?.trim() || undefined;
-  const status = text("status");
-  const sort = text("sort");
-  const page = Math.max(0, Math.min(100_000, Number.parseInt(params.get("page") ?? "0", 10) || 0));
-  return {
-    ...(text("queue") ? { queue_id: text("queue") } : {}),
-    ...(text("type") ? { job_type: text("type") } : {}),
-    ...(text("tenant") ? { tenant_id: text("tenant") } : {}),
-    ...(text("code") ? { error_code: text("code") } : {}),
-    ...(status && (DLQ_STATUSES as readonly string[]).includes(status) ? { status: status as TDlqStatus } : {}),
-    ...(text("owner") ? { owner: text("owner") } : {}),
-    ...(params.get("all") === "1" ? { dead_only: false } : {}),
-    ...(sort && (GROUP_SORTS as readonly string[]).includes(sort) ? { sort: sort as Sort } : {}),
-    ...(params.get("order") === "asc" ? { order: "asc" as const } : {}),
-    limit: LIMIT,
-    ...(page ? { cursor: String(page * LIMIT) } : {}),
-    page,
-  };
-};
-
-const FILTER_PARAMS = ["queue", "type", "tenant", "code", "status", "owner", "all"] as const;
+type ListInput = GroupListParams;
+type Sort = GroupSort;
+const LIMIT = GROUPS_PER_PAGE;
 
 export function DeadLettersView() {
   const trpc = useTRPC();
   const router = useRouter();
   const pathname = usePathname();
   const searchParams = useSearchParams();
-  const { page, ...input } = inputFromParams(new URLSearchParams(searchParams.toString()));
+  const { page, input } = groupListFromParams(new URLSearchParams(searchParams.toString()));
   const groups = useQuery({ ...trpc.dlq.groups.list.queryOptions(input), refetchInterval: 10_000 });
 
   const setParams = (change: Record<string, string | null>, keepPage = false) => {
@@ -62,8 +37,8 @@ export function DeadLettersView() {
   };
   const sort = input.sort ?? "last_seen";
   const order = input.order ?? "desc";
-  const onSort = (column: Sort) => setParams({ sort: column, order: column === sort && order === "desc" ? "asc" : "desc" });
-  const hasFilter = FILTER_PARAMS.some((k) => searchParams.has(k));
+  const onSort = (column: Sort) => setParams(nextSort({ sort, order }, column));
+  const hasFilter = GROUP_FILTER_PARAMS.some((k) => searchParams.has(k));
 
   return (
     <Page
