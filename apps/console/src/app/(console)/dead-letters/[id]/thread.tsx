@@ -9,20 +9,13 @@ import { useTRPC } from "../../../../lib/trpc";
 
 type DlqEvent = TGroupDetail["events"][number];
 
-/** What a triage change was, in words ("status: new → investigating"). */
+/** What a triage change was, when the event has no sentence of its own: "new → investigating". */
 const describe = (e: DlqEvent): string => {
-  if (e.kind === "note") return "";
   const data = e.data ?? {};
-  const pairs = Object.entries(data)
-    .filter(([k]) => k !== "note")
-    .map(([k, v]) => {
-      if (v && typeof v === "object" && "from" in v && "to" in v) {
-        const c = v as { from: unknown; to: unknown };
-        return `${k}: ${String(c.from ?? "—")} → ${String(c.to ?? "—")}`;
-      }
-      return `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`;
-    });
-  return pairs.join(" · ");
+  if ("from" in data || "to" in data) return `${String(data.from ?? "—")} → ${String(data.to ?? "—")}`;
+  return Object.entries(data)
+    .map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
+    .join(" · ");
 };
 
 /** The group's thread, oldest first: notes and triage changes with author and time, and the note form. */
@@ -84,8 +77,7 @@ export function Thread({ group }: { group: TGroupDetail }) {
                     </>
                   ) : null}
                 </span>
-                {e.body ? <p className="note-body">{e.body}</p> : null}
-                {describe(e) ? <span className="tl-detail small">{describe(e)}</span> : null}
+                {e.kind === "note" ? <p className="note-body">{e.body}</p> : <span className="tl-detail small">{e.body ?? describe(e)}</span>}
               </div>
             </li>
           ))}
