@@ -151,7 +151,7 @@ test.describe("[DLQ] the Dead letters workflow", () => {
 
     // The rule the admin added fired on the deaths: the banner and the alerts list say so.
     await page.goto("/dead-letters");
-    await expect(page.getByTestId("alert-banner")).toBeVisible({ timeout: 30_000 });
+    await expect(page.getByTestId("alert-banner")).toBeVisible({ timeout: 45_000 });
     await page.getByTestId("alert-banner").getByRole("link", { name: "See alerts" }).click();
     await expect(page.getByRole("row").filter({ hasText: QUEUE }).first()).toBeVisible();
     await shot(page, "alerts");
