@@ -84,7 +84,7 @@ export function Thread({ group }: { group: TGroupDetail }) {
         </ol>
       )}
       {viewer.can("operator") ? (
-        <form className="note-form" onSubmit={(e) => void submit(e)} aria-label="Add a note" noValidate>
+        <form className="note-form" onSubmit={(e) => void submit(e)} noValidate>
           <div className={`field${error ? " has-error" : ""}`}>
             <label htmlFor="note">Add a note (Enter sends, Shift+Enter for a new line)</label>
             <textarea
