@@ -59,6 +59,14 @@ const EXPECTED: Record<string, Policy> = {
   "users.create": "admin",
   "users.update": "admin",
   "audit.list": "viewer",
+  "jobs.errorCodes": "viewer",
+  "dlq.groups.list": "viewer",
+  "dlq.groups.get": "viewer",
+  "dlq.groups.jobs": "viewer",
+  "dlq.groups.triage": "operator",
+  "dlq.jobs.triage": "operator",
+  "dlq.reasonCodes.list": "viewer",
+  "dlq.reasonCodes.upsert": "admin",
 };
 
 // Valid inputs, so an allowed call runs the procedure for real (a crash would show as
@@ -97,6 +105,12 @@ const SAMPLES: Record<string, () => unknown> = {
   "users.create": () => ({ email: `u-${unique()}@example.com`, role: "viewer", password: "correct horse battery" }),
   "users.update": () => ({ id: "no-such-user", name: "x" }),
   "audit.list": () => ({ filter: {}, limit: 5 }),
+  "dlq.groups.list": () => ({ owner: "none", limit: 5 }),
+  "dlq.groups.get": () => ({ id: "999999" }),
+  "dlq.groups.jobs": () => ({ id: "999999" }),
+  "dlq.groups.triage": () => ({ id: "999999", note: "policy matrix" }),
+  "dlq.jobs.triage": () => ({ job_id: randomUUID(), note: "policy matrix" }),
+  "dlq.reasonCodes.upsert": () => ({ code: `mx_${unique()}`, label: "Matrix" }),
 };
 
 const db = useTestDatabase();

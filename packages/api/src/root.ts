@@ -1,4 +1,5 @@
 import { apiKeysRouter, meRouter, usersRouter } from "./routers/access";
+import { dlqRouter } from "./routers/dlq";
 import { jobsRouter } from "./routers/jobs";
 import { auditRouter, overviewRouter } from "./routers/overview";
 import { poolsRouter } from "./routers/pools";
@@ -27,6 +28,7 @@ export const appRouter = createTRPCRouter({
   apiKeys: apiKeysRouter,
   users: usersRouter,
   audit: auditRouter,
+  dlq: dlqRouter,
 });
 
 /** The router's type, for clients (`createTRPCClient<AppRouter>`); import it with `import type`. */

@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import type { Command, CommandContext } from "./command";
+import { dlqAssignCommand, dlqGroupsCommand, dlqReasonsCommand, dlqShowCommand } from "./commands/dlq-groups";
 import { drainCommand } from "./commands/drain";
 import { enqueueCommand } from "./commands/enqueue";
 import { errorsCommand } from "./commands/errors";
@@ -30,6 +31,10 @@ export const COMMANDS: readonly Command[] = [
   jobsCancelCommand,
   jobsRetryCommand,
   redriveCommand,
+  dlqGroupsCommand,
+  dlqShowCommand,
+  dlqAssignCommand,
+  dlqReasonsCommand,
   errorsCommand,
   pauseCommand,
   resumeCommand,

@@ -18,6 +18,8 @@ export const ZJobFilter = z.strictObject({
   idempotency_key: ZStorableText.min(1).max(500).optional(),
   job_id: z.uuid("a job id (uuid)").optional(),
   trace_id: text.optional(),
+  /** The code of the job's error (finished jobs) or last error (live jobs); jobs.errorCodes offers the DEAD ones. */
+  error_code: text.optional(),
 });
 export type TJobFilter = z.infer<typeof ZJobFilter>;
 

@@ -1,5 +1,6 @@
 import { JOB_CONTRACT, type TJobError, type TJobState, type TJobStatus, type TTimelineEvent } from "@porter/contracts";
 import type { Db } from "../db";
+import { dlqTimelineEvents } from "../dlq/timeline";
 import { type AttemptRow, buildTimeline, type EventRow } from "./timeline";
 
 type JobRow = {
@@ -64,18 +65,19 @@ export const getJob = async (
   );
   const job = rows[0];
   if (!job) return null;
-  const [attempts, events] = await Promise.all([
+  const [attempts, events, triage] = await Promise.all([
     db.query<AttemptRow>(
       `SELECT attempt, worker_id, started_at, finished_at, heartbeat_at, outcome, error, retry_at
          FROM job_attempts WHERE job_id = $1 ORDER BY id`,
       [jobId],
     ),
     db.query<EventRow>(`SELECT at, kind, attempt, actor, data FROM job_events WHERE job_id = $1 ORDER BY id`, [jobId]),
+    dlqTimelineEvents(db, jobId),
   ]);
   const timeline: TTimelineEvent[] = buildTimeline({
     createdAt: job.created_at,
     attempts: attempts.rows,
-    events: events.rows,
+    events: [...events.rows, ...triage],
     running:
       job.state === "RUNNING" && job.claimed_at
         ? { attempt: job.attempt, claimedAt: job.claimed_at, workerId: job.lease_owner, heartbeatAt: job.heartbeat_at, leaseUntil: job.lease_until }

@@ -15,6 +15,8 @@ export type JobFilter = {
   idempotencyKey?: string;
   jobId?: string;
   traceId?: string;
+  /** The code of the job's error: a finished job's `error`, a live job's `last_error` (of its last failed attempt). */
+  errorCode?: string;
 };
 
 /** One row of the jobs browser: the envelope's identity, where it is, and its last error. */
@@ -62,6 +64,9 @@ const whereOf = (filter: JobFilter, params: unknown[], states: readonly TJobStat
   if (filter.to) conds.push(`created_at < ${add(filter.to)}`);
   if (filter.jobId) conds.push(`job_id = ${add(filter.jobId)}::uuid`);
   if (filter.traceId) conds.push(`trace_id = ${add(filter.traceId)}`);
+  // The two tables name the error column differently; like the time range, it filters the
+  // job_id-ordered scan (the codes offered come from dlq_groups, see dlqErrorCodes).
+  if (filter.errorCode) conds.push(`${states === LIVE_STATES ? "last_error" : "error"} ->> 'code' = ${add(filter.errorCode)}`);
   if (filter.idempotencyKey) {
     const key = add(filter.idempotencyKey);
     conds.push(

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { pruneDlq } from "../dlq/prune";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { pruneFinished } from "./prune-finished";
@@ -19,6 +20,9 @@ export type MaintenanceReport = RescueOutcome & {
   limitsRecovered: number;
   pruned: number;
   workersPruned: number;
+  /** Failure-group history pruned: hourly counts (kept 8 days) and death rows (kept 14 days). */
+  dlqHoursPruned: number;
+  dlqDeathsPruned: number;
 };
 
 /**
@@ -43,7 +47,19 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
-  return { ...rescue, fromLostWorkers, expiredQueued: expire.expired, promoted: expire.promoted, aged, limitsRecovered, pruned: prune.pruned, workersPruned };
+  const dlq = await pruneDlq(db, { now: params.now });
+  return {
+    ...rescue,
+    fromLostWorkers,
+    expiredQueued: expire.expired,
+    promoted: expire.promoted,
+    aged,
+    limitsRecovered,
+    pruned: prune.pruned,
+    workersPruned,
+    dlqHoursPruned: dlq.hours,
+    dlqDeathsPruned: dlq.deaths,
+  };
 };
 
 /**

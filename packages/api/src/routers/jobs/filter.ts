@@ -12,4 +12,5 @@ export const toCoreFilter = (f: TJobFilter): JobFilter => ({
   ...(f.idempotency_key ? { idempotencyKey: f.idempotency_key } : {}),
   ...(f.job_id ? { jobId: f.job_id } : {}),
   ...(f.trace_id ? { traceId: f.trace_id } : {}),
+  ...(f.error_code ? { errorCode: f.error_code } : {}),
 });

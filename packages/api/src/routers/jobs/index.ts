@@ -1,6 +1,6 @@
 import { createTRPCRouter } from "../../trpc";
 import { cancel, redrive, retry } from "./actions";
-import { counts, get, list } from "./read";
+import { counts, errorCodes, get, list } from "./read";
 
-/** The jobs browser: list/counts/get (viewer); bulk cancel, retry, redrive with a dry run (operator). */
-export const jobsRouter = createTRPCRouter({ list, counts, get, cancel, retry, redrive });
+/** The jobs browser: list/counts/get/errorCodes (viewer); bulk cancel, retry, redrive with a dry run (operator). */
+export const jobsRouter = createTRPCRouter({ list, counts, get, errorCodes, cancel, retry, redrive });

@@ -1,5 +1,5 @@
 import { AppError, JOB_STATES, ZJobState, ZJobStatus } from "@porter/contracts";
-import { countJobsByState, getJob, listAttempts, listJobs } from "@porter/core";
+import { countJobsByState, dlqErrorCodes, getJob, listAttempts, listJobs } from "@porter/core";
 import { z } from "zod";
 import { ZJobFilter, ZJobsCursor } from "../../schemas/jobs";
 import { viewerProcedure } from "../../trpc";
@@ -67,3 +67,9 @@ export const get = viewerProcedure
     if (!job) throw new AppError("NOT_FOUND", { message: `job ${input.job_id} not found` });
     return { ...job, attempts: await listAttempts(ctx.db, input.job_id) };
   });
+
+/** The error codes DEAD jobs carry now, with counts (from the failure groups, not a scan): the browser's error-code filter. */
+export const errorCodes = viewerProcedure
+  .input(z.strictObject({}).default({}))
+  .output(z.strictObject({ codes: z.array(z.strictObject({ code: z.string(), count: z.number().int() })) }))
+  .query(async ({ ctx }) => ({ codes: await dlqErrorCodes(ctx.db) }));

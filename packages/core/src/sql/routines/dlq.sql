@@ -4,8 +4,10 @@
 --
 -- 1. porter_normalize_error_message(message): the message with what varies between occurrences of
 --    one bug replaced by placeholders — stack frames dropped, URLs, e-mail addresses, UUIDs, IP
---    addresses, host names, quoted values, hex and prefixed ids and numbers — whitespace collapsed,
---    cut to 500 characters. Tested with realistic messages in dlq/normalize.int.test.ts.
+--    addresses, timestamps, host names, quoted values, hex and prefixed ids and numbers (a unit glued on stays:
+--    <n>ms) — whitespace collapsed, cut to 500 characters. What tells bugs apart stays: the SQL
+--    object a PostgreSQL error names (constraint "orders_pkey"), HTTP status codes, short versioned
+--    names (gpt-4o). Tested with realistic messages in dlq/normalize.int.test.ts.
 -- 2. porter_dlq_fingerprint(job type, code, class, message): md5 of the four, the normalized
 --    message standing for the message. The key of a failure group.
 -- 3. A BEFORE INSERT row trigger on finished_jobs, for DEAD rows only (WHEN clause: nothing runs
@@ -18,46 +20,57 @@
 --    regression (status new, a `reopened` event on its thread).
 -- 5. An AFTER DELETE statement trigger lowers `dead_now` for dead rows leaving finished_jobs
 --    (a redrive, retention).
+-- plpgsql, one step a line (the order matters: URLs before hosts, quoted values before numbers,
+-- units before ids); it runs once per dead row, never on the hot path.
 CREATE OR REPLACE FUNCTION porter_normalize_error_message(p_message text) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT left(btrim(regexp_replace(
-    -- numbers (integers, decimals, with units glued on: 30000ms, 1.5s)
-    regexp_replace(
-    -- ids: words mixing letters and digits (ch_3Nq8ZK2e, req-8f3a9c, v2 stays: at least 6 characters)
-    regexp_replace(
-    -- long hex (hashes, object ids, trace ids)
-    regexp_replace(
-    -- quoted values: "…", '…', `…`
-    regexp_replace(regexp_replace(regexp_replace(
-    -- host names: at least three labels, or two with a common top-level domain, optionally :port
-    regexp_replace(regexp_replace(
-    -- IPv4 (optionally :port) and bracketed/compressed IPv6
-    regexp_replace(regexp_replace(
-    -- UUIDs
-    regexp_replace(
-    -- e-mail addresses
-    regexp_replace(
-    -- URLs (any scheme://…, up to whitespace or a closing quote/bracket)
-    regexp_replace(
-    -- stack frames ("    at fn (file:line:col)", "  File \"x.py\", line 3") and blank lines
-    regexp_replace(regexp_replace(coalesce(p_message, ''),
-      '\n[ \t]*at [^\n]*', '', 'g'),
-      '\n[ \t]*File "[^\n]*', '', 'g'),
-      '[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"''<>)\]]+', '<url>', 'g'),
-      '[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}', '<email>', 'g'),
-      '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<uuid>', 'g'),
-      '\m\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(:\d+)?\M', '<ip>', 'g'),
-      '\[[0-9a-fA-F:]+\](:\d+)?|\m[0-9a-fA-F]{1,4}(:[0-9a-fA-F]{0,4}){3,7}\M', '<ip>', 'g'),
-      '\m[A-Za-z0-9-]+(\.[A-Za-z0-9-]+){2,}(:\d+)?\M', '<host>', 'g'),
-      '\m[A-Za-z0-9-]+\.(com|net|org|io|dev|app|cloud|internal|local|localhost|ai|co|svc)(:\d+)?\M', '<host>', 'g'),
-      '"[^"\n]*"', '"<v>"', 'g'),
-      '''[^''\n]*''', '''<v>''', 'g'),
-      '`[^`\n]*`', '`<v>`', 'g'),
-      '\m[0-9a-fA-F]{12,}\M', '<hex>', 'g'),
-      '\m(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\M', '<id>', 'g'),
-      '\m\d+(\.\d+)?', '<n>', 'g'),
-    '\s+', ' ', 'g')), 500)
-$$;
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+  m text := coalesce(p_message, '');
+BEGIN
+  -- Stack frames ("    at fn (file:line:col)", "  File \"x.py\", line 3, in f" and the source line
+  -- under it), Python's "Traceback (most recent call last):" header, PostgreSQL's CONTEXT lines.
+  m := regexp_replace(m, '\n[ \t]*at [^\n]*', '', 'g');
+  m := regexp_replace(m, '\n[ \t]*File "[^\n]*(\n[ \t]{4,}[^\n]*)?', '', 'g');
+  m := regexp_replace(m, '(^|\n)Traceback \(most recent call last\):[^\n]*', '', 'g');
+  m := regexp_replace(m, '\n(CONTEXT|STATEMENT|QUERY): [^\n]*', '', 'g');
+  -- URLs (any scheme://…, up to whitespace or a closing quote/bracket), e-mail addresses, UUIDs.
+  m := regexp_replace(m, '[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"''<>)\]]+', '<url>', 'g');
+  m := regexp_replace(m, '[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}', '<email>', 'g');
+  m := regexp_replace(m, '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<uuid>', 'g');
+  -- Timestamps (ISO 8601 or PostgreSQL's text form: 2026-12-01T10:15:00Z, 2026-12-01 10:15:00.12+00).
+  m := regexp_replace(m, '\m\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d(:?\d\d)?)?)?', '<time>', 'g');
+  -- IPv4 (optionally :port), bracketed or full/compressed IPv6.
+  m := regexp_replace(m, '\m\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(:\d+)?\M', '<ip>', 'g');
+  m := regexp_replace(m, '\[[0-9a-fA-F:]+\](:\d+)?|\m[0-9a-fA-F]{1,4}(:[0-9a-fA-F]{0,4}){3,7}\M', '<ip>', 'g');
+  -- Host names: three labels or more, or two with a common top-level domain, optionally :port.
+  -- File names (x.js, a.b.py) are not hosts: the last label must not be a source extension.
+  m := regexp_replace(m, '\m[A-Za-z][A-Za-z0-9-]*(\.[A-Za-z0-9-]+)+\.(com|net|org|io|dev|app|cloud|internal|local|localhost|ai|co|svc|us|eu|uk|de)(:\d+)?\M', '<host>', 'g');
+  m := regexp_replace(m, '\m[A-Za-z][A-Za-z0-9-]*\.(com|net|org|io|dev|app|cloud|internal|local|localhost|ai|co|svc)(:\d+)?\M', '<host>', 'g');
+  m := regexp_replace(m, '\mlocalhost(:\d+)\M', '<host>', 'g');
+  -- Quoted values ("…", '…', `…`) go, but the SQL object a PostgreSQL error names stays: a
+  -- different constraint, relation or column is a different bug. Protected by \x01…\x02 first.
+  m := regexp_replace(m, '\m(constraint|relation|column|table|index|type|function|schema|database|role|extension|sequence|view|trigger) "([A-Za-z_][A-Za-z0-9_.$]*)"',
+                      '\1 ' || chr(1) || '\2' || chr(2), 'gi');
+  m := regexp_replace(m, '"[^"\n]*"', '"<v>"', 'g');
+  m := regexp_replace(m, '''[^''\n]*''', '''<v>''', 'g');
+  m := regexp_replace(m, '`[^`\n]*`', '`<v>`', 'g');
+  m := replace(replace(m, chr(1), '"'), chr(2), '"');
+  -- PostgreSQL's "Key (col)=(value)": the value goes, the column stays.
+  m := regexp_replace(m, '\)=\([^)\n]*\)', ')=(<v>)', 'g');
+  -- Long hex with at least one letter (hashes, object ids, trace ids); long digit runs are numbers.
+  m := regexp_replace(m, '\m(?=[0-9]*[a-fA-F])[0-9a-fA-F]{12,}\M', '<hex>', 'g');
+  -- Numbers with a unit glued on keep the unit: 30000ms → <n>ms, 2.4s → <n>s, 512MB → <n>MB.
+  m := regexp_replace(m, '\m\d+(\.\d+)?(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|us|ns|b|kb|mb|gb|tb|kib|mib|gib|x)\M', '<n>\2', 'gi');
+  -- Ids: words of six characters or more mixing letters and at least two digits (ch_3Nq8ZK2e,
+  -- req-8f3a9c, org-abc123XYZ); gpt-4o, v2, utf8, sha256 stay.
+  m := regexp_replace(m, '\m(?=[A-Za-z0-9_-]*[0-9][A-Za-z_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\M', '<id>', 'g');
+  -- HTTP status codes stay (a 404 and a 503 are different errors); other numbers go.
+  m := regexp_replace(m, '\m(HTTP(/[0-9.]+)?|[Ss]tatus|[Ss]tatus [Cc]ode|[Cc]ode) ([1-5][0-9][0-9])\M', '\1 ' || chr(1) || '\3', 'g');
+  m := regexp_replace(m, '(?<!' || chr(1) || ')\m\d+(\.\d+)?\M', '<n>', 'g');
+  m := replace(m, chr(1), '');
+  -- Whitespace collapsed (multi-line messages become one line), cut to 500 characters.
+  RETURN left(btrim(regexp_replace(m, '\s+', ' ', 'g')), 500);
+END $$;
 
 CREATE OR REPLACE FUNCTION porter_dlq_fingerprint(p_job_type text, p_code text, p_class text, p_message text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -80,7 +93,8 @@ BEGIN
   END IF;
   -- Groups, in fingerprint order. A group is reopened (a regression) when a death arrives after it
   -- was resolved, or while ignored once the ignore ran out (its date passed, or this was the Nth
-  -- death it waited for).
+  -- death it waited for). An ignore has one of its two bounds, the other NULL: each comparison is
+  -- coalesced, or a NULL would reach the NOT NULL is_regression.
   WITH dead AS (
     SELECT dlq_fingerprint AS fp, job_id, job_type, queue_id, tenant_id, finished_at, error
       FROM dlq_new WHERE dlq_fingerprint IS NOT NULL
@@ -106,22 +120,22 @@ BEGIN
            sample_job_id = EXCLUDED.sample_job_id,
            updated_at = now(),
            status = CASE WHEN g.status = 'resolved'
-                           OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                           OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                          THEN 'new'::dlq_status ELSE g.status END,
            is_regression = g.is_regression
                            OR g.status = 'resolved'
-                           OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count)),
+                           OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false))),
            reopened_at = CASE WHEN g.status = 'resolved'
-                                OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                               THEN now() ELSE g.reopened_at END,
            status_changed_at = CASE WHEN g.status = 'resolved'
-                                      OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                      OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                                     THEN now() ELSE g.status_changed_at END,
            ignored_until = CASE WHEN g.status = 'resolved'
-                                  OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                  OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                                 THEN NULL ELSE g.ignored_until END,
            ignore_remaining = CASE WHEN g.status = 'resolved'
-                                     OR (g.status = 'ignored' AND (g.ignored_until <= now() OR g.ignore_remaining <= EXCLUDED.count))
+                                     OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                                    THEN NULL
                                    WHEN g.ignore_remaining IS NOT NULL THEN g.ignore_remaining - EXCLUDED.count::int
                                    ELSE NULL END

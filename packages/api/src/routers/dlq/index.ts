@@ -1,0 +1,13 @@
+import { createTRPCRouter } from "../../trpc";
+import { dlqJobsRouter, groupsRouter, reasonCodesRouter } from "./groups";
+
+/**
+ * The dead-letter triage workflow (issue 12), `dlq.*`: failure groups and their triage, a dead
+ * job's own triage, reason codes; redrives, alerts and the alert webhook in their own files.
+ * Procedures and roles: packages/api/src/schemas/dlq.ts.
+ */
+export const dlqRouter = createTRPCRouter({
+  groups: groupsRouter,
+  jobs: dlqJobsRouter,
+  reasonCodes: reasonCodesRouter,
+});
