@@ -35,6 +35,9 @@ test.describe("[CONSOLE][OPERATIONS] an operator triages, an admin manages keys"
 
     await page.getByRole("button", { name: "Redrive" }).click();
     const dialog = page.getByRole("dialog", { name: "Redrive dead jobs" });
+    // A permanent error is redriven only when forced: the dry run says so, and again with force.
+    await expect(dialog.getByTestId("dry-run")).toContainText("1 job skipped: permanent");
+    await dialog.getByLabel(/^Force:/).check();
     await expect(dialog.getByTestId("dry-run")).toContainText("1 job will be affected");
     await dialog.getByLabel("Reason (kept in the audit log)").fill("e2e: fixed upstream");
     await shot(page, "redrive-dialog");

@@ -110,7 +110,8 @@ test.describe("[CONSOLE][VIEWS] what the operator reads is right, and consequent
     const jobId = await enqueue(request, key, { job_type: "diag.fail", payload: { mode: "permanent" } });
     for (let life = 0; life < 3; life++) {
       await expect.poll(() => porterCli<Status>("jobs", "get", jobId).status, { timeout: 30_000 }).toBe("DEAD");
-      if (life < 2) porterCli("redrive", jobId, "--reason", `e2e redrive ${life + 1}`);
+      // --force: the error is permanent (a durable redrive skips those unless forced).
+      if (life < 2) porterCli("redrive", jobId, "--force", "--reason", `e2e redrive ${life + 1}`);
     }
     await signIn(page, ADMIN, `/jobs/${jobId}`);
     const runs = page.getByTestId("attempt-row").locator("th");

@@ -56,8 +56,10 @@ test.describe("[CORE] a producer's job runs to a durable result", () => {
     const { job_id } = (await enqueue.json()).result.data as { job_id: string };
     await expect.poll(async () => porterCli<Status>("jobs", "get", job_id).status, { timeout: 30_000 }).toBe("DEAD");
     expect(porterCli<Status>("jobs", "get", job_id).error?.code).toBeTruthy();
-    const redrive = porterCli<{ redriven: string[] }>("redrive", job_id, "--reason", "e2e");
-    expect(redrive.redriven).toEqual([job_id]);
+    // A durable redrive (--force: the error is permanent); one job, so its first batch finishes it.
+    const redrive = porterCli<{ redrive_id: string; status: string; total: number }>("redrive", job_id, "--force", "--reason", "e2e");
+    expect(redrive).toMatchObject({ status: "completed", total: 1 });
+    expect(porterCli<Status>("jobs", "get", job_id).status).not.toBe("DEAD");
   });
 
   test("[AUTH]: a request without a key is refused with 401 and stores nothing", async ({ request }) => {

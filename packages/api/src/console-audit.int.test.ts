@@ -187,9 +187,10 @@ describe("job actions: audited in the same transaction", () => {
   it("redrive: DEAD stays DEAD when the audit fails; otherwise READY with a job.redrive row", async () => {
     const [id] = await enqueueMany(db.pool, 1, { jobType: "au-q.job", tenantId: "au_t" });
     await moveJobs(db.pool, [id!], "DEAD");
-    await rejects(sabotagingOperator().jobs.redrive({ selection: { job_ids: [id!] }, dry_run: false }));
+    // Forced: the fixture's error is permanent.
+    await rejects(sabotagingOperator().jobs.redrive({ selection: { job_ids: [id!] }, dry_run: false, force: true }));
     expect(await stateOf(id!)).toBe("DEAD");
-    await operator().jobs.redrive({ selection: { job_ids: [id!] }, dry_run: false, reason: "fixed upstream" });
+    await operator().jobs.redrive({ selection: { job_ids: [id!] }, dry_run: false, force: true, reason: "fixed upstream" });
     expect(await stateOf(id!)).toBe("READY");
     expect(await auditOf(db.pool, "job", id!)).toMatchObject([
       { action: "job.redrive", before: { status: "DEAD" }, after: { status: "READY" }, reason: "fixed upstream" },

@@ -97,10 +97,13 @@ describe("jobs.counts", () => {
 describe("bulk actions: dry run, then confirm", () => {
   it("redrive everything matching a filter: the dry run counts and changes nothing; the confirm redrives", async () => {
     const selection = { filter: { queue_id: "jb-a", states: ["DEAD" as const] } };
-    const dry = await operator().jobs.redrive({ selection, dry_run: true });
+    // The fixtures' errors are permanent: a redrive takes them only when forced.
+    const unforced = await operator().jobs.redrive({ selection, dry_run: true });
+    expect(unforced).toMatchObject({ dry_run: true, eligible: 0, applied: 0, skipped: { permanent: 2 } });
+    const dry = await operator().jobs.redrive({ selection, dry_run: true, force: true });
     expect(dry).toMatchObject({ dry_run: true, eligible: 2, total: 2, applied: 0, capped: false });
     expect((await viewer().jobs.counts({ filter: { queue_id: "jb-a" } })).DEAD).toBe(2);
-    const done = await operator().jobs.redrive({ selection, dry_run: false, reason: "fixed" });
+    const done = await operator().jobs.redrive({ selection, dry_run: false, force: true, reason: "fixed" });
     expect(done).toMatchObject({ dry_run: false, applied: 2 });
     expect((await viewer().jobs.counts({ filter: { queue_id: "jb-a" } })).DEAD).toBe(0);
     const timeline = (await viewer().jobs.get({ job_id: dead[0]! })).timeline;

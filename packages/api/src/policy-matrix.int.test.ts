@@ -67,6 +67,11 @@ const EXPECTED: Record<string, Policy> = {
   "dlq.jobs.triage": "operator",
   "dlq.reasonCodes.list": "viewer",
   "dlq.reasonCodes.upsert": "admin",
+  "dlq.redrives.preview": "operator",
+  "dlq.redrives.create": "operator",
+  "dlq.redrives.list": "viewer",
+  "dlq.redrives.get": "viewer",
+  "dlq.redrives.abort": "operator",
 };
 
 // Valid inputs, so an allowed call runs the procedure for real (a crash would show as
@@ -111,6 +116,12 @@ const SAMPLES: Record<string, () => unknown> = {
   "dlq.groups.triage": () => ({ id: "999999", note: "policy matrix" }),
   "dlq.jobs.triage": () => ({ job_id: randomUUID(), note: "policy matrix" }),
   "dlq.reasonCodes.upsert": () => ({ code: `mx_${unique()}`, label: "Matrix" }),
+  "dlq.redrives.preview": () => ({ selection: { filter: { queue_id: "mx-q" } } }),
+  // No dead jobs in mx-q: an allowed create is refused as a bad request (nothing to redrive).
+  "dlq.redrives.create": () => ({ selection: { filter: { queue_id: "mx-q" } }, rate_per_s: 5 }),
+  "dlq.redrives.list": () => ({ limit: 5 }),
+  "dlq.redrives.get": () => ({ id: randomUUID() }),
+  "dlq.redrives.abort": () => ({ id: randomUUID() }),
 };
 
 const db = useTestDatabase();

@@ -13,7 +13,7 @@ const VERB: Record<JobAction, { title: string; button: string; done: string; eli
   redrive: { title: "Redrive dead jobs", button: "Redrive", done: "Redriven", eligible: "dead" },
 };
 
-const FORCE = { name: "force", label: "Force: also redrive partially completed jobs and jobs past their deadline" };
+const FORCE = { name: "force", label: "Force: also redrive permanent errors, partially completed jobs and jobs past their deadline" };
 
 const plural = (n: number, word: string) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 

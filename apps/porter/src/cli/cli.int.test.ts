@@ -205,29 +205,39 @@ describe("porter CLI", () => {
     expect(missing.json).toMatchObject({ error: { code: "NOT_FOUND" } });
   });
 
-  it("[REDRIVE]: a DEAD job redriven by id goes back to READY with a timeline event and an audit row", async () => {
+  it("[REDRIVE]: `porter redrive` (an alias of `dlq redrive`) redrives through a durable redrive: dry run, then READY with lineage and an audit row", async () => {
     await seeded();
     const jobId = await makeDeadJob();
-    const dry = await porter("redrive", "--queue", "diag", "--error-code", "BOOM", "--dry-run", "--json");
-    expect(dry.json).toEqual({ dry_run: true, redriven: [jobId], skipped: [] });
+    const none = { expired: 0, partial: 0, permanent: 0, over_quota: 0, already: 0 };
+    // The job's error is permanent: the dry run says so; with --force it is eligible.
+    const dry = await porter("redrive", jobId, "--dry-run", "--json");
+    expect(dry.json).toEqual({ eligible: 0, skipped: { ...none, permanent: 1 }, job_ids: [] });
+    const forcedDry = await porter("redrive", jobId, "--force", "--dry-run", "--json");
+    expect(forcedDry.json).toEqual({ eligible: 1, skipped: none, job_ids: [jobId] });
     expect((await getJob(db.pool, jobId))?.status).toBe("DEAD");
 
-    const redriven = await porter("redrive", jobId, "--reason", "fixed the bug", "--json");
+    const redriven = await porter("redrive", jobId, "--force", "--reason", "fixed the bug", "--json");
     expect(redriven.code, redriven.stderr).toBe(0);
-    expect(redriven.json).toEqual({ dry_run: false, redriven: [jobId], skipped: [] });
+    const { redrive_id } = redriven.json as { redrive_id: string };
+    // One job: the first batch, run at once, finishes it.
+    expect(redriven.json).toEqual({ redrive_id: expect.stringMatching(/^[0-9a-f-]{36}$/), status: "completed", total: 1 });
     const job = await getJob(db.pool, jobId);
     expect(job?.status).toBe("READY");
     expect(job?.attempt).toBe(0);
-    expect(job?.timeline.at(-1)).toMatchObject({ kind: "redriven", actor: cliActor() });
+    expect(job?.timeline.at(-1)).toMatchObject({ kind: "redriven", actor: cliActor(), data: { redrive_id, attempts_before: 1, forced: true } });
     const audit = await db.pool.query(`SELECT actor, before, after, reason FROM audit_log WHERE action = 'job.redrive' AND object_id = $1`, [jobId]);
-    expect(audit.rows).toEqual([{ actor: cliActor(), before: { status: "DEAD" }, after: { status: "READY" }, reason: "fixed the bug" }]);
+    expect(audit.rows).toEqual([{ actor: cliActor(), before: { status: "DEAD" }, after: { status: "READY", redrive_id }, reason: "fixed the bug" }]);
 
-    const notDead = await porter("redrive", jobId, "--json");
-    expect(notDead.json).toEqual({ dry_run: false, redriven: [], skipped: [{ job_id: jobId, reason: "not_dead" }] });
-    const byFilter = await porter("redrive", "--queue", "diag", "--json");
-    expect(byFilter.json).toEqual({ dry_run: false, redriven: [], skipped: [] });
+    const again = await porter("redrive", jobId, "--json");
+    expect(again.json).toMatchObject({ status: "completed", total: 1 });
+    const shown = await porter("dlq", "redrives", (again.json as { redrive_id: string }).redrive_id, "--json");
+    expect(shown.json).toMatchObject({ redriven: 0, skipped: { ...none, already: 1 }, progress: 1 });
+    const nothingDead = await porter("redrive", "--queue", "diag", "--error-code", "NO_SUCH_CODE", "--json");
+    expect(nothingDead.code).toBe(2);
+    expect(nothingDead.json).toMatchObject({ error: { code: "BAD_REQUEST" } });
     const usage = await porter("redrive", "--json");
     expect(usage.code).toBe(2);
+    expect((await porter("redrive", "--help")).stdout).toContain("An alias of `porter dlq redrive`");
   });
 
   it("[DRAIN]: drain pauses the queue and waits until nothing of it runs; pause/resume flip the flag", async () => {

@@ -1,6 +1,7 @@
 import { userInfo } from "node:os";
 import type { Command, CommandContext } from "./command";
 import { dlqAssignCommand, dlqGroupsCommand, dlqReasonsCommand, dlqShowCommand } from "./commands/dlq-groups";
+import { dlqAbortCommand, dlqRedriveCommand, dlqRedrivesCommand, redriveCommand } from "./commands/dlq-redrive";
 import { drainCommand } from "./commands/drain";
 import { enqueueCommand } from "./commands/enqueue";
 import { errorsCommand } from "./commands/errors";
@@ -11,7 +12,6 @@ import { jobsListCommand } from "./commands/jobs-list";
 import { keysCreateCommand, keysRevokeCommand } from "./commands/keys";
 import { migrateCommand } from "./commands/migrate";
 import { pauseCommand, resumeCommand } from "./commands/queue-control";
-import { redriveCommand } from "./commands/redrive";
 import { seedCommand } from "./commands/seed";
 import { usersCreateCommand } from "./commands/users";
 import { type CliDatabase, openCliDatabase } from "./database";
@@ -30,6 +30,9 @@ export const COMMANDS: readonly Command[] = [
   jobsGetCommand,
   jobsCancelCommand,
   jobsRetryCommand,
+  dlqRedriveCommand,
+  dlqRedrivesCommand,
+  dlqAbortCommand,
   redriveCommand,
   dlqGroupsCommand,
   dlqShowCommand,

@@ -1,4 +1,4 @@
-import { runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
+import { advanceRedrives, runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
 import pg from "pg";
 import type { Logger } from "../logger";
 import { jitter } from "./waker";
@@ -81,6 +81,9 @@ export class MaintenanceLeader {
       if (this.isLeader && !this.isClosed) {
         const report = await runMaintenance(this.client);
         if (Object.values(report).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);
+        // Durable redrives (issue 12): one batch per running redrive, at its velocity.
+        const { batches } = await advanceRedrives(this.client);
+        if (batches.length > 0) this.options.logger.info("redrive batches", { batches });
         if (this.vacuumEveryMs > 0 && Date.now() - this.lastVacuumCheckAt >= this.vacuumEveryMs && !this.isClosed) {
           this.lastVacuumCheckAt = Date.now();
           const vacuum = await vacuumHotTable(this.client);

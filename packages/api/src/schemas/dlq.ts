@@ -250,6 +250,15 @@ export const ZRedrive = z.strictObject({
 });
 export type TRedrive = z.infer<typeof ZRedrive>;
 
+export const ZRedriveId = z.strictObject({ id: z.uuid("a redrive id (uuid)") });
+export const ZRedriveListInput = z.strictObject({
+  status: z.enum(REDRIVE_STATUSES).optional(),
+  cursor: ZOffsetCursor.optional(),
+  limit: z.number().int().min(1).max(200).default(25),
+});
+export const ZRedriveListOutput = z.strictObject({ redrives: z.array(ZRedrive), next_cursor: z.string().nullable() });
+export const ZRedriveAbort = z.strictObject({ id: z.uuid("a redrive id (uuid)"), reason: ZStorableText.trim().max(500).optional() });
+
 // ---- Alerts --------------------------------------------------------------------------------------
 
 export const ALERT_KINDS = ["deaths_5m", "unowned_age", "group_reopened"] as const;

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { TJobError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
+import { advanceRedrives, createRedrive } from "../dlq/redrive-runner";
 import * as core from "../index";
 import { allTransitions, canTransition, ENTRY_STATE, PRUNABLE_STATES } from "../state";
 import { controlPlane } from "../testing/fixtures";
@@ -375,6 +376,11 @@ describe("the transition table, observed", () => {
   });
 
   it("retention, then: every function ran, every declared edge was observed", async () => {
+    // A durable redrive's batch (forced: the rescued job's error may be any class; the rescues ran 2 h ahead).
+    const dead = await db.pool.query<{ job_id: string }>(`SELECT job_id::text FROM finished_jobs WHERE state = 'DEAD' ORDER BY job_id LIMIT 1`);
+    const redrive = await createRedrive(db.pool, { selection: { job_ids: [dead.rows[0]!.job_id] }, force: true, actor: "test", now: later(3 * HOUR) });
+    const { batches } = await step("advanceRedrives", () => advanceRedrives(db.pool, { now: later(3 * HOUR) }));
+    expect(batches).toEqual([{ redrive_id: redrive.redrive_id, redriven: 1, skipped: 0, status: "completed" }]);
     const { pruned } = await step("pruneFinished", () => pruneFinished(db.pool, { now: later(72 * HOUR) }));
     expect(pruned).toBeGreaterThan(0);
     const notRun = [...TRANSITIONS, ...STATE_KEEPING_WRITES].flatMap((e) => e.functions).filter((fn) => !ran.has(fn));

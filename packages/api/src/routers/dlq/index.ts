@@ -1,5 +1,6 @@
 import { createTRPCRouter } from "../../trpc";
 import { dlqJobsRouter, groupsRouter, reasonCodesRouter } from "./groups";
+import { redrivesRouter } from "./redrives";
 
 /**
  * The dead-letter triage workflow (issue 12), `dlq.*`: failure groups and their triage, a dead
@@ -10,4 +11,5 @@ export const dlqRouter = createTRPCRouter({
   groups: groupsRouter,
   jobs: dlqJobsRouter,
   reasonCodes: reasonCodesRouter,
+  redrives: redrivesRouter,
 });

@@ -1,5 +1,5 @@
 import type { TJobState } from "@porter/contracts";
-import { cancelJobs, jobStates, redriveJobs, retryJobsNow, selectJobIds } from "@porter/core";
+import { advanceRedrive, cancelJobs, createRedrive, jobStates, planRedrive, retryJobsNow, selectJobIds } from "@porter/core";
 import type pg from "pg";
 import { z } from "zod";
 import { actorOf } from "../../actor";
@@ -11,7 +11,8 @@ import { toCoreFilter } from "./filter";
 /**
  * What a bulk action did (or, with `dry_run`, would do): `eligible` jobs it applies to now (at most
  * MAX_BULK_JOBS), `total` eligible jobs matching (more than `eligible` when `capped`), `applied`
- * jobs changed (0 on a dry run), and skipped ones by reason.
+ * jobs changed (0 on a dry run; for a redrive, the jobs it queued for redriving, moved at its
+ * velocity), and skipped ones by reason.
  */
 const ZBulkResult = z.object({
   dry_run: z.boolean(),
@@ -21,6 +22,8 @@ const ZBulkResult = z.object({
   applied: z.number().int(),
   job_ids: z.array(z.string()),
   skipped: z.record(z.string(), z.number().int()),
+  /** Redrive: the durable redrive that runs it (its progress: dlq.redrives.get). */
+  redrive_id: z.string().optional(),
 });
 type BulkResult = z.infer<typeof ZBulkResult>;
 
@@ -95,8 +98,11 @@ export const retry = operatorProcedure
   });
 
 /**
- * Redrive (operator): DEAD → READY with a fresh attempt budget. Partially completed jobs and jobs
- * past their deadline are skipped unless `force`. The dry run reports both. Audited per job.
+ * Redrive (operator): DEAD → READY with a fresh attempt budget, through a durable redrive
+ * (packages/core/src/dlq): the dry run is its plan (eligible, or skipped as expired, partial,
+ * permanent, over quota, already); the confirm creates it at the default velocity and runs its
+ * first batch at once, the maintenance leader the rest (`redrive_id` says which; progress in
+ * dlq.redrives.get). Expired, partial and permanent jobs go only with `force`. Audited per job.
  */
 export const redrive = operatorProcedure
   .input(ZBulkRedrive)
@@ -104,14 +110,25 @@ export const redrive = operatorProcedure
   .mutation(async ({ ctx, input }: { ctx: ActionCtx; input: z.infer<typeof ZBulkRedrive> }) => {
     const r = await resolve(ctx.db, input.selection, ["DEAD"]);
     if (r.jobIds.length === 0) return summary(input.dry_run, r, []);
-    const out = await redriveJobs(ctx.db, {
-      jobIds: r.jobIds,
+    const selection = { job_ids: r.jobIds };
+    if (input.dry_run) {
+      const plan = await planRedrive(ctx.db, { selection, force: input.force });
+      for (const [reason, n] of Object.entries(plan.skipped)) bump(r.skipped, reason, n);
+      return summary(true, { ...r, jobIds: plan.eligible, total: r.total - (r.jobIds.length - plan.eligible.length) }, []);
+    }
+    const created = await createRedrive(ctx.db, {
+      selection,
       force: input.force,
       actor: actorOf(ctx.session),
-      dryRun: input.dry_run,
-      ...(input.reason ? { reason: input.reason } : {}),
+      reason: input.reason ?? null,
     });
-    for (const s of out.skipped) bump(r.skipped, s.reason);
-    const kept = { ...r, jobIds: out.redriven, total: r.total - out.skipped.length };
-    return summary(input.dry_run, kept, input.dry_run ? [] : out.redriven);
+    // The first batch at once (the velocity's bucket starts full): a small redrive is done on return.
+    await advanceRedrive(ctx.db, { id: created.redrive_id });
+    const { rows } = await ctx.db.query<{ job_id: string; state: string; reason: string | null }>(
+      `SELECT job_id::text, state, reason FROM redrive_items WHERE redrive_id = $1 ORDER BY job_id`,
+      [created.redrive_id],
+    );
+    for (const item of rows) if (item.state === "skipped") bump(r.skipped, item.reason ?? "already");
+    const queued = rows.filter((i) => i.state !== "skipped").map((i) => i.job_id);
+    return { ...summary(false, { ...r, jobIds: queued, total: r.total - (rows.length - queued.length) }, queued), redrive_id: created.redrive_id };
   });
