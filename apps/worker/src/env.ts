@@ -11,6 +11,8 @@ const ZEnv = z.object({
   PORTER_WORKER_VERSION: z.string().min(1).max(100).optional(),
   /** Drain grace period in milliseconds (the `--grace-ms` flag wins). */
   PORTER_DRAIN_GRACE_MS: z.coerce.number().int().min(0).optional(),
+  /** A PEM file of extra certificate authorities the alert webhook's TLS trusts (besides the system's); verification stays on. */
+  PORTER_WEBHOOK_CA_FILE: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -3,7 +3,16 @@
 // themselves (`startWorker`) and tests.
 
 export { parseEnv, type WorkerEnv } from "./env";
-export { createHandlerMap, defaultHandlerMap, diagHandlers, type HandlerMap, simulatedHandlers } from "./handlers";
+export {
+  builtInDemoHandlers,
+  createHandlerMap,
+  createWebhookDeliver,
+  defaultHandlerMap,
+  diagHandlers,
+  type HandlerMap,
+  simulatedHandlers,
+  type WebhookDeliverDeps,
+} from "./handlers";
 export {
   checkOwnHandlers,
   HandlerSetupError,

@@ -169,6 +169,43 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
   },
   { path: "apiKeys.revoke", type: "mutation", numRuns: 15, input: () => fc.record({ id: nastyString(), reason: nastyString() }) },
   { path: "users.update", type: "mutation", numRuns: 15, input: () => optional({ id: nastyString(), name: nastyString(), reason: nastyString() }) },
+  {
+    path: "dlq.alerts.list",
+    type: "query",
+    numRuns: 20,
+    input: () => orNasty(optional({ state: orNasty(fc.constantFrom("firing", "resolved")), cursor, limit })),
+  },
+  {
+    path: "dlq.alerts.saveRule",
+    type: "mutation",
+    numRuns: 30,
+    input: () =>
+      optional({
+        id: orNasty(fc.constantFrom("1", "999999", "99999999999999999999")),
+        queue_id: orNasty(fc.constantFrom("fx-queue", null), nastyString()),
+        kind: orNasty(fc.constantFrom("deaths_5m", "unowned_age", "group_reopened")),
+        threshold: orNasty(fc.double({ min: 0, max: 1e9, noNaN: true }), nastyNumber),
+        enabled: orNasty(fc.boolean()),
+      }),
+  },
+  {
+    path: "dlq.alerts.deleteRule",
+    type: "mutation",
+    numRuns: 15,
+    input: () => orNasty(fc.record({ id: orNasty(fc.constantFrom("1", "999999"), nastyString()) })),
+  },
+  {
+    path: "dlq.webhook.set",
+    type: "mutation",
+    numRuns: 25,
+    input: () =>
+      optional({
+        url: orNasty(fc.constantFrom("https://hooks.example.com/porter", "http://hooks.example.com/porter", "https://"), nastyString()),
+        tenant_id: text(),
+        enabled: orNasty(fc.boolean()),
+        rotate_secret: orNasty(fc.boolean()),
+      }),
+  },
 ];
 
 describe("bad input: 4xx with a message, never 5xx, nothing changed", () => {

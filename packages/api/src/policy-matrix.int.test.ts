@@ -72,6 +72,13 @@ const EXPECTED: Record<string, Policy> = {
   "dlq.redrives.list": "viewer",
   "dlq.redrives.get": "viewer",
   "dlq.redrives.abort": "operator",
+  "dlq.alerts.list": "viewer",
+  "dlq.alerts.rules": "viewer",
+  "dlq.alerts.saveRule": "admin",
+  "dlq.alerts.deleteRule": "admin",
+  "dlq.webhook.get": "admin",
+  "dlq.webhook.set": "admin",
+  "dlq.webhook.delete": "admin",
 };
 
 // Valid inputs, so an allowed call runs the procedure for real (a crash would show as
@@ -122,6 +129,13 @@ const SAMPLES: Record<string, () => unknown> = {
   "dlq.redrives.list": () => ({ limit: 5 }),
   "dlq.redrives.get": () => ({ id: randomUUID() }),
   "dlq.redrives.abort": () => ({ id: randomUUID() }),
+  "dlq.alerts.list": () => ({ state: "firing", limit: 5 }),
+  "dlq.alerts.rules": () => ({}),
+  "dlq.alerts.saveRule": () => ({ queue_id: "mx-q", kind: "deaths_5m", threshold: 10 }),
+  "dlq.alerts.deleteRule": () => ({ id: "999999" }),
+  "dlq.webhook.get": () => ({}),
+  "dlq.webhook.set": () => ({ url: "https://hooks.example.com/porter", tenant_id: "mx_t" }),
+  "dlq.webhook.delete": () => ({}),
 };
 
 const db = useTestDatabase();

@@ -88,6 +88,9 @@ export const JOB_ERROR_CODES = {
   DIAG_TRANSIENT: { class: "retryable", description: "diag.fail in mode transient (diagnostics)" },
   DIAG_PERMANENT: { class: "permanent", description: "diag.fail in mode permanent (diagnostics)" },
   DEPENDENCY_UNAVAILABLE: { class: "retryable", description: "a simulated handler's dependency was down (demo job types)" },
+  WEBHOOK_UNAVAILABLE: { class: "retryable", description: "webhook.deliver: the endpoint answered 5xx, timed out, or the connection or TLS handshake failed" },
+  WEBHOOK_REJECTED: { class: "permanent", description: "webhook.deliver: the endpoint answered a 4xx other than 429, or a redirect (not followed)" },
+  WEBHOOK_ENDPOINT_GONE: { class: "permanent", description: "webhook.deliver: the webhook endpoint the job names was deleted" },
 } as const satisfies Record<string, { class: string; description: string }>;
 
 /** One of Porter's own job error codes (see JOB_ERROR_CODES). */

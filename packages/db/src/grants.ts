@@ -52,7 +52,8 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   redrives: ["SELECT", "INSERT", "UPDATE"],
   redrive_items: ["SELECT", "INSERT", "UPDATE"],
   alert_rules: ["SELECT", "INSERT", "UPDATE", "DELETE"],
-  alerts: ["SELECT", "INSERT", "UPDATE"],
+  // DELETE: deleting an alert rule deletes its alerts (core dlq/alert-rules.ts).
+  alerts: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   webhook_endpoints: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],

@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import type { Command, CommandContext } from "./command";
+import { dlqAlertsCommand } from "./commands/dlq-alerts";
 import { dlqAssignCommand, dlqGroupsCommand, dlqReasonsCommand, dlqShowCommand } from "./commands/dlq-groups";
 import { dlqAbortCommand, dlqRedriveCommand, dlqRedrivesCommand, redriveCommand } from "./commands/dlq-redrive";
 import { drainCommand } from "./commands/drain";
@@ -38,6 +39,7 @@ export const COMMANDS: readonly Command[] = [
   dlqShowCommand,
   dlqAssignCommand,
   dlqReasonsCommand,
+  dlqAlertsCommand,
   errorsCommand,
   pauseCommand,
   resumeCommand,

@@ -1,7 +1,7 @@
 import { verifyPassword } from "@porter/core";
 import { createTestDatabase, type TestDatabase } from "@porter/db/testing/test-database";
 import { afterEach, describe, expect, it } from "vitest";
-import { DEMO_JOB_TYPES, DEMO_POOLS, DEMO_QUEUES, DEMO_TENANTS, seedDemo } from "../seed/demo";
+import { DEMO_ALERT_RULES, DEMO_JOB_TYPES, DEMO_POOLS, DEMO_QUEUES, DEMO_TENANTS, seedDemo } from "../seed/demo";
 
 // Each test gets an empty control plane of its own (a fresh clone of the migrated template).
 const databases: TestDatabase[] = [];
@@ -31,6 +31,9 @@ describe("seedDemo", () => {
     expect(await count(db, "tenants")).toBe(DEMO_TENANTS.length);
     expect(await count(db, "users")).toBe(1);
     expect(await count(db, "api_keys")).toBe(1);
+    // The demo's DLQ alert rules: global, more than 10 deaths in 5 minutes and a group reopened within the hour.
+    const rules = await db.pool.query(`SELECT queue_id, kind, threshold, enabled FROM alert_rules ORDER BY kind`);
+    expect(rules.rows).toEqual([...DEMO_ALERT_RULES].sort((a, b) => a.kind.localeCompare(b.kind)));
     const seedAudit = await db.pool.query(`SELECT after FROM audit_log WHERE action = 'seed.demo'`);
     expect(seedAudit.rows).toHaveLength(1);
     expect(seedAudit.rows[0].after.inserted).toContain("queue:diag");

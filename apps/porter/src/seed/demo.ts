@@ -2,7 +2,7 @@
 // `npm start` on an empty database write. Ids are fixed so scripts, docs and tests can rely on
 // them. Importable: `seedDemo(prisma, { actor, adminEmail })`.
 import { randomInt } from "node:crypto";
-import { type ConfigObjectType, createApiKey, createConfig, getConfig, upsertUser, writeAuditTx } from "@porter/core";
+import { type ConfigObjectType, createApiKey, createConfig, getConfig, saveAlertRule, upsertUser, writeAuditTx } from "@porter/core";
 import type { ControlDb, ControlTx } from "@porter/db/prisma";
 
 type PoolRow = { id: string; description: string; concurrency_cap: number | null; worker_concurrency: number };
@@ -269,6 +269,7 @@ export const seedDemo = async (db: ControlDb, options: SeedDemoOptions): Promise
         ...(await insertMissing(tx, "queue", DEMO_QUEUES, options.actor)),
         ...(await insertMissing(tx, "job_type", DEMO_JOB_TYPES, options.actor)),
         ...(await insertMissing(tx, "tenant", DEMO_TENANTS, options.actor)),
+        ...(await seedAlertRules(tx, options.actor)),
       ];
 
       const admin = await ensureAdmin(tx, options);
@@ -294,6 +295,26 @@ export const seedDemo = async (db: ControlDb, options: SeedDemoOptions): Promise
     // A second seeder waits on the lock for the first; the admin's argon2id hash takes a moment.
     { maxWait: 10_000, timeout: 60_000 },
   );
+
+/**
+ * The demo's DLQ alert rules (global): more than 10 deaths in 5 minutes, and a failure group
+ * reopened within the hour. Only when there is no rule at all (an operator's rules, or their
+ * deletion of these, are left alone); each through core's saveAlertRule (audited).
+ */
+export const DEMO_ALERT_RULES = [
+  { queue_id: null, kind: "deaths_5m", threshold: 10, enabled: true },
+  { queue_id: null, kind: "group_reopened", threshold: 3600, enabled: true },
+] as const;
+
+const seedAlertRules = async (tx: ControlTx, actor: string): Promise<string[]> => {
+  if ((await tx.alertRule.findFirst({ select: { id: true } })) !== null) return [];
+  const done: string[] = [];
+  for (const input of DEMO_ALERT_RULES) {
+    const rule = await saveAlertRule(tx, { input: { ...input }, actor });
+    done.push(`alert_rule:${rule.id}`);
+  }
+  return done;
+};
 
 /**
  * Creates the rows whose id is not there yet, each through createConfig (validated, audited as

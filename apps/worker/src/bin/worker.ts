@@ -44,6 +44,8 @@ Environment:
   PORTER_APP_PASSWORD    password of porter_app when derived from DATABASE_URL
   PORTER_WORKER_VERSION  version recorded with the worker and in errors (default: package version)
   PORTER_DRAIN_GRACE_MS  drain grace period in ms
+  PORTER_WEBHOOK_CA_FILE  PEM file of extra CAs the alert webhook (webhook.deliver) trusts besides
+                         the system's (a private CA); TLS verification is never turned off
   LOG_LEVEL              fatal|error|warn|info|debug|trace|silent (default info)
 `;
 
@@ -115,6 +117,14 @@ const main = async (): Promise<void> => {
   const logger = createLogger({ level: env.LOG_LEVEL });
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
   const version = env.PORTER_WORKER_VERSION ?? pkg.version;
+  let webhookCa: Buffer | undefined;
+  if (env.PORTER_WEBHOOK_CA_FILE) {
+    try {
+      webhookCa = readFileSync(env.PORTER_WEBHOOK_CA_FILE);
+    } catch (error) {
+      return fail(`PORTER_WEBHOOK_CA_FILE: cannot read ${env.PORTER_WEBHOOK_CA_FILE}: ${(error as Error).message}`);
+    }
+  }
   let handlers: AnyHandler[] = [];
   if (values.handlers) {
     try {
@@ -189,6 +199,7 @@ const main = async (): Promise<void> => {
       hangGraceMs,
       prefetch,
       maintenance: !values["no-maintenance"],
+      webhook: { ca: webhookCa },
     });
   } catch (error) {
     if (error instanceof HandlerSetupError) return setupFailed(error);

@@ -7,7 +7,9 @@ import type { AnyHandler } from "@porter/sdk";
 import type pg from "pg";
 import { diagHandlers } from "./diag";
 import { createHandlerMap, type HandlerMap } from "./handler-map";
+import { builtInDemoHandlers } from "./index";
 import { simulatedHandlers } from "./simulated";
+import type { WebhookDeliverDeps } from "./webhook-deliver";
 
 /** A handler set that cannot run: the worker does not start (the bin: one line, exit code 2). */
 export class HandlerSetupError extends Error {
@@ -64,9 +66,10 @@ export const loadHandlerModule = async (specifier: string, cwd = process.cwd()):
  * The worker's handler map with `own` added: the built-in diag.* handlers (reserved: a handler of
  * `own` for one of their types is a HandlerSetupError), the simulated demo handlers except those
  * `own` replaces (a user's real handler for a demo job type such as `email.send`), and `own`.
- * Two of `own` for one job type are a HandlerSetupError.
+ * Two of `own` for one job type are a HandlerSetupError. With `deps` (the worker's database),
+ * `webhook.deliver` is the real delivery of alert webhooks (handlers/webhook-deliver.ts).
  */
-export const withOwnHandlers = (own: readonly AnyHandler[]): HandlerMap => {
+export const withOwnHandlers = (own: readonly AnyHandler[], deps?: WebhookDeliverDeps): HandlerMap => {
   const reserved = new Set(diagHandlers.map((h) => h.type));
   const ownTypes = new Set<string>();
   for (const handler of own) {
@@ -74,7 +77,7 @@ export const withOwnHandlers = (own: readonly AnyHandler[]): HandlerMap => {
     if (reserved.has(handler.type)) throw new HandlerSetupError(`job type "${handler.type}" has a built-in handler (diag.* are reserved)`);
     ownTypes.add(handler.type);
   }
-  return createHandlerMap([...diagHandlers, ...simulatedHandlers.filter((h) => !ownTypes.has(h.type)), ...own]);
+  return createHandlerMap([...diagHandlers, ...builtInDemoHandlers(deps).filter((h) => !ownTypes.has(h.type)), ...own]);
 };
 
 /** The simulated demo handlers `own` replaces. */

@@ -1,4 +1,4 @@
-import { advanceRedrives, runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
+import { advanceRedrives, evaluateAlerts, runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
 import pg from "pg";
 import type { Logger } from "../logger";
 import { jitter } from "./waker";
@@ -12,13 +12,16 @@ export type MaintenanceLeaderOptions = {
   runEveryMs?: number;
   /** How often at most the leader checks whether the hot table needs a vacuum (`vacuumHotTable`). Default 5 000 ms; 0 = never. */
   vacuumEveryMs?: number;
+  /** How often the leader evaluates the DLQ alert rules (`evaluateAlerts`). Default 15 000 ms; 0 = never. */
+  alertsEveryMs?: number;
 };
 
 /**
  * Maintenance under one leader: every worker process tries `tryAcquireLeadership` (a session
  * advisory lock) on a dedicated connection every few seconds; the holder runs `runMaintenance`
  * (rescue expired leases, expire deadlines, promote retries, prune) every second, and vacuums the
- * hot table when enough dead row versions piled up (at most every `vacuumEveryMs`). The lock goes
+ * hot table when enough dead row versions piled up (at most every `vacuumEveryMs`), and evaluates
+ * the DLQ alert rules every `alertsEveryMs` (core's `evaluateAlerts`). The lock goes
  * with the connection, so when the leader exits or its connection drops another worker takes over.
  */
 export class MaintenanceLeader {
@@ -32,11 +35,14 @@ export class MaintenanceLeader {
   private readonly runEveryMs: number;
   private vacuumEveryMs: number;
   private lastVacuumCheckAt = 0;
+  private readonly alertsEveryMs: number;
+  private lastAlertsAt = 0;
 
   constructor(private readonly options: MaintenanceLeaderOptions) {
     this.acquireEveryMs = options.acquireEveryMs ?? 5000;
     this.runEveryMs = options.runEveryMs ?? 1000;
     this.vacuumEveryMs = options.vacuumEveryMs ?? 5000;
+    this.alertsEveryMs = options.alertsEveryMs ?? 15_000;
   }
 
   get leading(): boolean {
@@ -96,11 +102,37 @@ export class MaintenanceLeader {
             );
           }
         }
+        if (this.alertsEveryMs > 0 && Date.now() - this.lastAlertsAt >= this.alertsEveryMs && !this.isClosed) {
+          this.lastAlertsAt = Date.now();
+          await this.evaluateAlerts(this.client);
+        }
       }
     } catch (error) {
       this.options.logger.warn("maintenance failed; reconnecting", { err: error });
       await this.dropClient();
     }
+  }
+
+  /** One pass of the DLQ alert rules; what changed is logged, and an undeliverable pass once. */
+  private async evaluateAlerts(client: pg.Client): Promise<void> {
+    const { logger } = this.options;
+    let report: Awaited<ReturnType<typeof evaluateAlerts>>;
+    try {
+      report = await evaluateAlerts(client);
+    } catch (error) {
+      // Its own transaction was rolled back: maintenance goes on, the next pass tries again.
+      logger.warn("dlq alert evaluation failed", { err: error });
+      return;
+    }
+    if (report.fired.length || report.resolved.length) {
+      logger.info("dlq alerts changed", { fired: report.fired, resolved: report.resolved, deliveries: report.deliveries });
+    }
+    if (report.undeliverable > 0) {
+      logger.warn("dlq alerts not delivered: the job type webhook.deliver is not registered (the alerts are kept and shown in the console)", {
+        transitions: report.undeliverable,
+      });
+    }
+    for (const failure of report.deliveryErrors) logger.warn("dlq alert delivery could not be enqueued", failure);
   }
 
   private async dropClient(): Promise<void> {

@@ -32,7 +32,7 @@ export type StartWorkerOptions = {
    * every pool's worker, as `npm start` runs them). Default "error".
    */
   otherPools?: "error" | "skip";
-} & Pick<WorkerOptions, "version" | "workerId" | "graceMs" | "hangGraceMs" | "prefetch" | "maintenance" | "startTimeoutMs">;
+} & Pick<WorkerOptions, "version" | "workerId" | "graceMs" | "hangGraceMs" | "prefetch" | "maintenance" | "startTimeoutMs" | "webhook">;
 
 /** A running worker: `drain()` stops it (claims stop, in-flight work finishes or is handed back, its connections close). */
 export type StartedWorker = {
@@ -77,13 +77,14 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
       poolId: options.pool,
       concurrency: options.concurrency,
       logger,
-      handlers: withOwnHandlers(own),
+      handlers: withOwnHandlers(own, { db, ...options.webhook }),
       version: options.version,
       workerId: options.workerId,
       graceMs: options.graceMs,
       hangGraceMs: options.hangGraceMs,
       prefetch: options.prefetch,
       maintenance: options.maintenance,
+      webhook: options.webhook,
       startTimeoutMs,
     });
   } catch (error) {

@@ -63,8 +63,10 @@ export type WorkerOptions = {
   workerHeartbeatMs?: number;
   /** How long `start` waits for an unreachable database (a server restarting) before failing. Default 60 000 ms. */
   startTimeoutMs?: number;
+  /** The real `webhook.deliver` (alert webhooks): extra trusted CAs (PEM) and the request timeout. */
+  webhook?: { ca?: string | Buffer | undefined; timeoutMs?: number | undefined };
   /** Take part in maintenance leadership. Default true. */
-  maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs" | "vacuumEveryMs">;
+  maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs" | "vacuumEveryMs" | "alertsEveryMs">;
 };
 
 /** What a worker uses for each option left unset. */

@@ -61,7 +61,7 @@ export class PorterWorker {
     this.id = options.workerId ?? randomUUID();
     this.concurrency = concurrency;
     this.version = options.version ?? "dev";
-    this.handlers = options.handlers ?? defaultHandlerMap();
+    this.handlers = options.handlers ?? defaultHandlerMap({ db: options.db, ...options.webhook });
     this.logger = options.logger.child({ workerId: this.id, pool: options.poolId });
     this.completer = new Completer(options.db, {
       logger: this.logger,

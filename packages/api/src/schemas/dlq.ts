@@ -305,3 +305,21 @@ export const ZAlertWebhook = z.strictObject({
   secret_hint: z.string(),
   updated_at: z.string(),
 });
+
+/** dlq.alerts.list's input (added by the alerts branch; the shape the header names). */
+export const ZAlertListInput = z.strictObject({
+  state: z.enum(["firing", "resolved"]).optional(),
+  cursor: ZOffsetCursor.optional(),
+  limit: z.number().int().min(1).max(200).default(50),
+});
+export const ZAlertListOutput = z.strictObject({
+  alerts: z.array(ZAlert),
+  /** Alerts firing now, whatever the page (the console's banner). */
+  firing: z.number().int(),
+  next_cursor: z.string().nullable(),
+});
+/**
+ * dlq.webhook.set's output: the endpoint and its signing secret (`whsec_…`) when it is new —
+ * created, or rotated with `rotate_secret` — the only time it is shown; "" when it was kept.
+ */
+export const ZAlertWebhookSet = ZAlertWebhook.extend({ secret: z.string() });

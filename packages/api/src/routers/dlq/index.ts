@@ -1,4 +1,5 @@
 import { createTRPCRouter } from "../../trpc";
+import { alertsRouter, webhookRouter } from "./alerts";
 import { dlqJobsRouter, groupsRouter, reasonCodesRouter } from "./groups";
 import { redrivesRouter } from "./redrives";
 
@@ -12,4 +13,6 @@ export const dlqRouter = createTRPCRouter({
   jobs: dlqJobsRouter,
   reasonCodes: reasonCodesRouter,
   redrives: redrivesRouter,
+  alerts: alertsRouter,
+  webhook: webhookRouter,
 });
