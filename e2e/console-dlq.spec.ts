@@ -142,10 +142,22 @@ test.describe("[DLQ] the Dead letters workflow", () => {
       .toBe(JOBS);
     await page.reload();
     await expect(page.getByTestId("dead-now")).toHaveText("0");
+    await expect(page.getByText("No job of this group is dead now")).toBeVisible();
+    // Every job that died into the group, where it is now: all succeeded after the redrive.
+    await page.getByLabel("show redriven jobs too").check();
+    await expect(page.locator('tr[data-state="SUCCEEDED"]')).toHaveCount(JOBS);
+
+    // Close the loop: resolved, with its reason.
+    await page.getByLabel("Status").selectOption("resolved");
+    await page.getByLabel("Reason code").selectOption("dependency_outage");
+    await page.getByRole("button", { name: "Save triage" }).click();
+    await expect(page.getByRole("heading", { level: 1 })).toContainText("resolved");
+    await expect(page.getByTestId("thread-event").filter({ hasText: "reason dependency_outage" })).toBeVisible();
     await expect(page.getByTestId("thread-event").filter({ hasText: note })).toBeVisible();
     await shot(page, "dlq-group-detail");
 
     // The redrive is listed with its progress.
+    await page.goto("/dead-letters");
     await page.getByRole("link", { name: "Redrives" }).click();
     await expect(page.getByRole("row").filter({ hasText: redriveId.slice(-12) })).toContainText("completed");
 

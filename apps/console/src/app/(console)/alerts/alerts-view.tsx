@@ -1,8 +1,9 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { Tag } from "../../../components/badges";
-import { type Column, cursorList, DataTable } from "../../../components/data-table";
+import { CursorPager, useCursorPages } from "../../../components/cursor-pages";
+import { type Column, DataTable } from "../../../components/data-table";
 import { Page } from "../../../components/page";
 import { Empty } from "../../../components/states";
 import { ago, dateTime } from "../../../lib/format";
@@ -33,11 +34,14 @@ const COLUMNS: ReadonlyArray<Column<Alert>> = [
 
 export function AlertsView() {
   const trpc = useTRPC();
-  const query = useInfiniteQuery(
-    trpc.dlq.alerts.list.infiniteQueryOptions({ limit: 50 }, { getNextPageParam: (last) => last.next_cursor ?? undefined, refetchInterval: 10_000 }),
-  );
-  const alerts = cursorList(query, (page) => page.alerts);
-  const firing = query.data?.pages[0]?.firing;
+  const pages = useCursorPages();
+  const query = useQuery({
+    ...trpc.dlq.alerts.list.queryOptions({ limit: 50, ...(pages.cursor ? { cursor: pages.cursor } : {}) }),
+    placeholderData: keepPreviousData,
+    refetchInterval: 10_000,
+  });
+  const alerts = { ...query, data: query.data?.alerts };
+  const firing = query.data?.firing;
   return (
     <Page
       title="Alerts"
@@ -64,6 +68,7 @@ export function AlertsView() {
           </Empty>
         }
       />
+      <CursorPager pages={pages} nextCursor={query.data?.next_cursor} shown={query.data?.alerts.length ?? 0} label="Pages of alerts" />
     </Page>
   );
 }

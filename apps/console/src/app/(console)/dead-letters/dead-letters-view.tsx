@@ -83,29 +83,28 @@ export function DeadLettersView() {
   );
 }
 
-/** A column header that sorts: a real button, its state in aria-sort. */
-function SortHeader({
-  label,
-  column,
-  sort,
-  order,
-  onSort,
-  isNumeric,
-}: {
-  label: string;
-  column: Sort;
-  sort: Sort;
-  order: "asc" | "desc";
-  onSort: (c: Sort) => void;
-  isNumeric?: boolean;
-}) {
+/** A button that sorts the list by `column` (descending first, again to flip). */
+function SortButton({ label, column, sort, order, onSort }: { label: string; column: Sort; sort: Sort; order: "asc" | "desc"; onSort: (c: Sort) => void }) {
   const isActive = sort === column;
   return (
-    <th scope="col" className={isNumeric ? "num" : undefined} aria-sort={isActive ? (order === "asc" ? "ascending" : "descending") : "none"}>
-      <button type="button" className="sort-button" onClick={() => onSort(column)}>
-        {label}
-        <span aria-hidden="true">{isActive ? (order === "asc" ? " ▲" : " ▼") : " ↕"}</span>
-      </button>
+    <button
+      type="button"
+      className="sort-button"
+      onClick={() => onSort(column)}
+      aria-label={`Sort by ${label === "first" ? "first seen" : label.toLowerCase()}`}
+    >
+      {label}
+      <span aria-hidden="true">{isActive ? (order === "asc" ? " ▲" : " ▼") : " ↕"}</span>
+    </button>
+  );
+}
+
+/** A column header that sorts: a real button, the column's state in aria-sort. */
+function SortHeader(props: { label: string; column: Sort; sort: Sort; order: "asc" | "desc"; onSort: (c: Sort) => void; isNumeric?: boolean }) {
+  const isActive = props.sort === props.column;
+  return (
+    <th scope="col" className={props.isNumeric ? "num" : undefined} aria-sort={isActive ? (props.order === "asc" ? "ascending" : "descending") : "none"}>
+      <SortButton {...props} />
     </th>
   );
 }
@@ -126,8 +125,11 @@ function GroupsTable({ groups, sort, order, onSort }: { groups: TGroupSummary[];
             <th scope="col">Top tenants</th>
             <th scope="col">Owner</th>
             <SortHeader label="Status" column="status" {...props} />
-            <SortHeader label="Last seen" column="last_seen" {...props} />
-            <SortHeader label="First seen" column="first_seen" {...props} />
+            <th scope="col" aria-sort={sort === "last_seen" || sort === "first_seen" ? (order === "asc" ? "ascending" : "descending") : "none"}>
+              <SortButton label="Last seen" column="last_seen" {...props} />
+              <span aria-hidden="true"> · </span>
+              <SortButton label="first" column="first_seen" {...props} />
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -155,8 +157,14 @@ function GroupsTable({ groups, sort, order, onSort }: { groups: TGroupSummary[];
               <td>
                 <DlqStatusBadge status={g.status} isRegression={g.is_regression} />
               </td>
-              <td title={dateTime(g.last_seen)}>{ago(g.last_seen)}</td>
-              <td title={dateTime(g.first_seen)}>{ago(g.first_seen)}</td>
+              <td>
+                <span className="stack">
+                  <span title={dateTime(g.last_seen)}>{ago(g.last_seen)}</span>
+                  <span className="muted small" title={dateTime(g.first_seen)}>
+                    first {ago(g.first_seen)}
+                  </span>
+                </span>
+              </td>
             </tr>
           ))}
         </tbody>

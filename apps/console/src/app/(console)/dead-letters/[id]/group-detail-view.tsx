@@ -1,11 +1,12 @@
 "use client";
 import { ZGroupId } from "@porter/api/schemas/dlq";
-import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import type { ReactNode } from "react";
+import { type ReactNode, useState } from "react";
 import { StateBadge, Tag } from "../../../../components/badges";
 import { CopyId } from "../../../../components/copy-id";
-import { type Column, cursorList, DataTable } from "../../../../components/data-table";
+import { CursorPager, useCursorPages } from "../../../../components/cursor-pages";
+import { type Column, DataTable } from "../../../../components/data-table";
 import { DlqStatusBadge, LongText } from "../../../../components/dlq";
 import { Page } from "../../../../components/page";
 import { Sparkline } from "../../../../components/sparkline";
@@ -169,26 +170,43 @@ export function GroupDetailView({ groupId }: { groupId: string }) {
 
 function GroupJobs({ groupId }: { groupId: string }) {
   const trpc = useTRPC();
-  const jobs = cursorList(
-    useInfiniteQuery(
-      trpc.dlq.groups.jobs.infiniteQueryOptions(
-        { id: groupId, limit: 25 },
-        { getNextPageParam: (last) => last.next_cursor ?? undefined, refetchInterval: 5_000 },
-      ),
-    ),
-    (page) => page.jobs,
-  );
+  const [isAll, setAll] = useState(false);
+  const pages = useCursorPages();
+  const jobs = useQuery({
+    ...trpc.dlq.groups.jobs.queryOptions({ id: groupId, dead_only: !isAll, limit: 25, ...(pages.cursor ? { cursor: pages.cursor } : {}) }),
+    placeholderData: keepPreviousData,
+    refetchInterval: 5_000,
+  });
   return (
     <section className="panel" aria-labelledby="group-jobs-title">
-      <h2 id="group-jobs-title">Jobs dead now</h2>
+      <div className="panel-head">
+        <h2 id="group-jobs-title">{isAll ? "Every job that died into this group (14 days)" : "Jobs dead now"}</h2>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={isAll}
+            onChange={(e) => {
+              setAll(e.target.checked);
+              pages.reset();
+            }}
+          />{" "}
+          show redriven jobs too
+        </label>
+      </div>
       <DataTable
-        query={jobs}
+        query={{ ...jobs, data: jobs.data?.jobs }}
         columns={JOB_COLUMNS}
         rowKey={(j) => j.job_id}
         caption="Jobs of this failure group"
         loadingLabel="Loading the group's jobs…"
-        empty={<Empty title="No job of this group is dead now">They were redriven, or pruned by their queue's retention.</Empty>}
+        rowProps={(j) => ({ "data-state": j.state })}
+        empty={
+          <Empty title={isAll ? "No job died into this group in 14 days" : "No job of this group is dead now"}>
+            {isAll ? "Older deaths are pruned." : "They were redriven or pruned; tick “show redriven jobs too” to see them."}
+          </Empty>
+        }
       />
+      <CursorPager pages={pages} nextCursor={jobs.data?.next_cursor} shown={jobs.data?.jobs.length ?? 0} label="Pages of the group's jobs" />
     </section>
   );
 }

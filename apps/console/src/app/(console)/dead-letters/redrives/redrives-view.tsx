@@ -1,7 +1,8 @@
 "use client";
-import { useInfiniteQuery } from "@tanstack/react-query";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { type Column, cursorList, DataTable } from "../../../../components/data-table";
+import { CursorPager, useCursorPages } from "../../../../components/cursor-pages";
+import { type Column, DataTable } from "../../../../components/data-table";
 import { RedriveProgress, RedriveStatus } from "../../../../components/dlq";
 import { Page } from "../../../../components/page";
 import { Empty } from "../../../../components/states";
@@ -38,19 +39,13 @@ const COLUMNS: ReadonlyArray<Column<Redrive>> = [
 
 export function RedrivesView() {
   const trpc = useTRPC();
-  const redrives = cursorList(
-    useInfiniteQuery(
-      trpc.dlq.redrives.list.infiniteQueryOptions(
-        { limit: 25 },
-        {
-          getNextPageParam: (last) => last.next_cursor ?? undefined,
-          // Live while any shown redrive runs.
-          refetchInterval: (q) => (q.state.data?.pages.some((p) => p.redrives.some((r) => r.status === "running")) ? 1_000 : 10_000),
-        },
-      ),
-    ),
-    (page) => page.redrives,
-  );
+  const pages = useCursorPages();
+  const redrives = useQuery({
+    ...trpc.dlq.redrives.list.queryOptions({ limit: 25, ...(pages.cursor ? { cursor: pages.cursor } : {}) }),
+    placeholderData: keepPreviousData,
+    // Live while any shown redrive runs.
+    refetchInterval: (q) => (q.state.data?.redrives.some((r) => r.status === "running") ? 1_000 : 10_000),
+  });
   return (
     <Page
       title="Dead letters"
@@ -58,7 +53,7 @@ export function RedrivesView() {
     >
       <DeadLetterTabs />
       <DataTable
-        query={redrives}
+        query={{ ...redrives, data: redrives.data?.redrives }}
         columns={COLUMNS}
         rowKey={(r) => r.redrive_id}
         caption="Redrives"
@@ -69,6 +64,7 @@ export function RedrivesView() {
           </Empty>
         }
       />
+      <CursorPager pages={pages} nextCursor={redrives.data?.next_cursor} shown={redrives.data?.redrives.length ?? 0} label="Pages of redrives" />
     </Page>
   );
 }
