@@ -169,6 +169,42 @@ test.describe("[DLQ] the Dead letters workflow", () => {
     await shot(page, "alerts");
   });
 
+  test("[DLQ][REGRESSION][JOBS]: the upstream fails again — the resolved group reopens as a regression; the jobs browser filters by its error code and shows whole messages", async ({
+    page,
+    request,
+  }) => {
+    test.setTimeout(120_000);
+    writeFileSync(FLAG, "the billing upstream is down again\n");
+    const key = producerKey();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push(await enqueue(request, key, { job_type: JOB_TYPE, payload: { invoice: `inv_${9000 + i}` } }));
+    await expect.poll(async () => (await states(ids)).DEAD ?? 0, { timeout: 60_000, message: `the jobs die (worker: ${workerLog.slice(-2000)})` }).toBe(3);
+
+    const operator = createUser("operator");
+    await signIn(page, operator, "/dead-letters");
+    await page.goto(`/dead-letters?type=${encodeURIComponent(JOB_TYPE)}`);
+    const row = page.getByTestId("dlq-group").filter({ hasText: JOB_TYPE });
+    await expect(row).toHaveCount(1);
+    await expect(row).toContainText("regression");
+    await expect(row).toContainText("new");
+
+    // The jobs browser: dead jobs with this error code, a message opened whole.
+    await page.goto("/jobs?state=DEAD");
+    await page.getByLabel("Error code").selectOption("UPSTREAM_UNAVAILABLE");
+    await page.getByRole("button", { name: "Apply" }).click();
+    await expect(page).toHaveURL(/[?&]code=UPSTREAM_UNAVAILABLE/);
+    await expect(page.getByTestId("job-id")).toHaveCount(3);
+    const first = page
+      .getByRole("row")
+      .filter({ has: page.getByTestId("job-id") })
+      .first();
+    await first.getByText("show full message").click();
+    await expect(first.locator(".whole-text")).toBeVisible();
+    await expect(first.locator(".whole-text")).toContainText(/returned 503 Service Unavailable \(request id req_[0-9a-f]{16}\)$/);
+    await shot(page, "jobs-error-code");
+    rmSync(FLAG, { force: true });
+  });
+
   test("[DLQ][ROLES]: a viewer reads a failure group but has no triage or redrive controls", async ({ page }) => {
     const viewer = createUser("viewer");
     await signIn(page, viewer, "/dead-letters");
