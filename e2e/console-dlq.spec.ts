@@ -73,6 +73,42 @@ test.describe("[DLQ] the Dead letters workflow", () => {
     await expect(page.getByRole("row").filter({ hasText: QUEUE })).toContainText("new deaths in 5 min");
   });
 
+  test("[DLQ][ADMIN]: an admin adds a reason code and archives it, and sets the alert webhook (its secret shown once, then only its last 4)", async ({
+    page,
+  }) => {
+    await signIn(page, ADMIN, "/dead-letters/reason-codes");
+    await page.goto("/dead-letters/reason-codes");
+    await expect(page.getByRole("row").filter({ hasText: "dependency_outage" })).toBeVisible();
+    const code = `e2e_${Date.now().toString(36)}`;
+    await page.getByLabel(/^Code/).fill(code);
+    await page.getByLabel("Label").fill("Upstream outage (e2e)");
+    await page.getByLabel("Label").press("Enter");
+    const codeRow = page.getByRole("row").filter({ hasText: code });
+    await expect(codeRow).toContainText("in use");
+    await codeRow.getByRole("button", { name: "Archive" }).click();
+    await expect(codeRow).toContainText("archived");
+
+    // Disabled, so no delivery job is enqueued while other specs run; deleted at the end.
+    await page.goto("/alerts/rules");
+    await page.getByLabel("URL (https://)").fill("https://hooks.e2e.internal/porter");
+    await page.getByLabel("Tenant of the delivery jobs").selectOption("tenant_A");
+    await page.getByLabel("Enabled", { exact: true }).last().uncheck();
+    await page.getByRole("button", { name: "Create webhook" }).click();
+    const secret = page.getByTestId("webhook-secret");
+    await expect(secret).toContainText("whsec_");
+    const shown = (await secret.locator("code").textContent()) ?? "";
+    await expect(page.getByTestId("secret-hint")).toContainText(shown.slice(-4));
+    await page.reload();
+    await expect(page.getByTestId("webhook-secret")).toHaveCount(0);
+    await expect(page.getByTestId("secret-hint")).toContainText(shown.slice(-4));
+    await page.getByRole("button", { name: "Save and rotate the secret" }).click();
+    await expect(page.getByTestId("webhook-secret")).toContainText("whsec_");
+    expect(await page.getByTestId("webhook-secret").locator("code").textContent()).not.toBe(shown);
+    await page.getByRole("button", { name: "Delete", exact: true }).last().click();
+    await page.getByRole("dialog").getByRole("button", { name: "Delete the webhook" }).click();
+    await expect(page.getByText("No webhook yet")).toBeVisible();
+  });
+
   test("[DLQ][REDRIVE]: an operator owns a failure group, notes it, dry-runs, redrives at 5 jobs/s, and the jobs succeed", async ({ page, request }) => {
     test.setTimeout(240_000);
     const key = producerKey();

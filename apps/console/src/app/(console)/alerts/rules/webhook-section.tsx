@@ -20,8 +20,9 @@ export function WebhookSection() {
   const [error, setError] = useState<string | null>(null);
   const save = useAction(trpc.dlq.webhook.set.mutationOptions(), {
     refreshes: [trpc.dlq],
-    success: (_w, input) => (input.rotate_secret || !webhook.data ? "Webhook saved: copy the new signing secret now, it is shown once." : "Webhook saved."),
-    onDone: (w, input) => setSecret(input.rotate_secret || !webhook.data ? w.secret : null),
+    // The secret comes back only when it is new (created or rotated); "" when it was kept.
+    success: (w) => (w.secret ? "Webhook saved: copy the new signing secret now, it is shown once." : "Webhook saved."),
+    onDone: (w) => setSecret(w.secret || null),
   });
   const remove = useAction(trpc.dlq.webhook.delete.mutationOptions(), { refreshes: [trpc.dlq], success: () => "Webhook deleted." });
 
@@ -65,7 +66,8 @@ export function WebhookSection() {
           >
             {w ? (
               <p className="small">
-                {w.enabled ? <Tag tone="ok">enabled</Tag> : <Tag>disabled</Tag>} secret ends in <code>{w.secret_hint}</code> · updated {dateTime(w.updated_at)}
+                {w.enabled ? <Tag tone="ok">enabled</Tag> : <Tag>disabled</Tag>} signing secret <code data-testid="secret-hint">{w.secret_hint}</code> · updated{" "}
+                {dateTime(w.updated_at)}
               </p>
             ) : (
               <p className="small muted">No webhook yet: alerts show in the console only.</p>
