@@ -121,6 +121,8 @@ test.describe("[DLQ] the Dead letters workflow", () => {
     await page.goto(`/dead-letters?type=${encodeURIComponent(JOB_TYPE)}`);
     const row = page.getByTestId("dlq-group").filter({ hasText: JOB_TYPE });
     await expect(row).toHaveCount(1);
+    // The filter is the URL's: its field shows it.
+    await expect(page.getByRole("form", { name: "Filter failure groups" }).getByLabel("Job type")).toHaveValue(JOB_TYPE);
     await expect(row).toContainText("UPSTREAM_UNAVAILABLE");
     await expect(row.getByRole("cell").nth(1)).toHaveText(String(JOBS)); // Count: the cell after "Job type · code"
     await expect(row).toContainText("unowned");

@@ -123,8 +123,10 @@ function GroupsTable({ groups, sort, order, onSort }: { groups: TGroupSummary[];
             <SortHeader label="Dead now" column="dead_now" isNumeric {...props} />
             <th scope="col">Last 24 h</th>
             <th scope="col">Top tenants</th>
-            <th scope="col">Owner</th>
-            <SortHeader label="Status" column="status" {...props} />
+            <th scope="col" aria-sort={sort === "status" ? (order === "asc" ? "ascending" : "descending") : "none"}>
+              <SortButton label="Status" column="status" {...props} />
+              <span> · owner</span>
+            </th>
             <th scope="col" aria-sort={sort === "last_seen" || sort === "first_seen" ? (order === "asc" ? "ascending" : "descending") : "none"}>
               <SortButton label="Last seen" column="last_seen" {...props} />
               <span aria-hidden="true"> · </span>
@@ -153,9 +155,17 @@ function GroupsTable({ groups, sort, order, onSort }: { groups: TGroupSummary[];
                 <Sparkline values={g.sparkline} label={`Deaths of group ${g.id}`} />
               </td>
               <td className="small">{g.tenants.length ? g.tenants.map((t) => `${t.tenant_id} (${count(t.count)})`).join(", ") : "—"}</td>
-              <td>{g.owner ? <span title={g.owner.email}>{g.owner.name || g.owner.email}</span> : <span className="muted">unowned</span>}</td>
               <td>
-                <DlqStatusBadge status={g.status} isRegression={g.is_regression} />
+                <span className="stack">
+                  <DlqStatusBadge status={g.status} isRegression={g.is_regression} />
+                  {g.owner ? (
+                    <span className="small" title={g.owner.email}>
+                      {g.owner.name || g.owner.email}
+                    </span>
+                  ) : (
+                    <span className="muted small">unowned</span>
+                  )}
+                </span>
               </td>
               <td>
                 <span className="stack">
@@ -236,7 +246,8 @@ function Choice({ label, name, value, options }: { label: string; name: string; 
   return (
     <label>
       {label}
-      <select name={name} defaultValue={value ?? ""}>
+      {/* Keyed by the options: mounted again once they load, so the URL's value is selected. */}
+      <select name={name} defaultValue={value ?? ""} key={options.length}>
         <option value="">any</option>
         {value && !options.includes(value) ? <option value={value}>{value}</option> : null}
         {options.map((o) => (

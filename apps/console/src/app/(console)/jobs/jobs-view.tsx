@@ -276,7 +276,7 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
       <AnyOf label="Tenant" name="tenant" value={filter.tenant_id} rows={tenants.data} />
       <label>
         Error code
-        <select name="code" defaultValue={filter.error_code ?? ""}>
+        <select name="code" defaultValue={filter.error_code ?? ""} key={errorCodes.data?.codes.length ?? -1}>
           <option value="">any</option>
           {filter.error_code && !errorCodes.data?.codes.some((c) => c.code === filter.error_code) ? (
             <option value={filter.error_code}>{filter.error_code}</option>
