@@ -12,7 +12,7 @@ export function Sparkline({ values, label }: { values: readonly number[]; label:
   const name = `${label}: ${total} in the last 24 h, at most ${peak} in an hour`;
   return (
     <span className="sparkline" role="img" aria-label={name} title={name}>
-      <BarChart width={96} height={24} data={data} margin={{ top: 1, right: 0, bottom: 1, left: 0 }} barCategoryGap={1}>
+      <BarChart width={72} height={22} data={data} margin={{ top: 1, right: 0, bottom: 1, left: 0 }} barCategoryGap={1}>
         <YAxis hide domain={[0, Math.max(1, peak)]} />
         <Bar dataKey="v" fill="#b3261e" isAnimationActive={false} />
       </BarChart>
