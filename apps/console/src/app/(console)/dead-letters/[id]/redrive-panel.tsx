@@ -2,7 +2,7 @@
 import { DEFAULT_REDRIVE_RATE, SKIP_REASONS, type TGroupDetail } from "@porter/api/schemas/dlq";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useEffect, useState } from "react";
 import { Dialog } from "../../../../components/dialog";
 import { RedriveProgress, RedriveStatus, SKIP_LABELS } from "../../../../components/dlq";
 import { useViewer } from "../../../../components/providers";
@@ -25,7 +25,16 @@ export function RedrivePanel({ group }: { group: TGroupDetail }) {
   const router = useRouter();
   const pathname = usePathname();
   const searchParams = useSearchParams();
-  const redriveId = searchParams.get("redrive");
+  // The redrive to watch: the one in the address (started here, or linked), else one of this
+  // group's that is running now (started by someone else, or before a reload).
+  const running = useQuery({ ...trpc.dlq.redrives.list.queryOptions({ status: "running", limit: 50 }), refetchInterval: 5_000 });
+  const runningHere = running.data?.redrives.find((r) => (r.selection as { group_id?: string }).group_id === group.id)?.redrive_id;
+  // Kept once seen, so its 100% stays on screen after it leaves the running list.
+  const [seen, setSeen] = useState<string | null>(null);
+  useEffect(() => {
+    if (runningHere) setSeen(runningHere);
+  }, [runningHere]);
+  const redriveId = searchParams.get("redrive") ?? runningHere ?? seen;
   const canRedrive = viewer.can("operator");
   const queryClient = useQueryClient();
   const [rate, setRate] = useState(String(DEFAULT_REDRIVE_RATE));
