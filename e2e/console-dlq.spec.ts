@@ -128,7 +128,7 @@ test.describe("[DLQ] the Dead letters workflow", () => {
     await expect(row).toContainText("unowned");
     // The sparkline is read by its name (deaths in 24 h), and is no tab stop.
     await expect(row.getByRole("img", { name: /in the last 24 h/ })).toHaveAttribute("aria-label", new RegExp(`: ${JOBS} in the last 24 h`));
-    await expect(row.locator(".sparkline [tabindex]")).toHaveCount(0);
+    await expect(row.locator('.sparkline [tabindex]:not([tabindex^="-"])')).toHaveCount(0);
     await shot(page, "dlq-groups");
 
     await row.getByRole("link", { name: /^Group \d+/ }).click();
