@@ -4,7 +4,10 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useTRPC } from "../lib/trpc";
 
-/** Every console page: a banner while dead-letter alerts fire (their count, a link to the list). */
+/**
+ * Every console page: a banner while dead-letter alerts fire (their count, the first one, a link to
+ * the list). A polite status, not an alert: it is there on every page load while they fire.
+ */
 export function AlertBanner() {
   const trpc = useTRPC();
   const pathname = usePathname();
@@ -13,7 +16,7 @@ export function AlertBanner() {
   if (firing === 0 || pathname === "/alerts") return null;
   const first = alerts.data?.alerts[0];
   return (
-    <div className="alert-banner" role="alert" data-testid="alert-banner">
+    <div className="alert-banner" role="status" data-testid="alert-banner">
       <strong>
         {firing} alert{firing === 1 ? "" : "s"} firing
       </strong>
