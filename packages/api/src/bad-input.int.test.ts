@@ -4,6 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callProcedure, enqueueRequest, fingerprint, jobId, nastyJson, nastyNumber, nastyString, oddDate, toJsonText } from "./testing/bad-input";
+import { moveJobs } from "./testing/console";
 import { type ProducerFixtures, seedProducerFixtures } from "./testing/fixtures";
 import { startTestServer, type TestServer } from "./testing/http-server";
 
@@ -17,6 +18,7 @@ const db = useTestDatabase();
 let server: TestServer;
 let fx: ProducerFixtures;
 let jobIds: string[];
+let deadJobId: string;
 
 const SEED = process.env.PORTER_FC_SEED ? Number(process.env.PORTER_FC_SEED) : undefined;
 const PATH = process.env.PORTER_FC_PATH;
@@ -35,6 +37,11 @@ beforeAll(async () => {
     })),
   );
   jobIds = made.map((r) => r.job_id);
+  // A failure group (id 1) with a dead job, and a console user to own it: triage inputs reach past the 404.
+  const [dead] = await enqueueJobs(db.pool, [{ job_type: "fx.email", tenant_id: fx.tenantA, payload: { dead: true }, idempotency_key: "seed-dead" }]);
+  await moveJobs(db.pool, [dead!.job_id], "DEAD");
+  deadJobId = dead!.job_id;
+  await db.pool.query(`INSERT INTO users (id, email, name, password_hash, role) VALUES ('u_triager', 'triager@example.com', 'T', 'x', 'operator')`);
   // Every request is an admin's same-origin console request as well: console inputs are reached.
   server = await startTestServer({
     db: db.pool,
@@ -76,12 +83,17 @@ const jobFilter = () =>
     idempotency_key: text(),
     job_id: jobId(jobIds),
     trace_id: text(),
+    error_code: text(),
   });
 const auditFilter = () => optional({ actor: text(), action: text(), object_type: text(), object_id: text(), from: orNasty(oddDate), to: orNasty(oddDate) });
 const cursor = orNasty(
   fc.constantFrom("1", "99999999999999999999", "9223372036854775807", "9223372036854775808", "0", "-1", "AZmVr3X3cAGXXXXXXXXXXX"),
   nastyString(),
 );
+
+const groupId = () => orNasty(fc.constantFrom("1", "999999", "0", "99999999999999999999"), nastyString());
+const dlqStatus = () => orNasty(fc.constantFrom("new", "investigating", "fix_pending", "resolved", "ignored"));
+const owner = () => orNasty(fc.constantFrom("me", "none", "triager@example.com", "u_triager", "ghost@example.com", null), nastyString());
 
 /** One row per procedure: its path, kind, and the inputs to throw at it. A new procedure is one more row. */
 const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: number; input: () => fc.Arbitrary<unknown>; key?: boolean }> = [
@@ -169,6 +181,69 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
   },
   { path: "apiKeys.revoke", type: "mutation", numRuns: 15, input: () => fc.record({ id: nastyString(), reason: nastyString() }) },
   { path: "users.update", type: "mutation", numRuns: 15, input: () => optional({ id: nastyString(), name: nastyString(), reason: nastyString() }) },
+  { path: "jobs.errorCodes", type: "query", numRuns: 10, input: () => orNasty(fc.constant({})) },
+  {
+    path: "dlq.groups.list",
+    type: "query",
+    numRuns: 30,
+    input: () =>
+      orNasty(
+        optional({
+          queue_id: text(),
+          job_type: text(),
+          tenant_id: text(),
+          error_code: text(),
+          status: dlqStatus(),
+          owner: owner(),
+          dead_only: orNasty(fc.boolean()),
+          sort: orNasty(fc.constantFrom("last_seen", "first_seen", "count", "dead_now", "status")),
+          order: orNasty(fc.constantFrom("asc", "desc")),
+          cursor,
+          limit,
+        }),
+      ),
+  },
+  { path: "dlq.groups.get", type: "query", numRuns: 15, input: () => orNasty(fc.record({ id: groupId() })) },
+  { path: "dlq.groups.jobs", type: "query", numRuns: 20, input: () => orNasty(optional({ id: groupId(), dead_only: orNasty(fc.boolean()), cursor, limit })) },
+  {
+    path: "dlq.groups.triage",
+    type: "mutation",
+    numRuns: 40,
+    input: () =>
+      optional({
+        id: groupId(),
+        owner: owner(),
+        status: dlqStatus(),
+        ignore: orNasty(fc.oneof(fc.record({ until: orNasty(oddDate) }), fc.record({ more: orNasty(fc.integer({ min: -1, max: 5 }), nastyNumber) }))),
+        reason_code: orNasty(fc.constantFrom("bug", "no_such_code", null)),
+        note: nastyString(),
+      }),
+  },
+  {
+    path: "dlq.jobs.triage",
+    type: "mutation",
+    numRuns: 25,
+    input: () =>
+      optional({
+        job_id: orNasty(fc.constant(deadJobId), jobId(jobIds)),
+        owner: owner(),
+        status: dlqStatus(),
+        reason_code: orNasty(fc.constantFrom("bug", "no_such_code", null)),
+        note: nastyString(),
+      }),
+  },
+  {
+    path: "dlq.reasonCodes.upsert",
+    type: "mutation",
+    numRuns: 20,
+    input: () =>
+      optional({
+        code: orNasty(fc.constantFrom("fx_reason", "unknown"), nastyString()),
+        label: nastyString(),
+        description: nastyString(),
+        archived: orNasty(fc.boolean()),
+      }),
+  },
   {
     path: "dlq.alerts.list",
     type: "query",

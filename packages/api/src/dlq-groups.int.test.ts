@@ -106,6 +106,29 @@ describe("dlq.groups", () => {
   });
 });
 
+describe("triage and its audit commit together", () => {
+  it("when the audit row is refused, the triage (group, thread) and a reason-code edit are rolled back", async () => {
+    await db.pool.query(`
+      CREATE FUNCTION refuse_saboteur_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.actor = 'user:saboteur@example.com' THEN RAISE EXCEPTION 'audit insert refused (test)'; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_saboteur_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_saboteur_audit();
+    `);
+    const saboteur = () => consoleCaller(db.appPool, sessionOf("admin", "saboteur@example.com"));
+    const before = await viewer().dlq.groups.get({ id: groupId });
+    const events = await eventCount();
+    await expect(saboteur().dlq.groups.triage({ id: groupId, status: "fix_pending", note: "sabotage" })).rejects.toThrow();
+    await expect(saboteur().dlq.jobs.triage({ job_id: jobIds[2]!, status: "resolved" })).rejects.toThrow();
+    await expect(saboteur().dlq.reasonCodes.upsert({ code: "sabotage", label: "Sabotage" })).rejects.toThrow();
+    expect(await viewer().dlq.groups.get({ id: groupId })).toEqual(before);
+    expect(await eventCount()).toBe(events);
+    expect((await db.pool.query(`SELECT count(*)::int AS n FROM dlq_job_triage WHERE job_id = $1`, [jobIds[2]])).rows[0].n).toBe(0);
+    expect((await viewer().dlq.reasonCodes.list({})).codes.map((c) => c.code)).not.toContain("sabotage");
+  });
+});
+
 describe("dlq.reasonCodes", () => {
   it("everyone reads the list; only an admin edits it", async () => {
     const { codes } = await viewer().dlq.reasonCodes.list({});

@@ -187,7 +187,17 @@ export const jobId = (real: string[]): fc.Arbitrary<unknown> => fc.oneof(fc.cons
  * nothing was inserted, deleted or updated (up to a 64-bit hash collision).
  */
 export const fingerprint = async (pool: pg.Pool): Promise<Record<string, string>> => {
-  const tables = ["jobs", "finished_jobs", "idempotency_keys", "job_events", "audit_log"] as const;
+  const tables = [
+    "jobs",
+    "finished_jobs",
+    "idempotency_keys",
+    "job_events",
+    "audit_log",
+    "dlq_groups",
+    "dlq_events",
+    "dlq_job_triage",
+    "dlq_reason_codes",
+  ] as const;
   const { rows } = await pool.query<Record<string, string>>(
     `SELECT ${tables.map((t) => `(SELECT count(*) || ':' || coalesce(sum(hashtextextended(x::text, 0)), 0) FROM ${t} x) AS ${t}`).join(", ")}`,
   );

@@ -63,7 +63,13 @@ const runningJobs = async (n: number, over: { job_type?: string; tenant?: (i: nu
   return claimed;
 };
 
-const die = (jobs: ClaimedJob[], message: (j: ClaimedJob) => string, over: Partial<TJobError> = {}, conn: pg.Pool | pg.Client = db.appPool, now?: Date) =>
+const die = (
+  jobs: ClaimedJob[],
+  message: (j: ClaimedJob) => string,
+  over: Partial<TJobError> = {},
+  conn: pg.Pool | pg.PoolClient | pg.Client = db.appPool,
+  now?: Date,
+) =>
   failJobs(
     conn,
     jobs.map((j) => ({
@@ -108,7 +114,8 @@ describe("failure groups as jobs die", () => {
     });
     expect(g.first_seen).toEqual(t0);
     expect(g.last_seen).toEqual(new Date("2026-11-30T12:40:00Z"));
-    expect([jobs[1]!.jobId, jobs[2]!.jobId]).toContain(g.sample_job_id);
+    // The sample is the latest death; a tie (one statement) goes to the newest job (UUIDv7 order).
+    expect(g.sample_job_id).toBe([jobs[1]!.jobId, jobs[2]!.jobId].sort().at(-1));
     expect(g.sample_message).toMatch(/^GET https:\/\/api\.example\.com\/orders\/\d+ failed: 503$/);
     expect(await facets(g.id)).toEqual([
       { kind: "queue", value: "gq1", count: 3 },
@@ -196,7 +203,7 @@ describe("concurrent deaths", () => {
       }),
     );
     try {
-      const script = fileURLToPath(new URL("./fail-jobs-process.ts", import.meta.url));
+      const script = fileURLToPath(new URL("../testing/fail-jobs-process.ts", import.meta.url));
       const proc = spawn("npx", ["tsx", script, db.appConnectionString, JSON.stringify(child)], { stdio: ["pipe", "pipe", "inherit"] });
       let stdout = "";
       proc.stdout.setEncoding("utf8");
@@ -300,6 +307,23 @@ describe("regression reopen", () => {
     expect(await reopenedEvents(id)).toEqual([{ kind: "reopened", actor: "system:dlq", data: { regression: true } }]);
     // Further deaths of the reopened group do not reopen it again.
     await dieInto("resolved");
+    expect(await reopenedEvents(id)).toHaveLength(1);
+  });
+
+  it("two death statements in one transaction reopen a resolved group once", async () => {
+    const id = await freshGroup("twice");
+    await setStatus(id, `status = 'resolved'`);
+    const jobs = await runningJobs(2);
+    const client = await db.appPool.connect();
+    try {
+      await client.query("BEGIN");
+      await die([jobs[0]!], () => "regression twice 5", { code: "REG" }, client);
+      await die([jobs[1]!], () => "regression twice 6", { code: "REG" }, client);
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    expect(await groupRow(id)).toMatchObject({ status: "new", is_regression: true });
     expect(await reopenedEvents(id)).toHaveLength(1);
   });
 

@@ -100,10 +100,10 @@ BEGIN
       FROM dlq_new WHERE dlq_fingerprint IS NOT NULL
   ), per_group AS (
     SELECT fp, min(job_type) AS job_type,
-           (array_agg(coalesce(error ->> 'code', 'UNKNOWN') ORDER BY finished_at DESC))[1] AS code,
-           (array_agg(coalesce(error ->> 'class', 'unknown') ORDER BY finished_at DESC))[1] AS class,
-           (array_agg(coalesce(error ->> 'message', '') ORDER BY finished_at DESC))[1] AS message,
-           (array_agg(job_id ORDER BY finished_at DESC))[1] AS sample_job_id,
+           (array_agg(coalesce(error ->> 'code', 'UNKNOWN') ORDER BY finished_at DESC, job_id DESC))[1] AS code,
+           (array_agg(coalesce(error ->> 'class', 'unknown') ORDER BY finished_at DESC, job_id DESC))[1] AS class,
+           (array_agg(coalesce(error ->> 'message', '') ORDER BY finished_at DESC, job_id DESC))[1] AS message,
+           (array_agg(job_id ORDER BY finished_at DESC, job_id DESC))[1] AS sample_job_id,
            count(*) AS n, min(finished_at) AS first_at, max(finished_at) AS last_at
       FROM dead GROUP BY fp
   ), upserted AS (
@@ -118,7 +118,13 @@ BEGIN
            last_seen = greatest(g.last_seen, EXCLUDED.last_seen),
            sample_message = EXCLUDED.sample_message,
            sample_job_id = EXCLUDED.sample_job_id,
-           updated_at = now(),
+           -- The reopen's mark for RETURNING (which sees only the new row): clock_timestamp(), later
+           -- than the transaction's now(), only on the update that reopens the group. Another
+           -- statement of the same transaction, or a concurrent one that waited for this row, sets
+           -- now() and reports no second reopen.
+           updated_at = CASE WHEN g.status = 'resolved'
+                               OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
+                             THEN clock_timestamp() ELSE now() END,
            status = CASE WHEN g.status = 'resolved'
                            OR (g.status = 'ignored' AND (coalesce(g.ignored_until <= now(), false) OR coalesce(g.ignore_remaining <= EXCLUDED.count, false)))
                          THEN 'new'::dlq_status ELSE g.status END,
@@ -139,7 +145,7 @@ BEGIN
                                    THEN NULL
                                    WHEN g.ignore_remaining IS NOT NULL THEN g.ignore_remaining - EXCLUDED.count::int
                                    ELSE NULL END
-    RETURNING g.id, g.fingerprint, g.reopened_at = now() AND g.status_changed_at = now() AND g.status = 'new' AND g.is_regression AS reopened
+    RETURNING g.id, g.fingerprint, g.updated_at <> now() AS reopened
   ), reopened AS (
     INSERT INTO dlq_events (group_id, at, actor, kind, body, data)
     SELECT id, now(), 'system:dlq', 'reopened', 'a new death arrived after the group was resolved or its ignore ran out',
