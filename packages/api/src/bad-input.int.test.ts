@@ -85,6 +85,14 @@ const jobFilter = () =>
     trace_id: text(),
     error_code: text(),
   });
+const redriveSelection = () =>
+  fc.oneof(
+    fc.record({
+      filter: optional({ queue_id: text(), job_type: text(), tenant_id: text(), error_code: text(), from: orNasty(oddDate), to: orNasty(oddDate) }),
+    }),
+    fc.record({ group_id: orNasty(fc.constantFrom("1", "42", "0", "-1", "99999999999999999999"), nastyString()) }),
+    fc.record({ job_ids: orNasty(fc.array(jobId(jobIds), { maxLength: 3 })) }),
+  );
 const auditFilter = () => optional({ actor: text(), action: text(), object_type: text(), object_id: text(), from: orNasty(oddDate), to: orNasty(oddDate) });
 const cursor = orNasty(
   fc.constantFrom("1", "99999999999999999999", "9223372036854775807", "9223372036854775808", "0", "-1", "AZmVr3X3cAGXXXXXXXXXXX"),
@@ -280,6 +288,22 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
         enabled: orNasty(fc.boolean()),
         rotate_secret: orNasty(fc.boolean()),
       }),
+  },
+  // Durable redrives: the fixtures hold no DEAD job, so a create that passes validation is a 400 too (nothing to redrive).
+  { path: "dlq.redrives.preview", type: "mutation", numRuns: 20, input: () => fc.record({ selection: redriveSelection(), force: orNasty(fc.boolean()) }) },
+  {
+    path: "dlq.redrives.create",
+    type: "mutation",
+    numRuns: 15,
+    input: () =>
+      optional({ selection: redriveSelection(), rate_per_s: orNasty(fc.double({ min: -1, max: 20_000, noNaN: true }), nastyNumber), reason: nastyString() }),
+  },
+  { path: "dlq.redrives.get", type: "query", numRuns: 10, input: () => orNasty(fc.record({ id: orNasty(fc.uuid(), nastyString()) })) },
+  {
+    path: "dlq.redrives.abort",
+    type: "mutation",
+    numRuns: 10,
+    input: () => orNasty(optional({ id: orNasty(fc.uuid(), nastyString()), reason: nastyString() })),
   },
 ];
 

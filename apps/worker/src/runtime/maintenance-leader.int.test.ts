@@ -1,4 +1,7 @@
 import { Writable } from "node:stream";
+import { createRedrive, getRedrive } from "@porter/core";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
+import { killJobs } from "@porter/core/testing/dead-jobs";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
@@ -44,5 +47,26 @@ describe("maintenance leader and the hot table's vacuum", () => {
     const messages = await runLeader(testDb.connectionString);
     expect(messages).toContain("became the maintenance leader");
     expect(messages.filter((m) => OFF.test(m))).toHaveLength(0);
+  });
+});
+
+describe("maintenance leader and durable redrives", () => {
+  it("advances a running redrive every tick, as the runtime role, to its end", async () => {
+    await controlPlane(testDb.pool, { pool: "ml-pool", queues: [{ id: "ml-q" }] });
+    const jobs = await killJobs(testDb.pool, 30, { jobType: "ml-q.job" }, "ml-pool");
+    const created = await createRedrive(testDb.pool, { selection: { job_ids: jobs }, ratePerS: 100, actor: "test" });
+    const leader = new MaintenanceLeader({
+      connectionString: testDb.appConnectionString,
+      logger: createLogger({ level: "silent" }),
+      acquireEveryMs: 20,
+      runEveryMs: 20,
+    });
+    leader.start();
+    try {
+      await waitFor("the redrive to complete", async () => (await getRedrive(testDb.pool, created.redrive_id))?.status === "completed");
+    } finally {
+      await leader.close();
+    }
+    expect(await getRedrive(testDb.pool, created.redrive_id)).toMatchObject({ redriven: 30, total: 30 });
   });
 });

@@ -19,7 +19,8 @@ export type MaintenanceLeaderOptions = {
 /**
  * Maintenance under one leader: every worker process tries `tryAcquireLeadership` (a session
  * advisory lock) on a dedicated connection every few seconds; the holder runs `runMaintenance`
- * (rescue expired leases, expire deadlines, promote retries, prune) every second, and vacuums the
+ * (rescue expired leases, expire deadlines, promote retries, prune) every second, then advances
+ * every running durable redrive by one batch at its velocity (`advanceRedrives`), and vacuums the
  * hot table when enough dead row versions piled up (at most every `vacuumEveryMs`), and evaluates
  * the DLQ alert rules every `alertsEveryMs` (core's `evaluateAlerts`). The lock goes
  * with the connection, so when the leader exits or its connection drops another worker takes over.
@@ -88,8 +89,9 @@ export class MaintenanceLeader {
         const report = await runMaintenance(this.client);
         if (Object.values(report).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);
         // Durable redrives (issue 12): one batch per running redrive, at its velocity.
-        const { batches } = await advanceRedrives(this.client);
-        if (batches.length > 0) this.options.logger.info("redrive batches", { batches });
+        const redrives = await advanceRedrives(this.client);
+        if (redrives.batches.length > 0) this.options.logger.info("redrive batches", { batches: redrives.batches });
+        for (const f of redrives.failed) this.options.logger.warn("a redrive batch failed; retried next tick", { redriveId: f.redrive_id, err: f.error });
         if (this.vacuumEveryMs > 0 && Date.now() - this.lastVacuumCheckAt >= this.vacuumEveryMs && !this.isClosed) {
           this.lastVacuumCheckAt = Date.now();
           const vacuum = await vacuumHotTable(this.client);

@@ -43,6 +43,6 @@ export const ZBulkJobAction = z.strictObject({
   reason: ZStorableText.trim().max(500).optional(),
 });
 export const ZBulkRedrive = ZBulkJobAction.extend({
-  /** Also redrive partially completed jobs and jobs past their deadline. */
+  /** Also redrive permanent errors, partially completed jobs and jobs past their deadline. */
   force: z.boolean().default(false),
 });

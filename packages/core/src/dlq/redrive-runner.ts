@@ -218,16 +218,26 @@ export const advanceRedrive = async (db: Db, params: { id: string; now?: Date })
 /**
  * Advances every running redrive by one batch (oldest first), each in its own transaction. Called
  * by the maintenance leader every tick (apps/worker/src/runtime/maintenance-leader.ts); safe to
- * run from several processes at once (row locks, SKIP LOCKED). Transition `redrive_run`.
+ * run from several processes at once (row locks, SKIP LOCKED). A batch that fails rolls back
+ * alone and is reported in `failed` (retried next tick); the other redrives still advance.
+ * Transition `redrive_run`.
  */
-export const advanceRedrives = async (db: Db, params: { now?: Date } = {}): Promise<{ batches: RedriveBatch[] }> => {
+export const advanceRedrives = async (
+  db: Db,
+  params: { now?: Date } = {},
+): Promise<{ batches: RedriveBatch[]; failed: Array<{ redrive_id: string; error: unknown }> }> => {
   const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM redrives WHERE status = 'running' ORDER BY created_at, id LIMIT 100`);
   const batches: RedriveBatch[] = [];
+  const failed: Array<{ redrive_id: string; error: unknown }> = [];
   for (const { id } of rows) {
-    const batch = await advanceRedrive(db, { id, ...(params.now ? { now: params.now } : {}) });
-    if (batch && (batch.redriven > 0 || batch.skipped > 0 || batch.status === "completed")) batches.push(batch);
+    try {
+      const batch = await advanceRedrive(db, { id, ...(params.now ? { now: params.now } : {}) });
+      if (batch && (batch.redriven > 0 || batch.skipped > 0 || batch.status === "completed")) batches.push(batch);
+    } catch (error) {
+      failed.push({ redrive_id: id, error });
+    }
   }
-  return { batches };
+  return { batches, failed };
 };
 
 /**

@@ -186,6 +186,29 @@ describe("selection and cutoff", () => {
   });
 });
 
+describe("concurrency", () => {
+  it("two redrives asked at once over the same jobs: one holds each job, the other skips it as `already`; concurrent runners move each once", async () => {
+    const { jobType, pool } = await queue("conc");
+    const jobs = await killJobs(db.pool, 40, { jobType }, pool);
+    const [a, b] = await Promise.all([
+      createRedrive(db.pool, { selection: { job_ids: jobs }, ratePerS: 1000, actor: "a" }),
+      createRedrive(db.pool, { selection: { job_ids: jobs }, ratePerS: 1000, actor: "b" }),
+    ]);
+    expect([a!.skipped.already, b!.skipped.already].sort((x, y) => x - y)).toEqual([0, 40]);
+    // Four runners at once (as if two leaders overlapped): each job moved exactly once.
+    await Promise.all([1, 2, 3, 4].map(() => advanceRedrives(db.pool)));
+    for (let i = 0; i < 5; i++) await advanceRedrives(db.pool);
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM job_events WHERE kind = 'redriven' AND job_id = ANY($1::uuid[]) GROUP BY job_id`,
+      [jobs],
+    );
+    expect(rows).toHaveLength(40);
+    expect(rows.every((r) => r.n === 1)).toBe(true);
+    const holder = a!.skipped.already === 0 ? a! : b!;
+    expect(await getRedrive(db.pool, holder.redrive_id)).toMatchObject({ status: "completed", redriven: 40 });
+  });
+});
+
 describe("velocity", () => {
   it("holds the rate: redriven per any 10 s window ≤ rate × 10 + one batch, and reaches it", async () => {
     const { jobType, pool } = await queue("vel");

@@ -105,12 +105,14 @@ export type SkipReason = "not_found" | "not_dead" | "partial" | "expired";
 export type RedriveOutcome = { redriven: string[]; skipped: Array<{ job_id: string; reason: SkipReason }> };
 
 /**
- * DEAD → READY, audited: each redriven job moves back to the hot table with a fresh attempt budget
- * (attempt 0, redrive_count + 1), a `redriven` timeline event and an audit row, all in one
- * transaction. Jobs that recorded effects (partial) or whose deadline passed are skipped unless
- * `force`; a forced redrive of an expired deadline clears it. Redriven jobs take their tenants'
- * next virtual finish times, as enqueued jobs do (weighted fair share, docs/scheduling.md).
- * Transition `redrive` (sql/transitions.ts).
+ * The immediate redrive, DEAD → READY at once, audited: each redriven job moves back to the hot
+ * table with a fresh attempt budget (attempt 0, redrive_count + 1), a `redriven` timeline event and
+ * an audit row, all in one transaction ({@link moveDeadJobs}). Jobs that recorded effects (partial)
+ * or whose deadline passed are skipped unless `force`; a forced redrive of an expired deadline
+ * clears it. Redriven jobs take their tenants' next virtual finish times, as enqueued jobs do
+ * (weighted fair share, docs/scheduling.md). Unthrottled, for tests and internal use: what
+ * operators run (CLI, console, API) is a durable redrive at a velocity (createRedrive,
+ * packages/core/src/dlq/redrive-runner.ts, docs/redrive.md). Transition `redrive` (sql/transitions.ts).
  */
 export const redriveJobs = async (db: Db, params: RedriveParams): Promise<RedriveOutcome> => {
   if (!params.jobIds?.length && !params.filter) {

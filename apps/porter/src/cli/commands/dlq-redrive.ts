@@ -36,6 +36,9 @@ const redriveIdArg = (cmd: string, value: string): string => {
   return value.toLowerCase();
 };
 
+/** How long a --watch waits without progress before it says who moves redrives. */
+const STALL_HINT_MS = 15_000;
+
 const rateOption = (cmd: string, value: string | undefined): number => {
   if (value === undefined) return DEFAULT_REDRIVE_RATE_PER_S;
   const n = Number(value);
@@ -120,7 +123,8 @@ const redriveCommandNamed = (name: string, aliasNote: string): Command =>
         const skippedCount = REDRIVE_SKIP_REASONS.reduce((n, k) => n + plan.skipped[k], 0);
         const human = [
           `would redrive ${plan.eligible.length} job(s); skipped ${skippedCount}: ${REDRIVE_SKIP_REASONS.map((k) => `${k} ${plan.skipped[k]}`).join(", ")}`,
-          ...plan.jobs.map((j) => `  ${j.job_id} ${j.reason ?? "eligible"}`),
+          ...plan.jobs.slice(0, 50).map((j) => `  ${j.job_id} ${j.reason ?? "eligible"}`),
+          ...(plan.jobs.length > 50 ? [`  … and ${plan.jobs.length - 50} more (--json lists every eligible id)`] : []),
         ];
         if (!force && plan.skipped.expired + plan.skipped.partial + plan.skipped.permanent > 0)
           human.push("expired, partial and permanent jobs are redriven only with --force");
@@ -173,12 +177,29 @@ export const dlqRedrivesCommand = defineCommand({
     if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new UsageError(`${cmd}: --limit must be an integer from 1 to 200`);
     const { pool } = await ctx.db();
     const say = (line: string) => (ctx.out.isJson ? ctx.out.progress(line) : ctx.out.line(line));
+    // A watch that sees nothing move for a while says once who moves redrives.
+    let lastDone = -1;
+    let lastMoveAt = Date.now();
+    let isHinted = false;
+    const stalled = (views: RedriveView[]) => {
+      const done = views.reduce((n, r) => n + r.redriven + REDRIVE_SKIP_REASONS.reduce((m, k) => m + r.skipped[k], 0), 0);
+      if (done !== lastDone) {
+        lastDone = done;
+        lastMoveAt = Date.now();
+      } else if (!isHinted && Date.now() - lastMoveAt >= STALL_HINT_MS) {
+        isHinted = true;
+        ctx.out.progress(
+          `no progress for ${STALL_HINT_MS / 1000} s: redrives are moved by a worker's maintenance leader — is a worker running (npm run worker -- --pool <name>)?`,
+        );
+      }
+    };
 
     if (id) {
       let r = await getRedrive(pool, id);
       if (!r) throw new AppError("NOT_FOUND", { message: `no redrive ${id}` });
       while (values.watch && r.status === "running") {
         say(progressLine(r));
+        stalled([r]);
         await sleep(every * 1000);
         r = (await getRedrive(pool, id))!;
       }
@@ -193,6 +214,7 @@ export const dlqRedrivesCommand = defineCommand({
         const running = redrives.filter((r) => watched.includes(r.redrive_id) && r.status === "running");
         if (running.length === 0) break;
         for (const r of running) say(progressLine(r));
+        stalled(running);
         await sleep(every * 1000);
         redrives = await Promise.all(redrives.map(async (r) => (watched.includes(r.redrive_id) ? ((await getRedrive(pool, r.redrive_id)) ?? r) : r)));
       }

@@ -79,8 +79,16 @@ const describe = (e: Event): { title: string; detail?: string; flags: string[] }
       return { title: `Cancelled${e.actor ? ` by ${e.actor}` : ""}${reason}`, flags };
     case "expired":
       return { title: "Expired: its deadline passed", flags };
-    case "redriven":
-      return { title: `Redriven by ${e.actor ?? "someone"}${reason}`, detail: d.forced ? "forced" : undefined, flags };
+    case "redriven": {
+      // The lineage (durable redrives, issue 12): which redrive, how many attempts the dead life had.
+      const lineage = [
+        typeof d.redrive_id === "string" ? `redrive ${d.redrive_id}` : null,
+        typeof d.attempts_before === "number" ? `after ${d.attempts_before} attempt${d.attempts_before === 1 ? "" : "s"}` : null,
+        typeof d.group_id === "string" ? `failure group ${d.group_id}` : null,
+        d.forced ? "forced" : null,
+      ].filter(Boolean);
+      return { title: `Redriven by ${e.actor ?? "someone"}${reason}`, detail: lineage.length ? lineage.join(" · ") : undefined, flags };
+    }
     case "retry_now":
       return { title: `Retried now by ${e.actor ?? "someone"}${reason}`, flags };
     default:
