@@ -132,7 +132,8 @@ function ConfirmDialog<TOutput>({
                   setAsked(chosen);
                 }
               }}
-            />{" "}
+            />
+            {/* No space text before the label (.check spaces it): its text is the option's name as written, "Force: …". */}
             {o.label}
           </label>
         ))}

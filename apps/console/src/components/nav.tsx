@@ -8,6 +8,8 @@ import { useViewer } from "./providers";
 const LINKS: Array<{ href: string; label: string; role?: Role }> = [
   { href: "/", label: "Overview" },
   { href: "/jobs", label: "Jobs" },
+  { href: "/dead-letters", label: "Dead letters" },
+  { href: "/alerts", label: "Alerts" },
   { href: "/pools", label: "Pools & workers" },
   { href: "/queues", label: "Queues" },
   { href: "/job-types", label: "Job types" },

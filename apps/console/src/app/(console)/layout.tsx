@@ -1,5 +1,6 @@
 import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
+import { AlertBanner } from "../../components/alert-banner";
 import { Nav } from "../../components/nav";
 import { Providers } from "../../components/providers";
 import { getConsoleSession } from "../../server/auth";
@@ -36,6 +37,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
       <div className="shell">
         <Nav />
         <main id="main" className="content" tabIndex={-1}>
+          <AlertBanner />
           {children}
         </main>
       </div>

@@ -7,6 +7,7 @@ import { type FormEvent, useEffect, useMemo, useState } from "react";
 import { StateBadge, Tag } from "../../../components/badges";
 import { CopyId } from "../../../components/copy-id";
 import { type Column, cursorList, DataTable } from "../../../components/data-table";
+import { LongText } from "../../../components/dlq";
 import { type JobAction, useJobActions } from "../../../components/job-actions";
 import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
@@ -27,6 +28,7 @@ const PARAMS = {
   key: "idempotency_key",
   job: "job_id",
   trace: "trace_id",
+  code: "error_code",
 } as const satisfies Record<string, keyof TJobFilter>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -95,9 +97,10 @@ const COLUMNS: ReadonlyArray<Column<Job>> = [
   {
     header: "Last error",
     className: "error-cell",
+    isWrapping: true,
     cell: (j) => (
-      <span title={j.error_message ?? undefined}>
-        {j.error_code ? <code>{j.error_code}</code> : null} {j.error_message ?? ""}
+      <span className="error-text">
+        {j.error_code ? <code>{j.error_code}</code> : null} {j.error_message ? <LongText text={j.error_message} max={80} /> : null}
       </span>
     ),
   },
@@ -238,6 +241,7 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
   const queues = useQuery(trpc.queues.list.queryOptions());
   const types = useQuery(trpc.jobTypes.list.queryOptions());
   const tenants = useQuery(trpc.tenants.list.queryOptions());
+  const errorCodes = useQuery(trpc.jobs.errorCodes.queryOptions({}));
   const [jobIdError, setJobIdError] = useState<string | null>(null);
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
@@ -260,15 +264,30 @@ function FilterForm({ filter, onApply }: { filter: TJobFilter; onApply: (change:
       key: text("key") || null,
       job: job || null,
       trace: text("trace") || null,
+      code: text("code") || null,
     });
   };
-  const reset = () => onApply(Object.fromEntries(["queue", "type", "tenant", "from", "to", "key", "job", "trace", "state"].map((k) => [k, null])));
+  const reset = () => onApply(Object.fromEntries(["queue", "type", "tenant", "from", "to", "key", "job", "trace", "code", "state"].map((k) => [k, null])));
 
   return (
     <form className="filters" onSubmit={submit} aria-label="Filter jobs" key={JSON.stringify(filter)}>
       <AnyOf label="Queue" name="queue" value={filter.queue_id} rows={queues.data} />
       <AnyOf label="Job type" name="type" value={filter.job_type} rows={types.data} />
       <AnyOf label="Tenant" name="tenant" value={filter.tenant_id} rows={tenants.data} />
+      <label>
+        Error code
+        <select name="code" defaultValue={filter.error_code ?? ""} key={errorCodes.data?.codes.length ?? -1}>
+          <option value="">any</option>
+          {filter.error_code && !errorCodes.data?.codes.some((c) => c.code === filter.error_code) ? (
+            <option value={filter.error_code}>{filter.error_code}</option>
+          ) : null}
+          {(errorCodes.data?.codes ?? []).map((c) => (
+            <option key={c.code} value={c.code}>
+              {c.code} ({count(c.count)} dead)
+            </option>
+          ))}
+        </select>
+      </label>
       <label>
         Created from
         <input type="datetime-local" name="from" defaultValue={toLocalInput(filter.from)} />
