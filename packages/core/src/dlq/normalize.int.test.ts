@@ -72,6 +72,11 @@ describe("porter_normalize_error_message", () => {
         "Stripe 429: Request rate limit exceeded. Request req_7Yk3Lp0Qw2 (idempotency key 0f0e2a3c-8d44-4c53-9a39-1ad5f0d1e2b0)",
       ]),
     ).toBe("Stripe <n>: Request rate limit exceeded. Request <id> (idempotency key <uuid>)");
+    // Provider ids with one digit or none still go; snake_case words stay.
+    expect(
+      await sameFor(["Upstream 503 (request id req_awk4iwhgdu)", "Upstream 503 (request id req_QwErTyUiOp)", "Upstream 503 (request id req_x8y9z0abcd)"]),
+    ).toBe("Upstream <n> (request id <id>)");
+    expect(await normalize("email_verification failed for users_email_key")).toBe("email_verification failed for users_email_key");
     expect(await normalize("No such customer: 'cus_NffrFeUfNV2Hib'; a similar object exists in test mode")).toBe(
       "No such customer: '<v>'; a similar object exists in test mode",
     );

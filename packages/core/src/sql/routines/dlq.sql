@@ -61,6 +61,10 @@ BEGIN
   m := regexp_replace(m, '\m(?=[0-9]*[a-fA-F])[0-9a-fA-F]{12,}\M', '<hex>', 'g');
   -- Numbers with a unit glued on keep the unit: 30000ms → <n>ms, 2.4s → <n>s, 512MB → <n>MB.
   m := regexp_replace(m, '\m\d+(\.\d+)?(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|us|ns|b|kb|mb|gb|tb|kib|mib|gib|x)\M', '<n>\2', 'gi');
+  -- Provider ids with a short prefix (Stripe's ch_/cus_/req_/evt_…): prefix, underscore and eight
+  -- or more characters holding a digit or mixed case (req_awk4iwhgdu, cus_NffrFeUfNV); snake_case
+  -- words (email_verification, users_email_key) stay.
+  m := regexp_replace(m, '\m[a-z]{1,8}_(?=[A-Za-z0-9]*([0-9]|[A-Z][a-z]|[a-z][A-Z]))[A-Za-z0-9]{8,}\M', '<id>', 'g');
   -- Ids: words of six characters or more mixing letters and at least two digits (ch_3Nq8ZK2e,
   -- req-8f3a9c, org-abc123XYZ); gpt-4o, v2, utf8, sha256 stay.
   m := regexp_replace(m, '\m(?=[A-Za-z0-9_-]*[0-9][A-Za-z_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{6,}\M', '<id>', 'g');
