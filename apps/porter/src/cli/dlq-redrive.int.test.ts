@@ -53,10 +53,17 @@ describe("porter dlq redrive", () => {
     expect(shown.json).toMatchObject({ redrive_id: id, status: "running", total: 6, redriven: 2, eta_s: 2, reason: "provider back" });
     expect((await porter("dlq", "redrives", id)).stdout).toMatch(new RegExp(`${id} running: 2 of 6 done \\(33%\\), 2 redriven, 0 skipped at 2/s, ETA 2 s`));
 
-    // The maintenance leader's part, played here: batches with the real clock while --watch follows.
-    const watch = porter("dlq", "redrives", id, "--watch", "--every", "0.2", "--json");
+    // The maintenance leader's part, played here: batches with the real clock while --watch follows
+    // — from its first progress line on (a CLI process can take seconds to start on a loaded machine).
+    let watching = "";
+    const watch = runPorter(["dlq", "redrives", id, "--watch", "--every", "0.2", "--json"], {
+      env: { ...process.env, DATABASE_URL: db.connectionString, PORTER_APP_DATABASE_URL: db.appConnectionString },
+      onStderr: (chunk) => (watching += chunk),
+    });
     let finished = false;
     void watch.then(() => (finished = true));
+    const started = Date.now() + 60_000;
+    while (!finished && !/running: \d of 6 done/.test(watching) && Date.now() < started) await new Promise((resolve) => setTimeout(resolve, 50));
     const until = Date.now() + 20_000;
     while (!finished && Date.now() < until) {
       await advanceRedrives(db.pool);
