@@ -1,6 +1,7 @@
 import type { TJobError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeAll, describe, expect, it } from "vitest";
+import { getJob } from "../reads/get-job";
 import { controlPlane } from "../testing/control-plane-factory";
 import { type ClaimedJob, claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
@@ -118,6 +119,19 @@ describe("the next attempt resumes from the last checkpoint", () => {
 
     await redriveJobs(db.pool, { jobIds: [job.jobId], actor: "alice" });
     expect(await claim(job.jobId)).toMatchObject({ attempt: 1, lastCheckpoint: { rows: 120 } });
+  });
+});
+
+describe("the job page's read (getJob)", () => {
+  it("shows a running job's progress and checkpoint, and a finished job's last ones", async () => {
+    const job = await running();
+    const ref = { id: job.id, leaseToken: job.leaseToken, attempt: job.attempt };
+    expect(await getJob(db.pool, job.jobId)).toMatchObject({ status: "RUNNING", progress: null, checkpoint: null });
+    await saveCheckpoint(db.pool, ref, `{"page":2}`);
+    await extendLeases(db.pool, [{ ...ref, progress: JSON.stringify({ fraction: 0.5, step: "pages" }) }]);
+    expect(await getJob(db.pool, job.jobId)).toMatchObject({ status: "RUNNING", progress: { fraction: 0.5, step: "pages" }, checkpoint: { page: 2 } });
+    await completeJobs(db.pool, [{ ...ref, result: "ok" }]);
+    expect(await getJob(db.pool, job.jobId)).toMatchObject({ status: "SUCCEEDED", progress: { fraction: 0.5, step: "pages" }, checkpoint: { page: 2 } });
   });
 });
 
