@@ -306,7 +306,8 @@ export class Attempt {
       return;
     }
     if (this.deps.logger.isLevelEnabled("debug")) this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });
-    void this.deps.completer.ack({ id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result }, () =>
+    const completion = { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result, progress: this.pendingProgress ?? null };
+    void this.deps.completer.ack(completion, () =>
       this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()),
     );
   }
@@ -336,7 +337,7 @@ export class Attempt {
 
   /** The failure record of this attempt: classified, decided, with its structured error. */
   private failure(error: unknown, now: Date): Failure {
-    return buildFailure({
+    const failure = buildFailure({
       job: this.job,
       error,
       abortReason: this.abortController?.signal.aborted ? this.abortController.signal.reason : undefined,
@@ -345,5 +346,7 @@ export class Attempt {
       lastCheckpoint: this.lastCheckpoint,
       now,
     });
+    // A progress report no heartbeat carried yet is recorded with the outcome.
+    return { ...failure, progress: this.pendingProgress ?? null };
   }
 }

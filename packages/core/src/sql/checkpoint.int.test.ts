@@ -151,6 +151,22 @@ describe("progress in the heartbeat", () => {
     expect(await finished(job.jobId)).toMatchObject({ state: "SUCCEEDED", progress: { fraction: 0.25, message: "page 1 of 4" } });
   });
 
+  it("a report no heartbeat carried goes with the ack or the failure", async () => {
+    const acked = await running();
+    await completeJobs(db.pool, [{ id: acked.id, leaseToken: acked.leaseToken, attempt: acked.attempt, result: 1, progress: `{"fraction":1}` }]);
+    expect((await finished(acked.jobId))?.progress).toEqual({ fraction: 1 });
+
+    const failed = await running();
+    const ref = { id: failed.id, leaseToken: failed.leaseToken, attempt: failed.attempt };
+    await extendLeases(db.pool, [{ ...ref, progress: `{"step":"a"}` }]);
+    await failJobs(db.pool, [{ ...ref, outcome: "failed", error: error(1), next: { state: "RETRY_WAIT", runAt: new Date() }, progress: `{"step":"b"}` }]);
+    expect(await row(failed.id)).toMatchObject({ state: "RETRY_WAIT", progress: { step: "b" } });
+    const again = await claim(failed.jobId);
+    const ref2 = { id: again.id, leaseToken: again.leaseToken, attempt: again.attempt };
+    await failJobs(db.pool, [{ ...ref2, outcome: "failed", error: error(2, "DEAD"), next: { state: "DEAD" }, progress: `{"step":"c"}` }]);
+    expect((await finished(failed.jobId))?.progress).toEqual({ step: "c" });
+  });
+
   it("keeps the heartbeat a HOT update: neither column is in an index of jobs", async () => {
     const { rows } = await db.pool.query<{ indexdef: string }>(`SELECT indexdef FROM pg_indexes WHERE tablename = 'jobs'`);
     expect(rows.length).toBeGreaterThan(0);

@@ -12,6 +12,8 @@ export const insertFinished = (exprs: {
   partial?: string;
   /** The attempts the job used; default `done.attempt`. */
   attempt?: string;
+  /** The last progress; default `done.progress` (what the heartbeats wrote). */
+  progress?: string;
 }): string => `
   INSERT INTO finished_jobs (id, job_id, job_type, queue_id, tenant_id, payload, priority,
                              idempotency_key, state, attempt, max_attempts, timeout_s, not_before, deadline_at,
@@ -24,7 +26,7 @@ export const insertFinished = (exprs: {
          done.created_at, done.claimed_at, done.lease_owner, done.cancel_requested_at, done.cancel_reason,
          done.redrive_count, ${exprs.finishedAt}, ${exprs.result ?? "NULL"}, ${exprs.error ?? "NULL"},
          ${exprs.partial ?? "EXISTS (SELECT 1 FROM job_effects e WHERE e.job_id = done.job_id)"},
-         done.progress, done.checkpoint
+         ${exprs.progress ?? "done.progress"}, done.checkpoint
     FROM done`;
 
 /** The attempt row recorded when a running attempt ends; reads `done` (or any row source aliased so). */
