@@ -71,8 +71,8 @@ export class Attempt {
   private childLogger: Logger | undefined;
   /** The job's last durable checkpoint: the claim's, then each one this attempt persisted. */
   private lastCheckpoint: unknown;
-  /** Checkpoint writes in call order (each waits for the previous); never rejects. */
-  private checkpointChain: Promise<void> = Promise.resolve();
+  /** Checkpoint writes in call order (each waits for the previous); never rejects. Made on first use. */
+  private checkpointChain: Promise<void> | undefined;
   private isCancelRequested: boolean;
   private closedWhy: string | undefined;
   private settle: ((settlement: Settlement) => void) | undefined;
@@ -132,7 +132,7 @@ export class Attempt {
     clearTimeout(this.hangTimer);
     // A checkpoint the handler did not await lands before the outcome is recorded (the outcome's
     // statement would refuse it afterwards, and a failure carries the last checkpoint).
-    if (settlement.kind === "ok" || settlement.kind === "error") await this.checkpointChain;
+    if (this.checkpointChain && (settlement.kind === "ok" || settlement.kind === "error")) await this.checkpointChain;
     if (settlement.kind === "discarded") {
       this.logger.info("attempt discarded", { why: settlement.why });
       return;
@@ -247,7 +247,7 @@ export class Attempt {
       },
       checkpoint: (data) => {
         const json = encodeCheckpoint(data); // throws at once: nothing is written
-        const write = this.checkpointChain.then(() => this.writeCheckpoint(json));
+        const write = (this.checkpointChain ?? Promise.resolve()).then(() => this.writeCheckpoint(json));
         // Marks `write` handled too: a handler that does not await its checkpoint must not bring
         // the worker down with an unhandled rejection (an awaiting handler still gets it).
         this.checkpointChain = write.catch(() => undefined);
