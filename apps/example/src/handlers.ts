@@ -32,7 +32,7 @@ export const emailSend = defineHandler({
       ctx.logger.info({ messageId }, "mail provider accepted the message");
       return { provider_message_ref: `mail://${messageId}`, sent_on_attempt: ctx.attempt };
     });
-    ctx.checkpoint({ sent: sent.provider_message_ref });
+    await ctx.checkpoint({ sent: sent.provider_message_ref });
     if (job.payload.simulate_lost_ack && ctx.attempt === 1) {
       throw new RetryableError("the connection dropped after the mail provider accepted the message", { code: "CONNECTION_RESET" });
     }

@@ -83,6 +83,17 @@ export const ZJobError = z.object({
 });
 export type TJobError = z.infer<typeof ZJobError>;
 
+/**
+ * A running attempt's last progress (`ctx.progress`): any of fraction 0..1, message ≤ 200 and
+ * step ≤ 100 characters (the SDK validates what a handler reports; @porter/sdk `validateProgress`).
+ */
+export const ZJobProgress = z.object({
+  fraction: z.number().min(0).max(1).optional(),
+  message: z.string().max(200).optional(),
+  step: z.string().max(100).optional(),
+});
+export type TJobProgress = z.infer<typeof ZJobProgress>;
+
 export const ZTimelineEvent = z.object({
   at: z.string(),
   kind: z.string(),
@@ -122,6 +133,10 @@ export const ZJobStatus = ZJobEnvelope.extend({
   partial: z.boolean(),
   result: z.unknown().nullable(),
   error: ZJobError.nullable(),
+  /** The last progress its (current or last) attempt reported; a new attempt starts without. Absent from older servers. */
+  progress: ZJobProgress.nullish(),
+  /** The job's last durable checkpoint (`ctx.checkpoint`, ≤ 16 KiB of JSON), kept across attempts. Absent from older servers. */
+  checkpoint: z.unknown().nullish(),
   timeline: z.array(ZTimelineEvent),
 });
 export type TJobStatus = z.infer<typeof ZJobStatus>;

@@ -48,6 +48,7 @@ export * from "./sql/redrive-jobs";
 export * from "./sql/rescue-expired-leases";
 export * from "./sql/rescue-lost-workers";
 export * from "./sql/retry-jobs-now";
+export * from "./sql/save-checkpoint";
 export * from "./sql/signin-throttle";
 export * from "./sql/start-jobs";
 export * from "./sql/throttle";

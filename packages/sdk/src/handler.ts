@@ -5,6 +5,7 @@ import { PermanentError, RetryableError } from "@porter/contracts";
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { z } from "zod";
+import type { Progress } from "./progress";
 
 export { PermanentError, RetryableError };
 
@@ -47,8 +48,23 @@ export type HandlerContext = {
   effect: <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>) => Promise<T>;
   /** pino child logger bound to jobId, jobType, tenantId, attempt, workerId and traceId. */
   logger: Logger;
-  /** Remembers progress; the last checkpoint is recorded in the structured error if the attempt fails. */
-  checkpoint: (data: unknown) => void;
+  /**
+   * Records this attempt's progress: last value wins (console job page, finished job). Validated at
+   * once (fraction 0..1, message ≤ 200 chars, step ≤ 100 chars; a HandlerContextError otherwise,
+   * nothing recorded), written with the worker's next lease heartbeat — no round trip per call.
+   */
+  progress: (progress: Progress) => void;
+  /**
+   * Persists `data` (JSON, ≤ 16 KiB) as the job's checkpoint, fenced by this attempt's lease: the
+   * promise resolves once it is durable (one statement per call, calls applied in order). The next
+   * attempt of the job — after a retry, a lease rescue (the worker died) or a redrive — receives it
+   * as `ctx.lastCheckpoint`; a dead job's structured error carries it as `last_checkpoint`.
+   * Throws a HandlerContextError at once for data that is not JSON or is too large (nothing
+   * written); rejects with a lease error if the attempt no longer holds its lease.
+   */
+  checkpoint: (data: unknown) => Promise<void>;
+  /** The last checkpoint a previous attempt of this job persisted (null if none): resume from it. */
+  lastCheckpoint: unknown;
   attempt: number;
   workerId: string;
 };

@@ -1,3 +1,4 @@
 export * from "./enqueue-in-transaction";
 export * from "./handler";
 export * from "./producer";
+export * from "./progress";

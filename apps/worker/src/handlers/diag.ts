@@ -46,7 +46,7 @@ export const diagEffect = defineHandler({
       );
       return rows[0]?.applied ?? null;
     });
-    ctx.checkpoint({ effect: key, applied });
+    await ctx.checkpoint({ effect: key, applied });
     if (afterMs) await sleepFor(afterMs, ctx.signal);
     return { key, applied };
   },

@@ -11,7 +11,9 @@ const context = (signal: AbortSignal): HandlerContext => ({
   attempt: 1,
   workerId: "w",
   logger: createLogger({ level: "silent" }),
-  checkpoint: () => undefined,
+  checkpoint: async () => undefined,
+  progress: () => undefined,
+  lastCheckpoint: null,
   heartbeat: async () => undefined,
   effect: async () => {
     throw new Error("no effects in unit tests");

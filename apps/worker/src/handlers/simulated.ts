@@ -44,7 +44,7 @@ const simulate = async (profile: Profile, ctx: HandlerContext, stage: string): P
   if (roll < profile.rateLimitRate + profile.transientRate) {
     throw new RetryableError(`${profile.dependency} was unavailable during ${stage}`, { code: "DEPENDENCY_UNAVAILABLE" });
   }
-  ctx.checkpoint({ stage });
+  await ctx.checkpoint({ stage });
 };
 
 const artifact = (job: Job<unknown>, kind: string) => `artifact://${job.tenant_id}/${kind}/${job.job_id}`;

@@ -1,11 +1,28 @@
-import { applyEffect, CancelledError, type ClaimedJob, type Failure, type LeaseRef, reportThrottle, StaleLeaseError, TimeoutError } from "@porter/core";
-import { type HandlerContext, type Job, PermanentError, RetryableError } from "@porter/sdk";
+import {
+  applyEffect,
+  CancelledError,
+  type ClaimedJob,
+  type Failure,
+  type LeaseRef,
+  reportThrottle,
+  StaleLeaseError,
+  saveCheckpoint,
+  TimeoutError,
+} from "@porter/core";
+import { encodeCheckpoint, type HandlerContext, type Job, PermanentError, RetryableError, validateProgress } from "@porter/sdk";
 import type pg from "pg";
 import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
 import type { Completer } from "./completer";
 import { AttemptClosedError, LeaseLostError } from "./errors";
-import { boundedCheckpoint, buildFailure } from "./failure";
+import { buildFailure } from "./failure";
+
+/**
+ * A progress report makes the attempt's heartbeat due within this long of its last one (if it is
+ * not due sooner anyway): the lease keeper's batch then carries it. At most one heartbeat batch a
+ * second per worker while progress changes, however often handlers report it.
+ */
+export const PROGRESS_FLUSH_MS = 1000;
 
 /** What an attempt needs from its worker. */
 export type AttemptDeps = {
@@ -43,12 +60,19 @@ type Settlement =
 export class Attempt {
   /** When the lease keeper should extend this lease next (epoch ms). */
   heartbeatDueAt: number;
+  /** When the lease keeper last extended this lease (epoch ms; the start until then). */
+  lastExtendedAt: number;
+  /** The progress (its JSON) reported since the last heartbeat: the next one writes it. */
+  pendingProgress: string | undefined;
   // Per-attempt objects are made on first use: a short job that never reads its signal or logs
   // costs no AbortController, child logger or pre-built error (measured: a fifth of the worker's
   // CPU per no-op job went to those and their garbage).
   private abortController: AbortController | undefined;
   private childLogger: Logger | undefined;
-  private lastCheckpoint: unknown = null;
+  /** The job's last durable checkpoint: the claim's, then each one this attempt persisted. */
+  private lastCheckpoint: unknown;
+  /** Checkpoint writes in call order (each waits for the previous); never rejects. Made on first use. */
+  private checkpointChain: Promise<void> | undefined;
   private isCancelRequested: boolean;
   private closedWhy: string | undefined;
   private settle: ((settlement: Settlement) => void) | undefined;
@@ -62,6 +86,8 @@ export class Attempt {
   ) {
     this.isCancelRequested = job.cancelRequested;
     this.heartbeatDueAt = this.startedAt + (job.leaseSeconds * 1000) / 3;
+    this.lastExtendedAt = this.startedAt;
+    this.lastCheckpoint = job.lastCheckpoint ?? null;
   }
 
   /** The handler's abort signal's controller. */
@@ -104,6 +130,9 @@ export class Attempt {
     });
     clearTimeout(this.timeoutTimer);
     clearTimeout(this.hangTimer);
+    // A checkpoint the handler did not await lands before the outcome is recorded (the outcome's
+    // statement would refuse it afterwards, and a failure carries the last checkpoint).
+    if (this.checkpointChain && (settlement.kind === "ok" || settlement.kind === "error")) await this.checkpointChain;
     if (settlement.kind === "discarded") {
       this.logger.info("attempt discarded", { why: settlement.why });
       return;
@@ -209,8 +238,20 @@ export class Attempt {
       get logger() {
         return attempt.logger;
       },
+      lastCheckpoint: job.lastCheckpoint ?? null,
+      progress: (progress) => {
+        const json = JSON.stringify(validateProgress(progress));
+        if (!this.isOpen) return;
+        this.pendingProgress = json;
+        this.heartbeatDueAt = Math.min(this.heartbeatDueAt, this.lastExtendedAt + PROGRESS_FLUSH_MS);
+      },
       checkpoint: (data) => {
-        if (this.isOpen) this.lastCheckpoint = boundedCheckpoint(data);
+        const json = encodeCheckpoint(data); // throws at once: nothing is written
+        const write = (this.checkpointChain ?? Promise.resolve()).then(() => this.writeCheckpoint(json));
+        // Marks `write` handled too: a handler that does not await its checkpoint must not bring
+        // the worker down with an unhandled rejection (an awaiting handler still gets it).
+        this.checkpointChain = write.catch(() => undefined);
+        return write;
       },
       heartbeat: async () => {
         this.assertOpen();
@@ -231,6 +272,17 @@ export class Attempt {
         }
       },
     };
+  }
+
+  /** One fenced, synchronously committed statement; a refused one means the lease is gone. */
+  private async writeCheckpoint(json: string): Promise<void> {
+    this.assertOpen();
+    const isSaved = await saveCheckpoint(this.deps.db, this.ref, json);
+    if (!isSaved) {
+      this.loseLease();
+      throw new StaleLeaseError(this.job.jobId);
+    }
+    this.lastCheckpoint = JSON.parse(json) as unknown;
   }
 
   private assertOpen(): void {
@@ -254,7 +306,8 @@ export class Attempt {
       return;
     }
     if (this.deps.logger.isLevelEnabled("debug")) this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });
-    void this.deps.completer.ack({ id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result }, () =>
+    const completion = { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result, progress: this.pendingProgress ?? null };
+    void this.deps.completer.ack(completion, () =>
       this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()),
     );
   }
@@ -284,7 +337,7 @@ export class Attempt {
 
   /** The failure record of this attempt: classified, decided, with its structured error. */
   private failure(error: unknown, now: Date): Failure {
-    return buildFailure({
+    const failure = buildFailure({
       job: this.job,
       error,
       abortReason: this.abortController?.signal.aborted ? this.abortController.signal.reason : undefined,
@@ -293,5 +346,7 @@ export class Attempt {
       lastCheckpoint: this.lastCheckpoint,
       now,
     });
+    // A progress report no heartbeat carried yet is recorded with the outcome.
+    return { ...failure, progress: this.pendingProgress ?? null };
   }
 }

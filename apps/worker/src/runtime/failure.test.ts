@@ -2,7 +2,7 @@ import { CancelledError, type ClaimedJob, TimeoutError } from "@porter/core";
 import { PermanentError, RetryableError } from "@porter/sdk";
 import { describe, expect, it } from "vitest";
 import { claimedJob } from "../testing/claimed-job";
-import { boundedCheckpoint, buildFailure, redactSecrets } from "./failure";
+import { buildFailure, redactSecrets } from "./failure";
 
 const now = new Date("2026-11-30T10:00:00Z");
 const job = (over: Partial<ClaimedJob> = {}): ClaimedJob => claimedJob(over, now);
@@ -60,16 +60,6 @@ describe("buildFailure", () => {
 
   it("expires a retry that could not start before the deadline", () => {
     expect(fail(new RetryableError("flaky"), { job: { deadlineAt: new Date(now.getTime() + 100) } }).next).toEqual({ state: "EXPIRED" });
-  });
-});
-
-describe("boundedCheckpoint", () => {
-  it("keeps small JSON, summarises oversized or unserializable data", () => {
-    expect(boundedCheckpoint({ page: 3 })).toEqual({ page: 3 });
-    expect(boundedCheckpoint({ blob: "x".repeat(10_000) })).toMatchObject({ truncated: true });
-    const cyclic: Record<string, unknown> = {};
-    cyclic.self = cyclic;
-    expect(boundedCheckpoint(cyclic)).toEqual({ unserializable: true });
   });
 });
 

@@ -1,13 +1,13 @@
 import type { TJobError } from "@porter/contracts";
 import { CancelledError, type ClaimedJob, classifyFailure, decideFailure, type Failure, TimeoutError } from "@porter/core";
 
-const MAX_CHECKPOINT_BYTES = 8 * 1024;
-
 /**
  * The failure record of an attempt, as `failJobs` takes it: classified (`classifyFailure`),
  * decided (`decideFailure`, with the queue's backoff from the claimed job) and carrying the
  * structured error {code, class, message, worker_version, attempt, trace_id, last_checkpoint} —
- * no stack, and credentials stripped from the message.
+ * no stack, and credentials stripped from the message. `last_checkpoint` is the job's last durable
+ * checkpoint (validated and bounded by the SDK when it was written; the claim's if this attempt
+ * wrote none).
  *
  * A handler that stops because its signal aborted usually throws an AbortError of its own: when
  * the abort's reason is a timeout or a cancel, that reason is the cause recorded.
@@ -47,18 +47,6 @@ export const buildFailure = (input: {
   };
   const outcome = isCancelled ? "cancelled" : failure.class === "timeout" ? "timed_out" : "failed";
   return { id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, outcome, error, next };
-};
-
-/** A checkpoint is stored as JSON in the structured error; oversized or unserializable ones are summarised. */
-export const boundedCheckpoint = (data: unknown): unknown => {
-  try {
-    const json = JSON.stringify(data ?? null);
-    const bytes = Buffer.byteLength(json);
-    if (bytes > MAX_CHECKPOINT_BYTES) return { truncated: true, bytes };
-    return JSON.parse(json) as unknown;
-  } catch {
-    return { unserializable: true };
-  }
 };
 
 /**

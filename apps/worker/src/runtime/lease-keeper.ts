@@ -9,6 +9,11 @@ import type { Attempt } from "./attempt";
  * running hundreds of jobs sends one statement every few seconds, not hundreds. A lease the
  * database no longer holds aborts that attempt and discards its result; a cancel request aborts
  * the handler's signal with a CancelledError.
+ *
+ * Progress (`ctx.progress`) rides in the same batch: each attempt's progress reported since its
+ * last heartbeat goes with its lease, and a report makes that attempt due within PROGRESS_FLUSH_MS
+ * of its last extension — no statement per report, at most one batch a second while progress
+ * changes. A report that a failed batch did not carry stays pending for the next one.
  */
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
@@ -35,19 +40,24 @@ export class LeaseKeeper {
   async extend(attempts: Attempt[]): Promise<void> {
     const open = attempts.filter((a) => a.isOpen);
     if (open.length === 0) return;
+    const sent = open.map((a) => a.pendingProgress);
     const outcome = await extendLeases(
       this.db,
-      open.map((a) => a.ref),
+      open.map((a, i) => ({ ...a.ref, progress: sent[i] ?? null })),
     );
-    const byId = new Map(open.map((a) => [a.job.id, a]));
+    const byId = new Map(open.map((a, i) => [a.job.id, { attempt: a, progress: sent[i] }]));
     const now = Date.now();
     for (const extended of outcome.extended) {
-      const attempt = byId.get(extended.id);
-      if (!attempt) continue;
+      const entry = byId.get(extended.id);
+      if (!entry) continue;
+      const { attempt } = entry;
+      // A report made while the batch was in flight stays pending.
+      if (attempt.pendingProgress === entry.progress) attempt.pendingProgress = undefined;
+      attempt.lastExtendedAt = now;
       attempt.heartbeatDueAt = now + (attempt.job.leaseSeconds * 1000) / 3;
       if (extended.cancelRequested) attempt.requestCancel();
     }
-    for (const id of outcome.lost) byId.get(id)?.loseLease();
+    for (const id of outcome.lost) byId.get(id)?.attempt.loseLease();
   }
 
   private async tick(): Promise<void> {

@@ -25,5 +25,6 @@ export const claimedJob = (over: Partial<ClaimedJob> = {}, now = new Date("2026-
   cancelRequested: false,
   resourceKeyId: null,
   isStarted: true,
+  lastCheckpoint: null,
   ...over,
 });

@@ -1,4 +1,4 @@
-import { JOB_CONTRACT, type TJobError, type TJobState, type TJobStatus, type TTimelineEvent } from "@porter/contracts";
+import { JOB_CONTRACT, type TJobError, type TJobProgress, type TJobState, type TJobStatus, type TTimelineEvent } from "@porter/contracts";
 import type { Db } from "../db";
 import { dlqTimelineEvents } from "../dlq/timeline";
 import { type AttemptRow, buildTimeline, type EventRow } from "./timeline";
@@ -31,6 +31,8 @@ type JobRow = {
   error: TJobError | null;
   partial: boolean;
   last_worker: string | null;
+  progress: TJobProgress | null;
+  checkpoint: unknown;
 };
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -54,12 +56,14 @@ export const getJob = async (
             CASE WHEN state = 'RUNNING' THEN lease_until END AS lease_until,
             CASE WHEN state = 'RUNNING' THEN heartbeat_at END AS heartbeat_at,
             cancel_requested_at, NULL::timestamptz AS finished_at, NULL::jsonb AS result,
-            CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS error, false AS partial, NULL AS last_worker
+            CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS error, false AS partial, NULL AS last_worker,
+            progress, checkpoint
        FROM jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2)) AND ($3::text[] IS NULL OR job_type = ANY($3))
      UNION ALL
      SELECT job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, attempt, max_attempts,
             timeout_s, not_before, deadline_at, NULL, trace_id, contract_version, created_at, claimed_at,
-            NULL, NULL, NULL, cancel_requested_at, finished_at, result, error, partial, last_worker
+            NULL, NULL, NULL, cancel_requested_at, finished_at, result, error, partial, last_worker,
+            progress, checkpoint
        FROM finished_jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2)) AND ($3::text[] IS NULL OR job_type = ANY($3))`,
     [jobId, scope, types],
   );
@@ -111,6 +115,8 @@ export const getJob = async (
     partial: job.partial,
     result: job.result ?? null,
     error: job.error,
+    progress: job.progress,
+    checkpoint: job.checkpoint ?? null,
     timeline,
   };
 };

@@ -32,6 +32,8 @@ export type ClaimedJob = {
    * rescued from it is not counted (`not_started`).
    */
   isStarted: boolean;
+  /** The job's last durable checkpoint (`ctx.checkpoint` of an earlier attempt), null if none: `ctx.lastCheckpoint`. */
+  lastCheckpoint: unknown;
 };
 
 /**
@@ -58,7 +60,8 @@ const claimTypes = {
 /** The claim's columns, in order (rows come back as arrays: no per-row keyed object to build and collect). */
 const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
                   max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
-                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started`;
+                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started,
+                  last_checkpoint`;
 
 // biome-ignore format: the tuple reads against CLAIM_COLUMNS, several columns a line
 type ClaimRow = [
@@ -66,7 +69,7 @@ type ClaimRow = [
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
   deadlineAt: Date | null, traceId: string, createdAt: Date, claimedAt: Date, leaseToken: string, leaseUntil: Date,
   leaseSeconds: number, backoffBaseMs: number, backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null,
-  isStarted: boolean,
+  isStarted: boolean, lastCheckpoint: unknown,
 ];
 
 const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
@@ -93,6 +96,7 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   cancelRequested: r[20],
   resourceKeyId: r[21],
   isStarted: r[22],
+  lastCheckpoint: r[23],
 });
 
 /**

@@ -2,7 +2,11 @@ import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
 import { insertFinished } from "./finish";
 
-export type Completion = LeaseRef & { result: unknown };
+export type Completion = LeaseRef & {
+  result: unknown;
+  /** The attempt's progress (JSON) reported since its last heartbeat, if any: recorded with the ack. */
+  progress?: string | null;
+};
 export type CompleteOutcome = { completed: string[]; stale: string[] };
 
 /**
@@ -12,20 +16,27 @@ export type CompleteOutcome = { completed: string[]; stale: string[] };
  * untouched. Runs with synchronous_commit on: an ack is a promise of durability. The successful
  * attempt needs no `job_attempts` row: the finished row holds its claim time, worker and end
  * (the timeline reads them from there), which saves a write and two index entries per job.
- * Transition `complete` (sql/transitions.ts).
+ * A progress report no heartbeat carried yet goes with the ack (the finished row keeps the last
+ * value). Transition `complete` (sql/transitions.ts).
  */
 export const completeJobs = async (db: Db, items: Completion[], now?: Date): Promise<CompleteOutcome> => {
   if (items.length === 0) return { completed: [], stale: [] };
   const { rows } = await db.query<{ id: string }>({
     name: "porter.complete",
     text: `WITH input AS (
-       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $5::int[]) AS t(id, token, result, attempt)
+       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $5::int[], $6::text[]) AS t(id, token, result, attempt, progress)
      ), at AS (SELECT coalesce($4::timestamptz, clock_timestamp()) AS t),
      done AS (
        DELETE FROM jobs j USING input i
         WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING'
-       RETURNING j.*, i.result
-     ), fin AS (${insertFinished({ state: "'SUCCEEDED'", finishedAt: "(SELECT t FROM at)", result: "done.result::jsonb", partial: "false" })})
+       RETURNING j.*, i.result, i.progress AS last_progress
+     ), fin AS (${insertFinished({
+       state: "'SUCCEEDED'",
+       finishedAt: "(SELECT t FROM at)",
+       result: "done.result::jsonb",
+       partial: "false",
+       progress: "coalesce(done.last_progress::jsonb, done.progress)",
+     })})
      SELECT id::text FROM done`,
     values: [
       items.map((i) => i.id),
@@ -33,6 +44,7 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
       items.map((i) => JSON.stringify(i.result ?? null)),
       now ?? null,
       items.map((i) => i.attempt),
+      items.map((i) => i.progress ?? null),
     ],
   });
   const completed = new Set(rows.map((r) => r.id));

@@ -22,7 +22,7 @@ export const expireJobs = async (db: Db, params: { now?: Date; batch?: number } 
        finishedAt: "(SELECT t FROM at)",
        error: `jsonb_build_object('code', 'DEADLINE_EXCEEDED', 'class', 'expired', 'message',
                  'deadline ' || done.deadline_at::text || ' passed before the job could run', 'worker_version', NULL,
-                 'attempt', done.attempt, 'trace_id', done.trace_id, 'last_checkpoint', NULL)`,
+                 'attempt', done.attempt, 'trace_id', done.trace_id, 'last_checkpoint', done.checkpoint)`,
      })}
      ), ev AS (
        INSERT INTO job_events (job_id, at, kind, attempt, data)

@@ -10,6 +10,8 @@ export type Failure = LeaseRef & {
   error: TJobError;
   /** Where the job goes next, from `decideFailure`. */
   next: FailureDecision;
+  /** The attempt's progress (JSON) reported since its last heartbeat, if any: recorded with the failure. */
+  progress?: string | null;
 };
 export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision["state"] }>; stale: string[] };
 
@@ -19,19 +21,20 @@ export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision[
  * structured error, marked partial when they recorded effects. Fenced like the ack: only a RUNNING
  * row under the same token and attempt changes; the rest are reported stale. The last attempt's owner and
  * token stay on a retrying row as history; no check accepts them once the state left RUNNING.
- * Transition `fail` (sql/transitions.ts).
+ * A progress report no heartbeat carried yet is recorded too. Transition `fail` (sql/transitions.ts).
  */
 export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
   if (items.length === 0) return { applied: [], stale: [] };
   const { rows } = await db.query<{ id: string; state: FailureDecision["state"] }>({
     name: "porter.fail",
     text: `WITH input AS (
-       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $8::int[])
-         AS t(id, token, next_state, run_at, error, outcome, attempt)
+       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::timestamptz[], $5::text[], $6::text[], $8::int[], $9::text[])
+         AS t(id, token, next_state, run_at, error, outcome, attempt, progress)
      ), at AS (SELECT coalesce($7::timestamptz, clock_timestamp()) AS t),
      retried AS (
        UPDATE jobs j
-          SET state = 'RETRY_WAIT', run_at = i.run_at, last_error = i.error::jsonb, lease_until = NULL
+          SET state = 'RETRY_WAIT', run_at = i.run_at, last_error = i.error::jsonb, lease_until = NULL,
+              progress = coalesce(i.progress::jsonb, j.progress)
          FROM input i
         WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND i.next_state = 'RETRY_WAIT'
        RETURNING j.*, i.outcome, i.error AS err
@@ -39,8 +42,13 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
      ), done AS (
        DELETE FROM jobs j USING input i
         WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND i.next_state <> 'RETRY_WAIT'
-       RETURNING j.*, i.next_state, i.outcome, i.error AS err
-     ), fin AS (${insertFinished({ state: "done.next_state", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb" })}
+       RETURNING j.*, i.next_state, i.outcome, i.error AS err, i.progress AS last_progress
+     ), fin AS (${insertFinished({
+       state: "done.next_state",
+       finishedAt: "(SELECT t FROM at)",
+       error: "done.err::jsonb",
+       progress: "coalesce(done.last_progress::jsonb, done.progress)",
+     })}
      ), att AS (${insertAttempt({ outcome: "done.outcome", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb" })}
      ), ev AS (
        INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
@@ -59,6 +67,7 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
       items.map((i) => i.outcome),
       now ?? null,
       items.map((i) => i.attempt),
+      items.map((i) => i.progress ?? null),
     ],
   });
   const applied = new Set(rows.map((r) => r.id));

@@ -10,7 +10,8 @@ import { insertAttempt, insertFinished } from "./finish";
  * burns: with attempts left the job is READY again (outcome `lease_expired`, its error kept as
  * `last_error`), otherwise DEAD. An attempt that never started (`started_at` NULL: a prefetched job
  * still in its worker's buffer) is not counted: READY with the attempt number back, recorded as
- * `not_started`. Every rescued attempt gets its `job_attempts` row.
+ * `not_started`. Every rescued attempt gets its `job_attempts` row. The structured error carries the
+ * job's last durable checkpoint (`last_checkpoint`), which stays on the row for the next attempt.
  *
  * Parameters: $1 now (null: the clock), $2 batch size, then the caller's. `select` is a predicate
  * on `j` (the job row) and `(SELECT t FROM at)`; `code` and `message` are SQL expressions for the
@@ -34,12 +35,12 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
     SELECT e.id,
            CASE WHEN e.is_started
                 THEN jsonb_build_object('code', ${opts.code}, 'class', 'lease_expired', 'message', ${opts.message},
-                       'worker_version', NULL, 'attempt', j.attempt, 'trace_id', j.trace_id, 'last_checkpoint', NULL,
+                       'worker_version', NULL, 'attempt', j.attempt, 'trace_id', j.trace_id, 'last_checkpoint', j.checkpoint,
                        'worker_id', j.lease_owner)
                 ELSE jsonb_build_object('code', 'NOT_STARTED', 'class', 'lease_expired',
                        'message', 'claimed by worker ' || coalesce(j.lease_owner, '?') || ' into its prefetch buffer, released before it started ('
                                   || ${opts.message} || '); not counted against max_attempts',
-                       'worker_version', NULL, 'attempt', j.attempt, 'trace_id', j.trace_id, 'last_checkpoint', NULL,
+                       'worker_version', NULL, 'attempt', j.attempt, 'trace_id', j.trace_id, 'last_checkpoint', j.checkpoint,
                        'worker_id', j.lease_owner)
            END AS error
       FROM expired e JOIN jobs j ON j.id = e.id

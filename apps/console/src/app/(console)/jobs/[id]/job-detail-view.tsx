@@ -10,6 +10,7 @@ import { useViewer } from "../../../../components/providers";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
 import { ago, dateTime, duration, pretty } from "../../../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
+import { CheckpointPanel, ProgressBar } from "./progress";
 import { Timeline } from "./timeline";
 
 type Attempt = RouterOutputs["jobs"]["get"]["attempts"][number];
@@ -121,6 +122,10 @@ export function JobDetailView({ jobId }: { jobId: string }) {
                 <dd title={dateTime(running.started_at)}>{ago(running.started_at)}</dd>
                 <dt>Last heartbeat</dt>
                 <dd title={dateTime(running.heartbeat_at)}>{running.heartbeat_at ? ago(running.heartbeat_at) : "none yet"}</dd>
+                <dt>Progress</dt>
+                <dd>
+                  <ProgressBar progress={j.progress} />
+                </dd>
               </>
             ) : null}
             {j.status === "RETRY_WAIT" ? (
@@ -222,6 +227,8 @@ export function JobDetailView({ jobId }: { jobId: string }) {
           )}
         </section>
       </div>
+
+      <CheckpointPanel checkpoint={j.checkpoint} />
 
       <section className="panel" aria-labelledby="attempts-title">
         <h2 id="attempts-title">Attempts</h2>
