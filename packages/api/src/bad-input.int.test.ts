@@ -264,6 +264,7 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
         note: nastyString(),
       }),
   },
+  { path: "dlq.jobs.get", type: "query", numRuns: 15, input: () => orNasty(fc.record({ job_id: orNasty(fc.constant(deadJobId), jobId(jobIds)) })) },
   {
     path: "dlq.jobs.triage",
     type: "mutation",

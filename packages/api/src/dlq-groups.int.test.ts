@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { killJobs } from "@porter/core/testing/dlq-fixtures";
 import { useTestDatabase } from "@porter/db/testing/test-database";
@@ -79,7 +80,15 @@ describe("dlq.groups", () => {
     const mine = await operator().dlq.groups.list({ owner: "me" });
     expect(mine.groups.map((g) => g.id)).toEqual([groupId]);
     const job = await operator().dlq.jobs.triage({ job_id: jobIds[1]!, status: "fix_pending", note: "this one is special" });
-    expect(job).toMatchObject({ job_id: jobIds[1], status: "fix_pending", owner: null });
+    expect(job).toMatchObject({ job_id: jobIds[1], group_id: groupId, status: "fix_pending", owner: null });
+    // A viewer reads the job's own triage and thread (dlq.jobs.get); a job that never died is a 404.
+    const read = await viewer().dlq.jobs.get({ job_id: jobIds[1]! });
+    expect(read).toMatchObject({ job_id: jobIds[1], group_id: groupId, status: "fix_pending", owner: null, reason_code: null });
+    expect(read.events.map((e) => [e.kind, e.body])).toEqual([
+      ["status", "new → fix_pending"],
+      ["note", "this one is special"],
+    ]);
+    expect(await codeOf(viewer().dlq.jobs.get({ job_id: randomUUID() }))).toBe("NOT_FOUND");
     // The job's timeline shows both threads.
     const timeline = (await viewer().jobs.get({ job_id: jobIds[1]! })).timeline.map((e) => e.kind);
     expect(timeline).toEqual(expect.arrayContaining(["dlq.assigned", "dlq.note", "dlq.status"]));

@@ -6,6 +6,7 @@
 //   dlq.groups.get       viewer    { id } → ZGroupDetail
 //   dlq.groups.jobs      viewer    ZGroupJobsInput → ZGroupJobsOutput
 //   dlq.groups.triage    operator  ZGroupTriageInput → ZGroupDetail      (owner/status/reason/note, one call)
+//   dlq.jobs.get         viewer    { job_id } → ZJobTriage               (a single dead job's triage; 404 if it never died)
 //   dlq.jobs.triage      operator  ZJobTriageInput → ZJobTriage           (a single dead job)
 //   dlq.reasonCodes.list viewer    {} → { codes: ZReasonCode[] }
 //   dlq.reasonCodes.upsert admin   ZReasonCodeInput → ZReasonCode
@@ -159,11 +160,14 @@ export const ZJobTriageInput = z.strictObject({
 });
 export const ZJobTriage = z.strictObject({
   job_id: z.string(),
+  /** The failure group it last died into, null when no death of it is kept (14 days). */
+  group_id: z.string().nullable(),
   owner: z.strictObject({ id: z.string(), email: z.string(), name: z.string() }).nullable(),
   status: ZDlqStatus,
   reason_code: z.string().nullable(),
   events: z.array(ZDlqEvent),
 });
+export type TJobTriage = z.infer<typeof ZJobTriage>;
 
 export const ZReasonCode = z.strictObject({ code: z.string(), label: z.string(), description: z.string(), archived: z.boolean() });
 export const ZReasonCodeInput = z.strictObject({

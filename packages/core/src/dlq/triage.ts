@@ -26,12 +26,21 @@ export type GroupTriage = {
 export type JobTriage = Omit<GroupTriage, "id" | "ignore"> & { job_id: string };
 
 /** A dead job's own triage and thread (the API's ZJobTriage). */
-export type JobTriageView = { job_id: string; owner: DlqOwner | null; status: DlqStatus; reason_code: string | null; events: DlqEventView[] };
+export type JobTriageView = {
+  job_id: string;
+  /** The failure group it last died into (its newest dlq_deaths row), null when none is kept. */
+  group_id: string | null;
+  owner: DlqOwner | null;
+  status: DlqStatus;
+  reason_code: string | null;
+  events: DlqEventView[];
+};
 
 /** One reason code of the operator-defined list. */
 export type ReasonCode = { code: string; label: string; description: string; archived: boolean };
 
 const bad = (message: string) => new AppError("BAD_REQUEST", { message });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The user an owner reference names: "me" (the caller), a user id or an e-mail; unknown or disabled → 400. */
 const resolveOwner = async (tx: ControlTx, owner: string, callerUserId: string | null | undefined): Promise<DlqOwner> => {
@@ -208,11 +217,37 @@ const eventView = (e: {
 
 /** A dead job's own triage and thread (status `new`, no owner, when it has none yet). */
 export const getJobTriage = async (db: ControlTx, jobId: string): Promise<JobTriageView> => {
-  const [row, events] = await Promise.all([
+  const [row, events, deaths] = await Promise.all([
     db.dlqJobTriage.findUnique({ where: { jobId }, include: { owner: { select: { id: true, email: true, name: true } } } }),
     db.dlqEvent.findMany({ where: { jobId, groupId: null }, orderBy: { id: "asc" }, take: 1000 }),
+    // Data plane (the deaths the triggers keep): the newest death names the job's group.
+    db.$queryRaw<Array<{ group_id: string }>>`
+      SELECT group_id::text AS group_id FROM dlq_deaths WHERE job_id = ${jobId}::uuid ORDER BY died_at DESC, id DESC LIMIT 1`,
   ]);
-  return { job_id: jobId, owner: row?.owner ?? null, status: row?.status ?? "new", reason_code: row?.reasonCode ?? null, events: events.map(eventView) };
+  return {
+    job_id: jobId,
+    group_id: deaths[0]?.group_id ?? null,
+    owner: row?.owner ?? null,
+    status: row?.status ?? "new",
+    reason_code: row?.reasonCode ?? null,
+    events: events.map(eventView),
+  };
+};
+
+/**
+ * One job's triage for a reader (`dlq.jobs.get`): 404 unless the job is DEAD now, died in the last
+ * 14 days (a dlq_deaths row) or was triaged on its own before (so a redriven job keeps its thread).
+ */
+export const readJobTriage = async (db: ControlTx, jobIdInput: string): Promise<JobTriageView> => {
+  if (!UUID.test(jobIdInput)) throw bad("job_id must be a uuid");
+  const jobId = jobIdInput.toLowerCase();
+  // One round trip over the three places a dead job leaves a trace; any one is enough.
+  const known = await db.$queryRaw<Array<{ ok: number }>>`
+    SELECT 1 AS ok FROM finished_jobs WHERE job_id = ${jobId}::uuid AND state = 'DEAD'
+    UNION ALL SELECT 1 FROM dlq_deaths WHERE job_id = ${jobId}::uuid
+    UNION ALL SELECT 1 FROM dlq_job_triage WHERE job_id = ${jobId}::uuid LIMIT 1`;
+  if (known.length === 0) throw new AppError("NOT_FOUND", { message: `no dead job ${jobId}` });
+  return getJobTriage(db, jobId);
 };
 
 /**
@@ -222,7 +257,7 @@ export const getJobTriage = async (db: ControlTx, jobId: string): Promise<JobTri
  * 14 days (a dlq_deaths row); otherwise 404.
  */
 export const triageJob = async (db: ControlTx, params: JobTriage): Promise<JobTriageView> => {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(params.job_id)) throw bad("job_id must be a uuid");
+  if (!UUID.test(params.job_id)) throw bad("job_id must be a uuid");
   const jobId = params.job_id.toLowerCase();
   await db.$transaction(async (tx) => {
     const died = await tx.$queryRaw<Array<{ ok: number }>>`

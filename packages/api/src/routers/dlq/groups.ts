@@ -1,5 +1,5 @@
 import { AppError } from "@porter/contracts";
-import { getDlqGroup, listDlqGroupJobs, listDlqGroups, listReasonCodes, triageGroup, triageJob, upsertReasonCode } from "@porter/core";
+import { getDlqGroup, listDlqGroupJobs, listDlqGroups, listReasonCodes, readJobTriage, triageGroup, triageJob, upsertReasonCode } from "@porter/core";
 import { z } from "zod";
 import { actorOf } from "../../actor";
 import {
@@ -82,8 +82,14 @@ export const groupsRouter = createTRPCRouter({
     }),
 });
 
-/** A single dead job's own triage (operator). */
+/** A single dead job's own triage: read it (viewer), change it (operator). */
 export const dlqJobsRouter = createTRPCRouter({
+  /** Its owner, status, reason code, group and thread (status "new" until triaged). 404 unless it died. */
+  get: viewerProcedure
+    .input(z.strictObject({ job_id: z.uuid("a job id (uuid)") }))
+    .output(ZJobTriage)
+    .query(({ ctx, input }) => readJobTriage(ctx.prisma, input.job_id)),
+
   triage: operatorProcedure
     .input(ZJobTriageInput)
     .output(ZJobTriage)
