@@ -11,11 +11,11 @@ import { DlqStatusBadge, LongText } from "../../../../components/dlq";
 import { Page } from "../../../../components/page";
 import { Sparkline } from "../../../../components/sparkline";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
+import { Thread } from "../../../../components/triage/thread";
+import { TriageControls } from "../../../../components/triage/triage-controls";
 import { ago, count, dateTime, idTail } from "../../../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
 import { RedrivePanel } from "./redrive-panel";
-import { Thread } from "./thread";
-import { TriageControls } from "./triage-controls";
 
 type GroupJob = RouterOutputs["dlq"]["groups"]["jobs"]["jobs"][number];
 
@@ -157,11 +157,11 @@ export function GroupDetailView({ groupId }: { groupId: string }) {
       </div>
 
       <div className="detail-grid">
-        <TriageControls group={g} />
+        <TriageControls target={{ kind: "group", group: g }} />
         <RedrivePanel group={g} />
       </div>
 
-      <Thread group={g} />
+      <Thread target={{ kind: "group", group: g }} />
 
       <GroupJobs groupId={g.id} />
     </Page>

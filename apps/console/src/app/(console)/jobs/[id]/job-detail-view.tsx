@@ -10,6 +10,7 @@ import { useViewer } from "../../../../components/providers";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
 import { ago, dateTime, duration, pretty } from "../../../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
+import { JobTriage } from "./job-triage";
 import { CheckpointPanel, ProgressBar } from "./progress";
 import { Timeline } from "./timeline";
 
@@ -227,6 +228,8 @@ export function JobDetailView({ jobId }: { jobId: string }) {
           )}
         </section>
       </div>
+
+      {j.status === "DEAD" ? <JobTriage jobId={j.job_id} /> : null}
 
       <CheckpointPanel checkpoint={j.checkpoint} />
 

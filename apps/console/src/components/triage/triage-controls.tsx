@@ -1,14 +1,12 @@
 "use client";
-import { DLQ_STATUSES, type TDlqStatus, type TGroupDetail } from "@porter/api/schemas/dlq";
+import { DLQ_STATUSES, type TDlqStatus } from "@porter/api/schemas/dlq";
 import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { statusLabel } from "../../../../components/dlq";
-import { useViewer } from "../../../../components/providers";
-import { errorMessage } from "../../../../components/states";
-import { useAction } from "../../../../components/use-action";
-import { type RouterInputs, useTRPC } from "../../../../lib/trpc";
-
-type TriageInput = RouterInputs["dlq"]["groups"]["triage"];
+import { useTRPC } from "../../lib/trpc";
+import { statusLabel } from "../dlq";
+import { useViewer } from "../providers";
+import { errorMessage } from "../states";
+import { type TriageChange, type TriageTarget, triageView, useTriage } from "./use-triage";
 
 /** `2026-12-01T18:00` (a datetime-local input's value) from an instant. */
 const toLocalInput = (d: Date) => {
@@ -17,24 +15,23 @@ const toLocalInput = (d: Date) => {
 };
 
 /**
- * Owner, status (ignored until a date or until N more deaths) and reason code of a group: one form,
- * one call with what changed. Viewers see the values; operators change them.
+ * Owner, status (a group: ignored until a date or until N more deaths) and reason code of a failure
+ * group or of a single dead job: one form, one call with what changed. Viewers see the values;
+ * operators change them. The group page and the job page share it.
  */
-export function TriageControls({ group }: { group: TGroupDetail }) {
+export function TriageControls({ target }: { target: TriageTarget }) {
   const trpc = useTRPC();
+  const view = triageView(target);
+  const canIgnoreBy = target.kind === "group";
   const viewer = useViewer();
   const canTriage = viewer.can("operator");
   const codes = useQuery(trpc.dlq.reasonCodes.list.queryOptions({}));
   const users = useQuery({ ...trpc.users.list.queryOptions(), enabled: viewer.can("admin") });
-  const [status, setStatus] = useState<TDlqStatus>(group.status);
+  const [status, setStatus] = useState<TDlqStatus>(view.status);
   const [ignoreBy, setIgnoreBy] = useState<"until" | "more">("until");
   const [error, setError] = useState<string | null>(null);
-  const triage = useAction(trpc.dlq.groups.triage.mutationOptions(), {
-    refreshes: [trpc.dlq],
-    success: (g) =>
-      `Group ${g.id}: ${g.owner ? `owned by ${g.owner.email}` : "unowned"}, ${statusLabel(g.status)}${g.reason_code ? `, reason ${g.reason_code}` : ""}.`,
-  });
-  const run = async (input: TriageInput) => {
+  const triage = useTriage(target);
+  const run = async (input: TriageChange) => {
     setError(null);
     try {
       await triage.runAsync(input);
@@ -47,14 +44,14 @@ export function TriageControls({ group }: { group: TGroupDetail }) {
     event.preventDefault();
     const data = new FormData(event.currentTarget);
     const text = (name: string) => String(data.get(name) ?? "").trim();
-    const input: TriageInput = { id: group.id };
+    const input: TriageChange = {};
     const owner = text("owner");
-    if (owner !== (group.owner?.email ?? "")) input.owner = owner || null;
+    if (owner !== (view.owner?.email ?? "")) input.owner = owner || null;
     const reason = text("reason");
-    if (reason !== (group.reason_code ?? "")) input.reason_code = reason || null;
-    if (status !== group.status || status === "ignored") {
+    if (reason !== (view.reason_code ?? "")) input.reason_code = reason || null;
+    if (status !== view.status || (status === "ignored" && canIgnoreBy)) {
       input.status = status;
-      if (status === "ignored") {
+      if (status === "ignored" && canIgnoreBy) {
         if (ignoreBy === "until") {
           const until = text("ignore_until");
           if (!until || Number.isNaN(Date.parse(until))) return setError("Ignore until when? Pick a date and time.");
@@ -66,43 +63,43 @@ export function TriageControls({ group }: { group: TGroupDetail }) {
         }
       }
     }
-    if (Object.keys(input).length === 1) return setError("Nothing changed.");
+    if (Object.keys(input).length === 0) return setError("Nothing changed.");
     void run(input);
   };
 
-  const activeCodes = (codes.data?.codes ?? []).filter((c) => !c.archived || c.code === group.reason_code);
-  const isOwner = group.owner?.email.toLowerCase() === viewer.email.toLowerCase();
+  const activeCodes = (codes.data?.codes ?? []).filter((c) => !c.archived || c.code === view.reason_code);
+  const isOwner = view.owner?.email.toLowerCase() === viewer.email.toLowerCase();
   return (
     <section className="panel" aria-labelledby="triage-title">
       <div className="panel-head">
         <h2 id="triage-title">Triage</h2>
         {canTriage && !isOwner ? (
-          <button type="button" className="button small" onClick={() => void run({ id: group.id, owner: "me" })} disabled={triage.isPending}>
+          <button type="button" className="button small" onClick={() => void run({ owner: "me" })} disabled={triage.isPending}>
             Assign to me
           </button>
         ) : null}
       </div>
-      <p className="small" data-testid="group-owner">
-        Owner: {group.owner ? <strong>{group.owner.email}</strong> : <span className="muted">nobody</span>}
-        {group.status === "ignored" ? (
+      <p className="small" data-testid={`${view.noun}-owner`}>
+        Owner: {view.owner ? <strong>{view.owner.email}</strong> : <span className="muted">nobody</span>}
+        {view.status === "ignored" ? (
           <>
             {" "}
-            · ignored {group.ignored_until ? `until ${new Date(group.ignored_until).toLocaleString()}` : ""}
-            {group.ignore_remaining !== null ? `until ${group.ignore_remaining} more` : ""}
+            · ignored {view.ignored_until ? `until ${new Date(view.ignored_until).toLocaleString()}` : ""}
+            {view.ignore_remaining !== null ? `until ${view.ignore_remaining} more` : ""}
           </>
         ) : null}
       </p>
       <form
         className="config-form triage-form"
         onSubmit={submit}
-        aria-label="Triage this group"
-        key={`${group.owner?.email}|${group.status}|${group.reason_code}`}
+        aria-label={`Triage this ${view.noun}`}
+        key={`${view.owner?.email}|${view.status}|${view.reason_code}`}
         noValidate
       >
         <fieldset disabled={!canTriage || triage.isPending} className="plain">
           <div className="field">
             <label htmlFor="triage-owner">Owner (a console user's e-mail; empty to unassign)</label>
-            <input id="triage-owner" name="owner" type="email" list="triage-users" defaultValue={group.owner?.email ?? ""} autoComplete="off" />
+            <input id="triage-owner" name="owner" type="email" list="triage-users" defaultValue={view.owner?.email ?? ""} autoComplete="off" />
             <datalist id="triage-users">
               {(users.data ?? []).map((u) => (
                 <option key={u.email} value={u.email} />
@@ -119,7 +116,7 @@ export function TriageControls({ group }: { group: TGroupDetail }) {
               ))}
             </select>
           </div>
-          {status === "ignored" ? (
+          {status === "ignored" && canIgnoreBy ? (
             <fieldset className="field">
               <legend>Ignore</legend>
               <label className="check">
@@ -149,7 +146,7 @@ export function TriageControls({ group }: { group: TGroupDetail }) {
           ) : null}
           <div className="field">
             <label htmlFor="triage-reason">Reason code</label>
-            <select id="triage-reason" name="reason" defaultValue={group.reason_code ?? ""}>
+            <select id="triage-reason" name="reason" defaultValue={view.reason_code ?? ""}>
               <option value="">none</option>
               {activeCodes.map((c) => (
                 <option key={c.code} value={c.code} title={c.description}>

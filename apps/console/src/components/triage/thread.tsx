@@ -1,11 +1,10 @@
 "use client";
 import type { TGroupDetail } from "@porter/api/schemas/dlq";
 import { type FormEvent, type KeyboardEvent, useState } from "react";
-import { useViewer } from "../../../../components/providers";
-import { errorMessage } from "../../../../components/states";
-import { useAction } from "../../../../components/use-action";
-import { ago, dateTime } from "../../../../lib/format";
-import { useTRPC } from "../../../../lib/trpc";
+import { ago, dateTime } from "../../lib/format";
+import { useViewer } from "../providers";
+import { errorMessage } from "../states";
+import { type TriageTarget, triageView, useTriage } from "./use-triage";
 
 type DlqEvent = TGroupDetail["events"][number];
 
@@ -18,17 +17,16 @@ const describe = (e: DlqEvent): string => {
     .join(" · ");
 };
 
-/** The group's thread, oldest first: notes and triage changes with author and time, and the note form. */
-export function Thread({ group }: { group: TGroupDetail }) {
-  const trpc = useTRPC();
+/**
+ * A group's (or a single dead job's own) thread, oldest first: notes and triage changes with
+ * author and time, and the note form. The group page and the job page share it.
+ */
+export function Thread({ target, title = "Thread" }: { target: TriageTarget; title?: string }) {
   const viewer = useViewer();
+  const view = triageView(target);
   const [note, setNote] = useState("");
   const [error, setError] = useState<string | null>(null);
-  const addNote = useAction(trpc.dlq.groups.triage.mutationOptions(), {
-    refreshes: [trpc.dlq],
-    success: () => "Note added.",
-    onDone: () => setNote(""),
-  });
+  const addNote = useTriage(target, { success: () => "Note added.", onDone: () => setNote("") });
   const submit = async (event?: FormEvent<HTMLFormElement>) => {
     event?.preventDefault();
     const text = note.trim();
@@ -38,7 +36,7 @@ export function Thread({ group }: { group: TGroupDetail }) {
     }
     setError(null);
     try {
-      await addNote.runAsync({ id: group.id, note: text });
+      await addNote.runAsync({ note: text });
     } catch (e) {
       setError(errorMessage(e));
     }
@@ -52,12 +50,12 @@ export function Thread({ group }: { group: TGroupDetail }) {
   };
   return (
     <section className="panel" aria-labelledby="thread-title">
-      <h2 id="thread-title">Thread</h2>
-      {group.events.length === 0 ? (
+      <h2 id="thread-title">{title}</h2>
+      {view.events.length === 0 ? (
         <p className="muted">No notes or changes yet.</p>
       ) : (
-        <ol className="timeline dlq-thread" aria-label="Notes and changes, oldest first">
-          {group.events.map((e) => (
+        <ol className="timeline dlq-thread" aria-label="Notes and changes, oldest first" data-testid={`${view.noun}-thread`}>
+          {view.events.map((e) => (
             <li
               key={e.id}
               className={`tl ${e.kind === "note" ? "tl-info" : e.kind === "reopened" ? "tl-bad" : ""}`}
