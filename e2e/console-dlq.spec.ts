@@ -246,6 +246,42 @@ test.describe("[DLQ] the Dead letters workflow", () => {
     rmSync(FLAG, { force: true });
   });
 
+  test("[DLQ][JOB]: an operator triages one dead job on its own page: assigns it to themselves with a note, which shows in the job's thread", async ({
+    page,
+  }) => {
+    // A job the regression step left DEAD (its group's other jobs were redriven before).
+    const { rows } = await db.query<{ job_id: string }>(
+      `SELECT job_id FROM finished_jobs WHERE job_type = $1 AND state = 'DEAD' ORDER BY finished_at DESC LIMIT 1`,
+      [JOB_TYPE],
+    );
+    expect(rows, "a dead job of the spec's type").toHaveLength(1);
+    const jobId = rows[0]!.job_id;
+    const operator = createUser("operator");
+    await signIn(page, operator, `/jobs/${jobId}`);
+    await page.goto(`/jobs/${jobId}`);
+    await expect(page.getByRole("heading", { name: "Triage" })).toBeVisible();
+    await expect(page.getByTestId("job-owner")).toContainText("nobody");
+    const groupLink = page.getByRole("link", { name: /^Failure group \d+$/ });
+    await expect(groupLink).toBeVisible();
+
+    await page.getByRole("button", { name: "Assign to me" }).click();
+    await expect(page.getByTestId("job-owner")).toContainText(operator.email);
+    const note = "This invoice's customer was migrated mid-sync; checking it by hand before any redrive.";
+    await page.getByLabel(/^Add a note/).fill(note);
+    await page.getByLabel(/^Add a note/).press("Enter");
+    const thread = page.getByTestId("job-thread");
+    await expect(thread.getByTestId("thread-event").filter({ hasText: note })).toContainText(operator.email);
+    await expect(thread.getByTestId("thread-event").filter({ hasText: "assigned" })).toBeVisible();
+    await expect(page.getByLabel(/^Add a note/)).toHaveValue("");
+    await shot(page, "dlq-job-triage");
+
+    // The job's own thread is not the group's: the note is not on the group page.
+    await groupLink.click();
+    await expect(page).toHaveURL(/\/dead-letters\/\d+$/);
+    await expect(page.getByRole("heading", { level: 1 })).toContainText(JOB_TYPE);
+    await expect(page.getByTestId("thread-event").filter({ hasText: note })).toHaveCount(0);
+  });
+
   test("[DLQ][ROLES]: a viewer reads a failure group but has no triage or redrive controls", async ({ page }) => {
     const viewer = createUser("viewer");
     await signIn(page, viewer, "/dead-letters");
@@ -259,6 +295,18 @@ test.describe("[DLQ] the Dead letters workflow", () => {
     await expect(page.getByRole("heading", { name: "Thread" })).toBeVisible();
     await expect(page.getByRole("button", { name: "Assign to me" })).toHaveCount(0);
     await expect(page.getByRole("button", { name: "Dry run" })).toHaveCount(0);
+    await expect(page.getByRole("button", { name: "Add note" })).toHaveCount(0);
+    await expect(page.getByRole("button", { name: "Save triage" })).toHaveCount(0);
+
+    // A dead job's own triage: read, not changed.
+    // (The job the [DLQ][JOB] step triaged.)
+    const { rows } = await db.query<{ job_id: string }>(`SELECT job_id FROM dlq_job_triage ORDER BY updated_at DESC LIMIT 1`);
+    expect(rows, "a job triaged on its own").toHaveLength(1);
+    await page.goto(`/jobs/${rows[0]!.job_id}`);
+    await expect(page.getByRole("heading", { name: "This job's thread" })).toBeVisible();
+    await expect(page.getByTestId("job-thread").getByTestId("thread-event").first()).toBeVisible();
+    await expect(page.getByText("Operators triage; you can read.")).toBeVisible();
+    await expect(page.getByRole("button", { name: "Assign to me" })).toHaveCount(0);
     await expect(page.getByRole("button", { name: "Add note" })).toHaveCount(0);
     await expect(page.getByRole("button", { name: "Save triage" })).toHaveCount(0);
   });
