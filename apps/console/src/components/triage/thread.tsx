@@ -68,7 +68,7 @@ export function Thread({ target, title = "Thread" }: { target: TriageTarget; tit
               <div className="tl-body">
                 <span className="tl-title">
                   <strong>{e.actor}</strong> {e.kind === "note" ? "wrote" : e.kind.replaceAll("_", " ")}
-                  {e.job_id ? (
+                  {e.job_id && view.noun === "group" ? (
                     <>
                       {" "}
                       on job <a href={`/jobs/${e.job_id}`}>{e.job_id.slice(-12)}</a>

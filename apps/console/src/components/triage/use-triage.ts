@@ -36,7 +36,8 @@ export function useTriage(target: TriageTarget, options: { success?: () => strin
   const name = triageView(target).name;
   const describe = (t: { owner: { email: string } | null; status: TDlqStatus; reason_code: string | null }) =>
     `${name}: ${t.owner ? `owned by ${t.owner.email}` : "unowned"}, ${statusLabel(t.status)}${t.reason_code ? `, reason ${t.reason_code}` : ""}.`;
-  const common = { refreshes: [trpc.dlq], ...(options.onDone ? { onDone: options.onDone } : {}) };
+  // A job's page also shows the triage on its timeline (jobs.get): refreshed with it.
+  const common = { refreshes: target.kind === "job" ? [trpc.dlq, trpc.jobs] : [trpc.dlq], ...(options.onDone ? { onDone: options.onDone } : {}) };
   const group = useAction(trpc.dlq.groups.triage.mutationOptions(), { ...common, success: (g) => options.success?.() ?? describe(g) });
   const job = useAction(trpc.dlq.jobs.triage.mutationOptions(), { ...common, success: (j) => options.success?.() ?? describe(j) });
   const runAsync = async (change: TriageChange): Promise<void> => {
