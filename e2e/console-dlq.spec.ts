@@ -273,6 +273,8 @@ test.describe("[DLQ] the Dead letters workflow", () => {
     await expect(thread.getByTestId("thread-event").filter({ hasText: note })).toContainText(operator.email);
     await expect(thread.getByTestId("thread-event").filter({ hasText: "assigned" })).toBeVisible();
     await expect(page.getByLabel(/^Add a note/)).toHaveValue("");
+    // The job's timeline (jobs.get) is refreshed with it.
+    await expect(page.getByRole("region", { name: "Timeline" })).toContainText("dlq.note");
     await shot(page, "dlq-job-triage");
 
     // The job's own thread is not the group's: the note is not on the group page.
