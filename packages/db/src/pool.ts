@@ -119,3 +119,22 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
 export async function inTransaction<T>(db: Queryable, fn: (client: pg.PoolClient | pg.Client) => Promise<T>): Promise<T> {
   return db instanceof pg.Pool ? withTransaction(db, fn) : fn(db);
 }
+
+/**
+ * Runs `fn` in a transaction of its own whatever `db` is: on a pool, {@link withTransaction}; on a
+ * client (a dedicated connection such as the maintenance leader's, not inside a transaction), a
+ * BEGIN … COMMIT on it, rolled back when `fn` throws. For steps that must commit on their own (a
+ * redrive's batch, an alert evaluation pass), unlike {@link inTransaction}.
+ */
+export async function inOwnTransaction<T>(db: Queryable, fn: (client: pg.PoolClient | pg.Client) => Promise<T>): Promise<T> {
+  if (db instanceof pg.Pool) return withTransaction(db, fn);
+  await db.query("BEGIN");
+  try {
+    const result = await fn(db);
+    await db.query("COMMIT");
+    return result;
+  } catch (error) {
+    await db.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,5 +1,5 @@
-import { withTransaction } from "@porter/db/pool";
-import pg from "pg";
+import type pg from "pg";
+import { inOwnTransaction } from "../db";
 import { enqueueJobs } from "../sql/enqueue-jobs";
 import { type AlertCondition, type AlertKind, readAlertConditions } from "./alert-conditions";
 
@@ -78,7 +78,7 @@ type AlertRow = {
  * update of the first's alert. `now` moves the clock for tests (the windows, fired_at, resolved_at).
  */
 export const evaluateAlerts = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date } = {}): Promise<AlertsReport> =>
-  ownTransaction(db, async (client) => {
+  inOwnTransaction(db, async (client) => {
     const now = params.now ?? (await client.query<{ now: Date }>(`SELECT now() AS now`)).rows[0]!.now;
     const conditions = await readAlertConditions(client, now);
     const fired = await upsertFiring(client, conditions, now);
@@ -186,18 +186,4 @@ export const alertEvent = (alert: AlertRow): AlertEvent => {
       resolved_at: alert.resolved_at?.toISOString() ?? null,
     },
   };
-};
-
-/** `fn` in BEGIN … COMMIT: on a pool, a checked-out connection (withTransaction); on a client (not inside a transaction), that client. */
-const ownTransaction = async <T>(db: pg.Pool | pg.PoolClient | pg.Client, fn: (client: pg.PoolClient | pg.Client) => Promise<T>): Promise<T> => {
-  if (db instanceof pg.Pool) return withTransaction(db, fn);
-  await db.query("BEGIN");
-  try {
-    const result = await fn(db);
-    await db.query("COMMIT");
-    return result;
-  } catch (error) {
-    await db.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  }
 };

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AppError } from "@porter/contracts";
-import pg from "pg";
 import { writeAudit } from "../control-plane/audit";
-import type { Db } from "../db";
+import { type Db, inOwnTransaction } from "../db";
 import { moveDeadJobs } from "../sql/redrive-jobs";
 import {
   countSkips,
@@ -23,32 +22,6 @@ export const MAX_REDRIVE_BATCH = 1000;
 
 /** A batch (and the token bucket's capacity): one second's worth of jobs, at least 1, at most 1000. */
 export const redriveBatchSize = (ratePerS: number): number => Math.min(MAX_REDRIVE_BATCH, Math.max(1, Math.ceil(ratePerS)));
-
-/**
- * Runs `fn` in a transaction of its own: on a pool, on a checked-out client; on a client (the
- * maintenance leader's connection), between a BEGIN and a COMMIT on it — so the client must not
- * be inside a transaction already. A redrive's steps must commit on their own: a batch's moves and
- * item marks are one unit, and the row lock must end with it.
- */
-const ownTransaction = async <T>(db: Db, fn: (client: Db) => Promise<T>): Promise<T> => {
-  if (db instanceof pg.Pool) {
-    const client = await db.connect();
-    try {
-      return await ownTransaction(client, fn);
-    } finally {
-      client.release();
-    }
-  }
-  await db.query("BEGIN");
-  try {
-    const result = await fn(db);
-    await db.query("COMMIT");
-    return result;
-  } catch (error) {
-    await db.query("ROLLBACK").catch(() => undefined);
-    throw error;
-  }
-};
 
 // Creations serialize on this (transaction-scoped) lock: two redrives asked at once cannot both
 // take a job as pending, since each sees the other's items only once it has committed.
@@ -76,7 +49,7 @@ export const createRedrive = async (db: Db, params: CreateRedriveParams): Promis
   const rate = params.ratePerS ?? DEFAULT_REDRIVE_RATE_PER_S;
   if (!(rate > 0 && rate <= 10_000)) throw new AppError("BAD_REQUEST", { message: "rate_per_s must be in (0, 10000]" });
   const id = randomUUID();
-  await ownTransaction(db, async (client) => {
+  await inOwnTransaction(db, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [CREATE_LOCK]);
     const cutoff = params.now ?? (await dbNow(client));
     const ids = await selectRedriveJobs(client, params.selection, cutoff);
@@ -164,7 +137,7 @@ type LockedRedrive = {
  * items are done — a job is never redriven twice. Returns null when nothing ran.
  */
 export const advanceRedrive = async (db: Db, params: { id: string; now?: Date }): Promise<RedriveBatch | null> =>
-  ownTransaction(db, async (client) => {
+  inOwnTransaction(db, async (client) => {
     const { rows } = await client.query<LockedRedrive>(
       `SELECT id::text, actor, reason, cutoff, force, rate_per_s, tokens, last_batch_at, skipped,
               coalesce($2::timestamptz, clock_timestamp()) AS now
@@ -246,7 +219,7 @@ export const advanceRedrives = async (
  * (`redrive.abort`). 404 when there is no such redrive, 409 when it already finished.
  */
 export const abortRedrive = async (db: Db, params: { id: string; actor: string; reason?: string | null; now?: Date }): Promise<RedriveView> => {
-  await ownTransaction(db, async (client) => {
+  await inOwnTransaction(db, async (client) => {
     const { rows } = await client.query<{ status: string }>(`SELECT status FROM redrives WHERE id = $1 FOR UPDATE`, [params.id]);
     if (!rows[0]) throw new AppError("NOT_FOUND", { message: `no redrive ${params.id}` });
     if (rows[0].status !== "running")
