@@ -1,5 +1,7 @@
 "use client";
+import Link from "next/link";
 import { useState } from "react";
+import { idTail } from "../lib/format";
 
 /**
  * A small button that copies a full id to the clipboard, for tables that show a shortened one.
@@ -25,5 +27,17 @@ export function CopyId({ id, label = "id" }: { id: string; label?: string }) {
     <button type="button" className="copy-id" onClick={() => void copy()} aria-label={`Copy ${label} ${id}`} title={`Copy ${id}`}>
       {isCopied ? "copied" : "copy"}
     </button>
+  );
+}
+
+/** A job's id in a table: its last 12 digits linking to the job's page (the full id on hover), and a copy button. */
+export function JobIdCell({ jobId, testId }: { jobId: string; testId: string }) {
+  return (
+    <>
+      <Link className="mono" href={`/jobs/${jobId}`} title={jobId} data-testid={testId}>
+        {idTail(jobId)}
+      </Link>{" "}
+      <CopyId id={jobId} label="job id" />
+    </>
   );
 }

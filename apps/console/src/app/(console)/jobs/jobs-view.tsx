@@ -1,18 +1,17 @@
 "use client";
 import { JOB_STATES, type TJobState } from "@porter/contracts";
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
-import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { type FormEvent, useEffect, useMemo, useState } from "react";
 import { StateBadge, Tag } from "../../../components/badges";
-import { CopyId } from "../../../components/copy-id";
+import { JobIdCell } from "../../../components/copy-id";
 import { type Column, cursorList, DataTable } from "../../../components/data-table";
 import { LongText } from "../../../components/dlq";
 import { type JobAction, useJobActions } from "../../../components/job-actions";
 import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
 import { Empty } from "../../../components/states";
-import { ago, count, dateTime, idTail } from "../../../lib/format";
+import { ago, count, dateTime } from "../../../lib/format";
 import { PAGE_SIZE } from "../../../lib/paging";
 import { type RouterInputs, type RouterOutputs, useTRPC } from "../../../lib/trpc";
 
@@ -61,14 +60,7 @@ const COLUMNS: ReadonlyArray<Column<Job>> = [
   {
     header: "Job",
     className: "id-cell",
-    cell: (j) => (
-      <>
-        <Link className="mono" href={`/jobs/${j.job_id}`} title={j.job_id} data-testid="job-id">
-          {idTail(j.job_id)}
-        </Link>{" "}
-        <CopyId id={j.job_id} label="job id" />
-      </>
-    ),
+    cell: (j) => <JobIdCell jobId={j.job_id} testId="job-id" />,
   },
   {
     header: "State",

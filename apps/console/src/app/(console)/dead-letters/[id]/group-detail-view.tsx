@@ -4,7 +4,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { type ReactNode, useState } from "react";
 import { StateBadge, Tag } from "../../../../components/badges";
-import { CopyId } from "../../../../components/copy-id";
+import { JobIdCell } from "../../../../components/copy-id";
 import { CursorPager, useCursorPages } from "../../../../components/cursor-pages";
 import { type Column, DataTable } from "../../../../components/data-table";
 import { DlqStatusBadge, LongText } from "../../../../components/dlq";
@@ -13,7 +13,7 @@ import { Sparkline } from "../../../../components/sparkline";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
 import { Thread } from "../../../../components/triage/thread";
 import { TriageControls } from "../../../../components/triage/triage-controls";
-import { ago, count, dateTime, idTail } from "../../../../lib/format";
+import { ago, count, dateTime } from "../../../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
 import { RedrivePanel } from "./redrive-panel";
 
@@ -23,14 +23,7 @@ const JOB_COLUMNS: ReadonlyArray<Column<GroupJob>> = [
   {
     header: "Job",
     className: "id-cell",
-    cell: (j) => (
-      <>
-        <Link className="mono" href={`/jobs/${j.job_id}`} title={j.job_id} data-testid="group-job-id">
-          {idTail(j.job_id)}
-        </Link>{" "}
-        <CopyId id={j.job_id} label="job id" />
-      </>
-    ),
+    cell: (j) => <JobIdCell jobId={j.job_id} testId="group-job-id" />,
   },
   {
     header: "State",
