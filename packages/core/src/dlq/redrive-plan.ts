@@ -9,6 +9,11 @@ export type RedriveSkipCounts = Record<RedriveSkipReason, number>;
 /** The most jobs one redrive may hold (narrow the selection beyond it). */
 export const MAX_REDRIVE_JOBS = 100_000;
 
+/**
+ * An ISO 8601 instant as UTC for the database: the contract accepts any offset ISO 8601 allows
+ * (up to ±23:59), PostgreSQL only ±15:59, so the text never reaches it as written.
+ */
+const instant = (iso: string | undefined): string | null => (iso ? new Date(iso).toISOString() : null);
 /** A filter over DEAD jobs; `from`/`to` bound the death time (`from` ≤ finished_at < `to`). */
 export type RedriveSelectionFilter = {
   queue_id?: string | undefined;
@@ -75,7 +80,7 @@ export const selectRedriveJobs = async (db: Db, selection: RedriveSelection, cut
           AND ($4::text IS NULL OR tenant_id = $4) AND ($5::text IS NULL OR error ->> 'code' = $5)
           AND ($6::timestamptz IS NULL OR finished_at >= $6) AND ($7::timestamptz IS NULL OR finished_at < $7)
         ORDER BY job_id LIMIT $8`,
-      [cutoff, f.queue_id ?? null, f.job_type ?? null, f.tenant_id ?? null, f.error_code ?? null, f.from ?? null, f.to ?? null, MAX_REDRIVE_JOBS + 1],
+      [cutoff, f.queue_id ?? null, f.job_type ?? null, f.tenant_id ?? null, f.error_code ?? null, instant(f.from), instant(f.to), MAX_REDRIVE_JOBS + 1],
     );
     ids = rows.map((r) => r.job_id);
   }

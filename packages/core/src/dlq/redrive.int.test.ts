@@ -142,6 +142,16 @@ describe("selection and cutoff", () => {
     expect(plan.eligible).toEqual(later);
   });
 
+  it("a filter's from/to with any ISO 8601 offset works (PostgreSQL alone refuses offsets past ±15:59)", async () => {
+    const { jobType, pool } = await queue("offsets");
+    const dead = await killJobs(db.pool, 2, { jobType, code: "OFFSET" }, pool);
+    // 1970-01-01T00:00-23:59 is 1970-01-01T23:59Z; 9999-12-31T00:00+14:00 is 9999-12-30T10:00Z.
+    const plan = await planRedrive(db.pool, {
+      selection: { filter: { queue_id: "offsets", from: "1970-01-01T00:00:00-23:59", to: "9999-12-31T00:00:00+23:59" } },
+    });
+    expect(plan.eligible).toEqual(dead);
+  });
+
   it("a failure group's redrive takes the group's dead jobs and goes on the group's thread", async () => {
     const { jobType, pool } = await queue("grp");
     const mine = await killJobs(db.pool, 3, { jobType, code: "GRP", message: "order 1234 failed at https://api.example.com/x/99" }, pool);
