@@ -26,4 +26,4 @@ export function proxy(request: NextRequest): NextResponse {
 }
 
 /** /status and everything under it: the tenant status pages and the link route (no console sign-in). */
-export const isStatusPath = (pathname: string): boolean => pathname === "/status" || pathname.startsWith("/status/");
+const isStatusPath = (pathname: string): boolean => pathname === "/status" || pathname.startsWith("/status/");
