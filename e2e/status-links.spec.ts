@@ -1,6 +1,6 @@
 import { expect, test } from "@playwright/test";
-import { ADMIN, signIn } from "./console";
 import { porterCli } from "./cli";
+import { ADMIN, signIn } from "./console";
 
 // Tenant status links (issue 13, deliverable 2) end to end: an operator issues a link with the
 // CLI, a fresh browser context (no console session) follows it and lands on /status/<tenant>

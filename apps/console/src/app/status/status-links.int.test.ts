@@ -1,6 +1,6 @@
 import { createStatusLink, revokeStatusLink } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
-import { useTestDatabase } from "@porter/db/testing/test-database";
+import { useTestDatabase as testDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 // Following a tenant status link at the route level (issue 13, deliverable 2): the console's
@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // /status/<tenant> with a signed, HttpOnly, SameSite=Lax cookie scoped to that path and no token
 // in the Location; a bad, expired or revoked token → 404 and no cookie; the cookie opens only its
 // own tenant's page, and stops working once the link is revoked.
-const db = useTestDatabase();
+// (Aliased: the console's lint reads a `use…` call at module level as a React hook.)
+const db = testDatabase();
 const SECRET = "status-links-test-secret-0123456789";
 type RouteModule = typeof import("./link/[token]/route");
 type AccessModule = typeof import("../../server/status-access");
