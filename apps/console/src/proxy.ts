@@ -16,5 +16,14 @@ export function proxy(request: NextRequest): NextResponse {
   requestHeaders.set("content-security-policy", headers["content-security-policy"]!);
   const response = NextResponse.next({ request: { headers: requestHeaders } });
   for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+  // Tenant status pages (issue 13) are per viewer and carry a tenant's data: never cached by a
+  // browser's shared cache or a proxy, and never sent as a Referer elsewhere.
+  if (isStatusPath(request.nextUrl.pathname)) {
+    response.headers.set("cache-control", "private, no-store");
+    response.headers.set("referrer-policy", "no-referrer");
+  }
   return response;
 }
+
+/** /status and everything under it: the tenant status pages and the link route (no console sign-in). */
+const isStatusPath = (pathname: string): boolean => pathname === "/status" || pathname.startsWith("/status/");

@@ -188,6 +188,20 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
     input: () => fc.record({ name: nastyString(), tenant_ids: fc.constant([fx.tenantA]), job_types: fc.constant(["*"]) }),
   },
   { path: "apiKeys.revoke", type: "mutation", numRuns: 15, input: () => fc.record({ id: nastyString(), reason: nastyString() }) },
+  // Tenant status links (issue 13): unknown tenants and job types, out-of-range expiries, odd ids.
+  { path: "tenants.links.list", type: "query", numRuns: 15, input: () => orNasty(optional({ tenant_id: text() })) },
+  {
+    path: "tenants.links.create",
+    type: "mutation",
+    numRuns: 20,
+    input: () =>
+      optional({
+        tenant_id: text(),
+        expires_in_s: orNasty(fc.integer({ min: -10, max: 100 * 86400 }), nastyNumber),
+        job_types: orNasty(fc.array(text(), { maxLength: 3 })),
+      }),
+  },
+  { path: "tenants.links.revoke", type: "mutation", numRuns: 15, input: () => orNasty(optional({ id: nastyString(), reason: nastyString() })) },
   { path: "users.update", type: "mutation", numRuns: 15, input: () => optional({ id: nastyString(), name: nastyString(), reason: nastyString() }) },
   {
     path: "dlq.alerts.list",

@@ -77,6 +77,7 @@ const t = initTRPC
   });
 
 export const createTRPCRouter = t.router;
+export const mergeRouters = t.mergeRouters;
 export const createCallerFactory = t.createCallerFactory;
 
 /**

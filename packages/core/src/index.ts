@@ -3,6 +3,7 @@ export * from "./control-plane/audit";
 export * from "./control-plane/config";
 export * from "./control-plane/policy-cache";
 export * from "./control-plane/queue-control";
+export * from "./control-plane/status-links";
 export * from "./control-plane/user-admin";
 export * from "./control-plane/users";
 export * from "./db";

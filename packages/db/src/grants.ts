@@ -21,6 +21,8 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   job_types: ["SELECT", "INSERT", "UPDATE"],
   tenants: ["SELECT", "INSERT", "UPDATE"],
   api_keys: ["SELECT", "INSERT", "UPDATE"],
+  // Tenant status links (issue 13): issued, touched (last_used_at) and revoked; never deleted.
+  tenant_status_links: ["SELECT", "INSERT", "UPDATE"],
   users: ["SELECT", "INSERT", "UPDATE"],
   // Data plane: enqueue inserts, claim/heartbeat/cancel update, ack/fail/expire move rows out.
   jobs: ["SELECT", "INSERT", "UPDATE", "DELETE"],

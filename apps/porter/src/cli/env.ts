@@ -17,6 +17,10 @@ const ZCliEnv = z.object({
   HOST: z.preprocess((v) => (v === "" ? undefined : v), z.string().default("127.0.0.1")),
   /** next-auth secret; generated into `.porter/auth-secret` by `npm start` when unset. */
   AUTH_SECRET: optional(z.string().min(16, "must be at least 16 characters")),
+  /** The console's public origin, for links the CLI prints (`tenants link`); default NEXTAUTH_URL, then http://HOST:PORT. */
+  PORTER_PUBLIC_URL: optional(z.url({ protocol: /^https?$/, error: "must be an http(s) URL" })),
+  /** The console's origin as next-auth knows it. */
+  NEXTAUTH_URL: optional(z.url({ protocol: /^https?$/, error: "must be an http(s) URL" })),
   /** Login of the seeded admin. */
   PORTER_ADMIN_EMAIL: z.preprocess((v) => (v === "" ? undefined : v), z.email().default(DEFAULT_ADMIN_EMAIL)),
   /** Password of the seeded admin; generated and printed once when unset. */

@@ -14,6 +14,7 @@ import { keysCreateCommand, keysRevokeCommand } from "./commands/keys";
 import { migrateCommand } from "./commands/migrate";
 import { pauseCommand, resumeCommand } from "./commands/queue-control";
 import { seedCommand } from "./commands/seed";
+import { tenantsLinkCommand, tenantsLinksCommand, tenantsRevokeLinkCommand } from "./commands/status-links";
 import { usersCreateCommand } from "./commands/users";
 import { type CliDatabase, openCliDatabase } from "./database";
 import { parseCliEnv } from "./env";
@@ -47,6 +48,9 @@ export const COMMANDS: readonly Command[] = [
   queuesCommand,
   workersCommand,
   usersCreateCommand,
+  tenantsLinkCommand,
+  tenantsLinksCommand,
+  tenantsRevokeLinkCommand,
 ];
 
 const GROUPS = new Set(COMMANDS.filter((c) => c.name.includes(" ")).map((c) => c.name.split(" ")[0]!));

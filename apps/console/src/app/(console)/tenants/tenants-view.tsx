@@ -31,6 +31,7 @@ export function TenantsView() {
         { header: "Rate", cell: (t) => orNone(t.rate_per_second, "/s"), isNumeric: true },
         { header: "Backlog cap", cell: (t) => orNone(t.backlog_cap), isNumeric: true },
         { header: "Ceilings (priority / attempts)", cell: (t) => `${orNone(t.max_priority)} / ${orNone(t.max_attempts)}` },
+        { header: "Status links", cell: (t) => <Link href={`/tenants/${encodeURIComponent(t.id)}`}>Status links</Link> },
       ]}
     />
   );
