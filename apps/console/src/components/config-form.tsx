@@ -3,6 +3,7 @@ import type { EntityDecl, FieldDecl } from "@porter/contracts/control-plane";
 import { TRPCClientError } from "@trpc/client";
 import { type FormEvent, useId, useRef, useState } from "react";
 import type { z } from "zod";
+import { FormError } from "./form-error";
 import { errorMessage } from "./states";
 
 /** One input of a control-plane form. */
@@ -233,11 +234,7 @@ export function ConfigForm<T>({
           );
         })}
       </div>
-      {formError ? (
-        <p id={`${formId}-error`} className="form-error" role="alert">
-          {formError}
-        </p>
-      ) : null}
+      <FormError message={formError} id={`${formId}-error`} />
       <div className="actions">
         <button type="submit" className="button primary" disabled={isBusy}>
           {isBusy ? "Saving…" : submitLabel}

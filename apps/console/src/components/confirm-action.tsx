@@ -1,6 +1,7 @@
 "use client";
 import { createContext, type FormEvent, Fragment, type ReactNode, useContext, useEffect, useRef, useState } from "react";
 import { Dialog } from "./dialog";
+import { FormError } from "./form-error";
 import { errorMessage } from "./states";
 
 /** What the person confirming chose: the reason, the dialog's checkboxes, and whether this is the dry run. */
@@ -112,11 +113,7 @@ function ConfirmDialog<TOutput>({
         </div>
         {isAsking ? <p role="status">Counting (dry run)…</p> : null}
         {spec.dryRun && answer !== undefined ? spec.dryRun(answer) : null}
-        {error ? (
-          <p className="form-error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <FormError message={error} />
         {(spec.options ?? []).map((o) => (
           <label key={o.name} className="check">
             <input

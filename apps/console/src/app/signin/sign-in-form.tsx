@@ -2,6 +2,7 @@
 import { useRouter } from "next/navigation";
 import { signIn } from "next-auth/react";
 import { type FormEvent, useState } from "react";
+import { FormError } from "../../components/form-error";
 import { safeCallbackPath } from "../../lib/safe-callback";
 
 /** Email and password; a refusal never says which of the two was wrong. */
@@ -69,11 +70,7 @@ export function SignInForm({ callbackUrl, error: initialError }: { callbackUrl: 
           required
         />
       </div>
-      {error ? (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <FormError message={error} />
       <button type="submit" className="button primary wide" disabled={isBusy}>
         {isBusy ? "Signing in…" : "Sign in"}
       </button>

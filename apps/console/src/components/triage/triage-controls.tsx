@@ -4,6 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { useTRPC } from "../../lib/trpc";
 import { statusLabel } from "../dlq";
+import { FormError } from "../form-error";
 import { useViewer } from "../providers";
 import { errorMessage } from "../states";
 import { type TriageChange, type TriageTarget, triageView, useTriage } from "./use-triage";
@@ -155,11 +156,7 @@ export function TriageControls({ target }: { target: TriageTarget }) {
               ))}
             </select>
           </div>
-          {error ? (
-            <p className="form-error" role="alert">
-              {error}
-            </p>
-          ) : null}
+          <FormError message={error} />
           {canTriage ? (
             <div className="actions">
               <button type="submit" className="button primary">

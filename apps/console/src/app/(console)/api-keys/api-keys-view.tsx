@@ -5,6 +5,8 @@ import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Tag } from "../../../components/badges";
 import { type Column, DataTable } from "../../../components/data-table";
+import { FormError } from "../../../components/form-error";
+import { JobTypeScope, toggled } from "../../../components/job-type-scope";
 import { Page } from "../../../components/page";
 import { useViewer } from "../../../components/providers";
 import { Empty, errorMessage } from "../../../components/states";
@@ -140,7 +142,6 @@ export function ApiKeysView() {
 function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreated: (key: CreatedKey) => void }) {
   const trpc = useTRPC();
   const tenants = useQuery(trpc.tenants.list.queryOptions());
-  const types = useQuery(trpc.jobTypes.list.queryOptions());
   const create = useAction(trpc.apiKeys.create.mutationOptions(), { refreshes: [trpc.apiKeys], success: (r) => `Created key ${r.id}.`, onDone: onCreated });
   const [name, setName] = useState("");
   const [chosenTenants, setTenants] = useState<string[]>([]);
@@ -148,7 +149,6 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
   const [chosenTypes, setTypes] = useState<string[]>([]);
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [formError, setFormError] = useState<string | null>(null);
-  const toggle = (list: string[], value: string, on: boolean) => (on ? [...list, value] : list.filter((v) => v !== value));
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -180,7 +180,7 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
             <legend>{API_KEY_FIELDS.tenant_ids.label}</legend>
             {(tenants.data ?? []).map((t) => (
               <label key={t.id} className="check">
-                <input type="checkbox" checked={chosenTenants.includes(t.id)} onChange={(e) => setTenants((l) => toggle(l, t.id, e.target.checked))} /> {t.id}
+                <input type="checkbox" checked={chosenTenants.includes(t.id)} onChange={(e) => setTenants((l) => toggled(l, t.id, e.target.checked))} /> {t.id}
               </label>
             ))}
             {errors.tenant_ids ? (
@@ -189,30 +189,17 @@ function CreateKeyForm({ onCancel, onCreated }: { onCancel: () => void; onCreate
               </small>
             ) : null}
           </fieldset>
-          <fieldset className={`field${errors.job_types ? " has-error" : ""}`}>
-            <legend>{API_KEY_FIELDS.job_types.label}</legend>
-            <label className="check">
-              <input type="checkbox" checked={isAllTypes} onChange={(e) => setAllTypes(e.target.checked)} /> All job types (*)
-            </label>
-            {!isAllTypes
-              ? (types.data ?? []).map((t) => (
-                  <label key={t.id} className="check">
-                    <input type="checkbox" checked={chosenTypes.includes(t.id)} onChange={(e) => setTypes((l) => toggle(l, t.id, e.target.checked))} /> {t.id}
-                  </label>
-                ))
-              : null}
-            {errors.job_types ? (
-              <small className="field-error" role="alert">
-                {errors.job_types}
-              </small>
-            ) : null}
-          </fieldset>
+          <JobTypeScope
+            legend={API_KEY_FIELDS.job_types.label}
+            allLabel="All job types (*)"
+            isAll={isAllTypes}
+            onAllChange={setAllTypes}
+            chosen={chosenTypes}
+            onChosenChange={setTypes}
+            error={errors.job_types}
+          />
         </div>
-        {formError ? (
-          <p className="form-error" role="alert">
-            {formError}
-          </p>
-        ) : null}
+        <FormError message={formError} />
         <div className="actions">
           <button type="submit" className="button primary" disabled={create.isPending}>
             {create.isPending ? "Creating…" : "Create key"}

@@ -4,6 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Tag } from "../../../../components/badges";
 import { type Column, DataTable } from "../../../../components/data-table";
+import { FormError } from "../../../../components/form-error";
 import { Page } from "../../../../components/page";
 import { useViewer } from "../../../../components/providers";
 import { Empty, errorMessage } from "../../../../components/states";
@@ -165,11 +166,7 @@ function RuleForm({
         <label className="check">
           <input type="checkbox" name="enabled" defaultChecked={editing?.enabled ?? true} /> Enabled
         </label>
-        {error ? (
-          <p className="form-error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <FormError message={error} />
         <div className="actions">
           <button type="submit" className="button primary">
             {editing ? "Save rule" : "Add rule"}

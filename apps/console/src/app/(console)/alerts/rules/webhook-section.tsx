@@ -3,6 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Tag } from "../../../../components/badges";
 import { CopyId } from "../../../../components/copy-id";
+import { FormError } from "../../../../components/form-error";
 import { errorMessage, QueryView } from "../../../../components/states";
 import { useAction } from "../../../../components/use-action";
 import { dateTime } from "../../../../lib/format";
@@ -100,11 +101,7 @@ export function WebhookSection() {
             <label className="check">
               <input type="checkbox" name="enabled" defaultChecked={w?.enabled ?? true} /> Enabled
             </label>
-            {error ? (
-              <p className="form-error" role="alert">
-                {error}
-              </p>
-            ) : null}
+            <FormError message={error} />
             <div className="actions">
               <button type="submit" className="button primary" value="save" disabled={save.isPending}>
                 {w ? "Save webhook" : "Create webhook"}

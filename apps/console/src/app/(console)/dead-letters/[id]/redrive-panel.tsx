@@ -5,6 +5,7 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { type FormEvent, useEffect, useState } from "react";
 import { Dialog } from "../../../../components/dialog";
 import { RedriveProgress, RedriveStatus, SKIP_LABELS } from "../../../../components/dlq";
+import { FormError } from "../../../../components/form-error";
 import { useViewer } from "../../../../components/providers";
 import { errorMessage } from "../../../../components/states";
 import { useAction } from "../../../../components/use-action";
@@ -126,11 +127,7 @@ export function RedrivePanel({ group }: { group: TGroupDetail }) {
             <input id="redrive-reason" value={reason} onChange={(e) => setReason(e.target.value)} maxLength={500} autoComplete="off" />
           </div>
           {preview ? <Breakdown preview={preview} /> : null}
-          {error ? (
-            <p className="form-error" role="alert">
-              {error}
-            </p>
-          ) : null}
+          <FormError message={error} />
           <div className="actions">
             <button type="button" className="button" onClick={() => void runDryRun()} disabled={dryRun.isPending}>
               {dryRun.isPending ? "Counting…" : preview ? "Dry run again" : "Dry run"}

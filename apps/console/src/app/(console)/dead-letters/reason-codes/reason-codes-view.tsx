@@ -3,6 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Tag } from "../../../../components/badges";
 import { type Column, DataTable } from "../../../../components/data-table";
+import { FormError } from "../../../../components/form-error";
 import { Page } from "../../../../components/page";
 import { useViewer } from "../../../../components/providers";
 import { Empty, errorMessage } from "../../../../components/states";
@@ -106,11 +107,7 @@ function CodeForm({ editing, onSave, onCancel }: { editing: Code | null; onSave:
           <label htmlFor="rc-description">Description</label>
           <input id="rc-description" name="description" defaultValue={editing?.description ?? ""} maxLength={500} autoComplete="off" />
         </div>
-        {error ? (
-          <p className="form-error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <FormError message={error} />
         <div className="actions">
           <button type="submit" className="button primary">
             {editing ? "Save" : "Add reason code"}

@@ -5,6 +5,8 @@ import Link from "next/link";
 import { type FormEvent, useState } from "react";
 import { Tag } from "../../../../components/badges";
 import { type Column, DataTable } from "../../../../components/data-table";
+import { FormError } from "../../../../components/form-error";
+import { JobTypeScope } from "../../../../components/job-type-scope";
 import { Page } from "../../../../components/page";
 import { useViewer } from "../../../../components/providers";
 import { Empty, errorMessage } from "../../../../components/states";
@@ -128,7 +130,6 @@ export function TenantStatusLinksView({ tenantId }: { tenantId: string }) {
 /** Expiry and job types (all, or a chosen list); validated with ZStatusLinkCreate. */
 function IssueLinkForm({ tenantId, onCreated }: { tenantId: string; onCreated: (link: CreatedLink) => void }) {
   const trpc = useTRPC();
-  const types = useQuery(trpc.jobTypes.list.queryOptions());
   const create = useAction(trpc.tenants.links.create.mutationOptions(), {
     refreshes: [trpc.tenants.links],
     success: (r) => `Issued status link ${r.id}.`,
@@ -138,7 +139,6 @@ function IssueLinkForm({ tenantId, onCreated }: { tenantId: string; onCreated: (
   const [isAllTypes, setAllTypes] = useState(true);
   const [chosenTypes, setTypes] = useState<string[]>([]);
   const [formError, setFormError] = useState<string | null>(null);
-  const toggle = (list: string[], value: string, on: boolean) => (on ? [...list, value] : list.filter((v) => v !== value));
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -173,25 +173,16 @@ function IssueLinkForm({ tenantId, onCreated }: { tenantId: string; onCreated: (
               ))}
             </select>
           </div>
-          <fieldset className="field">
-            <legend>Job types shown</legend>
-            <label className="check">
-              <input type="checkbox" checked={isAllTypes} onChange={(e) => setAllTypes(e.target.checked)} /> All job types
-            </label>
-            {!isAllTypes
-              ? (types.data ?? []).map((t) => (
-                  <label key={t.id} className="check">
-                    <input type="checkbox" checked={chosenTypes.includes(t.id)} onChange={(e) => setTypes((l) => toggle(l, t.id, e.target.checked))} /> {t.id}
-                  </label>
-                ))
-              : null}
-          </fieldset>
+          <JobTypeScope
+            legend="Job types shown"
+            allLabel="All job types"
+            isAll={isAllTypes}
+            onAllChange={setAllTypes}
+            chosen={chosenTypes}
+            onChosenChange={setTypes}
+          />
         </div>
-        {formError ? (
-          <p className="form-error" role="alert">
-            {formError}
-          </p>
-        ) : null}
+        <FormError message={formError} />
         <div className="actions">
           <button type="submit" className="button primary" disabled={create.isPending}>
             {create.isPending ? "Issuing…" : "Issue status link"}
