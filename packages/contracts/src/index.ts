@@ -2,3 +2,4 @@ export * from "./diag";
 export * from "./errors";
 export * from "./job";
 export * from "./storable";
+export * from "./tenant-status";
