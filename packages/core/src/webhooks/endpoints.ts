@@ -66,7 +66,7 @@ const normalizeEvents = (events: readonly string[]): WebhookEvent[] => {
 
 const tenantEndpoint = async (tx: ControlTx, id: string): Promise<Row> => {
   const row = await tx.webhookEndpoint.findUnique({ where: { id } });
-  if (!row || row.scope !== "tenant") throw new AppError("NOT_FOUND", { message: `webhook endpoint ${id} not found` });
+  if (row?.scope !== "tenant") throw new AppError("NOT_FOUND", { message: `webhook endpoint ${id} not found` });
   return row;
 };
 
