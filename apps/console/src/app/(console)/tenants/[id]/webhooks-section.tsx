@@ -11,7 +11,7 @@ import { FormError } from "../../../../components/form-error";
 import { useViewer } from "../../../../components/providers";
 import { Empty, errorMessage } from "../../../../components/states";
 import { useAction } from "../../../../components/use-action";
-import { ago, dateTime } from "../../../../lib/format";
+import { dateTime } from "../../../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
 
 type Webhook = RouterOutputs["webhooks"]["list"][number];
@@ -89,8 +89,10 @@ export function TenantWebhooksSection({ tenantId }: { tenantId: string }) {
         </span>
       ),
     },
-    { header: "Status", cell: (w) => (w.enabled ? <Tag tone="ok">enabled</Tag> : <Tag tone="warn">disabled</Tag>) },
-    { header: "Created", cell: (w) => <span title={dateTime(w.created_at)}>{ago(w.created_at)}</span> },
+    {
+      header: "Status",
+      cell: (w) => <span title={`added ${dateTime(w.created_at)}`}>{w.enabled ? <Tag tone="ok">enabled</Tag> : <Tag tone="warn">disabled</Tag>}</span>,
+    },
   ];
 
   return (
