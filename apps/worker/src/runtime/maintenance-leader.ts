@@ -39,6 +39,7 @@ export class MaintenanceLeader {
   private lastVacuumCheckAt = 0;
   private readonly alertsEveryMs: number;
   private lastAlertsAt = 0;
+  private lastOutboxWarnAt = 0;
 
   constructor(private readonly options: MaintenanceLeaderOptions) {
     this.acquireEveryMs = options.acquireEveryMs ?? 5000;
@@ -97,7 +98,11 @@ export class MaintenanceLeader {
         const outbox = await drainWebhookOutbox(this.client);
         if (outbox.enqueued > 0 || outbox.duplicates > 0)
           this.options.logger.info("webhook deliveries enqueued", { enqueued: outbox.enqueued, duplicates: outbox.duplicates });
-        for (const e of outbox.errors.slice(0, 5)) this.options.logger.warn("a webhook delivery could not be enqueued; retried next tick", e);
+        // A refusal that lasts (webhook.deliver not registered, a capped tenant) is logged once a minute, not every tick.
+        if (outbox.errors.length > 0 && Date.now() - this.lastOutboxWarnAt >= 60_000) {
+          this.lastOutboxWarnAt = Date.now();
+          this.options.logger.warn("webhook deliveries could not be enqueued; retried every tick", { count: outbox.errors.length, first: outbox.errors[0] });
+        }
         if (this.vacuumEveryMs > 0 && Date.now() - this.lastVacuumCheckAt >= this.vacuumEveryMs && !this.isClosed) {
           this.lastVacuumCheckAt = Date.now();
           const vacuum = await vacuumHotTable(this.client);
