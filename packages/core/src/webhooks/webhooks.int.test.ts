@@ -156,6 +156,14 @@ describe("the outbox", () => {
         data: { job_id: jobIds[0], tenant_id: "t_sub", status: "DEAD", failure: null },
       },
     });
+    // The same (endpoint, job, state) again — a redriven job that dies once more: its key was used, so it is dropped, not sent twice.
+    await db.pool.query(
+      `INSERT INTO webhook_outbox (endpoint_id, job_id, state, job_type, tenant_id, attempt, finished_at)
+       VALUES ($1, $2, 'DEAD', 'orders.job', 't_sub', 2, now())`,
+      [sub.id, jobIds[0]],
+    );
+    expect(await drainWebhookOutbox(db.pool)).toEqual({ enqueued: 0, duplicates: 1, errors: [] });
+    expect(await outboxCount()).toBe(0);
     await db.pool.query(`DELETE FROM jobs WHERE job_type = 'webhook.deliver'`);
   });
 
