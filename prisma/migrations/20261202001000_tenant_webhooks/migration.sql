@@ -18,7 +18,7 @@ ALTER TABLE webhook_endpoints
 CREATE INDEX webhook_endpoints_tenant_idx ON webhook_endpoints (tenant_id) WHERE scope = 'tenant';
 
 -- What the finished_jobs trigger (routines/webhooks.sql) leaves for the maintenance leader: one
--- row per (endpoint, job, terminal state), with the event's data copied at the transition (the
+-- row per (endpoint, job, terminal state, redrive count), with the event's data copied at the transition (the
 -- finished row may be redriven or pruned before the drain). The drain enqueues the delivery job
 -- and deletes the row in one transaction.
 CREATE TABLE webhook_outbox (
@@ -29,11 +29,13 @@ CREATE TABLE webhook_outbox (
   job_type    text NOT NULL,
   tenant_id   text NOT NULL,
   attempt     integer NOT NULL,
+  -- The job's redrive count at the transition: a redriven job that finishes again is a new event.
+  redrive_count integer NOT NULL DEFAULT 0,
   finished_at timestamptz(6) NOT NULL,
   result      jsonb,
   error       jsonb,
   created_at  timestamptz(6) NOT NULL DEFAULT now(),
-  CONSTRAINT webhook_outbox_key UNIQUE (endpoint_id, job_id, state)
+  CONSTRAINT webhook_outbox_key UNIQUE (endpoint_id, job_id, state, redrive_count)
 );
 
 -- The delivery log: one row per attempt of a webhook.deliver job, written by the handler (the

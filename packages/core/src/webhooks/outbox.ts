@@ -1,7 +1,7 @@
 // Draining the webhook outbox (the maintenance leader, every tick). The finished_jobs trigger
-// (routines/webhooks.sql) leaves one row per (endpoint, job, terminal state); each is turned into
+// (routines/webhooks.sql) leaves one row per (endpoint, job, terminal state, redrive count); each is turned into
 // one `webhook.deliver` job through the normal enqueue — under the endpoint's tenant, idempotency
-// key `wh:<endpoint>:<job>:<state>` — and deleted in the same transaction, so a crash between the
+// key `wh:<endpoint>:<job>:<state>[:r<redrives>]` — and deleted in the same transaction, so a crash between the
 // two loses nothing and sends nothing twice. Rows are locked FOR UPDATE SKIP LOCKED: two drains
 // (a leader hand-over) never take the same row, and the idempotency key holds even if they did.
 import type { TenantWebhookBody, TerminalState } from "@porter/contracts";
@@ -31,14 +31,23 @@ type OutboxRow = {
   job_type: string;
   tenant_id: string;
   attempt: number;
+  redrive_count: number;
   finished_at: Date;
   result: unknown;
   error: unknown;
   endpoint_tenant_id: string | null;
 };
 
-/** The event id of a job's terminal state: the `webhook-id` header, the same on every attempt. */
-export const webhookEventId = (jobId: string, state: TerminalState): string => `evt_${jobId.replace(/-/g, "")}_${state.toLowerCase()}`;
+/**
+ * The event id of a job's terminal state: the `webhook-id` header, the same on every attempt of
+ * the delivery. A redriven job that finishes again is a new event (`_r<n>`, n its redrive count).
+ */
+export const webhookEventId = (jobId: string, state: TerminalState, redriveCount = 0): string =>
+  `evt_${jobId.replace(/-/g, "")}_${state.toLowerCase()}${redriveCount > 0 ? `_r${redriveCount}` : ""}`;
+
+/** The delivery job's idempotency key: one delivery per (endpoint, job, state, redrive count). */
+export const webhookDeliveryKey = (endpointId: string, jobId: string, state: TerminalState, redriveCount = 0): string =>
+  `wh:${endpointId}:${jobId}:${state.toLowerCase()}${redriveCount > 0 ? `:r${redriveCount}` : ""}`;
 
 /** The body a tenant endpoint receives for one row (ZTenantWebhookBody). `result` only on success, capped. */
 export const tenantWebhookBody = (row: Omit<OutboxRow, "id" | "endpoint_id" | "endpoint_tenant_id">, now: Date): TenantWebhookBody => {
@@ -68,7 +77,7 @@ export const drainWebhookOutbox = async (db: Db, params: { batch?: number } = {}
   inOwnTransaction(db, async (client: pg.PoolClient | pg.Client) => {
     const report: OutboxReport = { enqueued: 0, duplicates: 0, errors: [] };
     const { rows } = await client.query<OutboxRow>(
-      `SELECT o.id::text, o.endpoint_id, o.job_id::text, o.state, o.job_type, o.tenant_id, o.attempt, o.finished_at, o.result, o.error,
+      `SELECT o.id::text, o.endpoint_id, o.job_id::text, o.state, o.job_type, o.tenant_id, o.attempt, o.redrive_count, o.finished_at, o.result, o.error,
               e.tenant_id AS endpoint_tenant_id
          FROM webhook_outbox o LEFT JOIN webhook_endpoints e ON e.id = o.endpoint_id AND e.scope = 'tenant'
         ORDER BY o.id LIMIT $1 FOR UPDATE OF o SKIP LOCKED`,
@@ -82,7 +91,7 @@ export const drainWebhookOutbox = async (db: Db, params: { batch?: number } = {}
         done.push(row.id);
         continue;
       }
-      const event = { id: webhookEventId(row.job_id, row.state), ...tenantWebhookBody(row, now) };
+      const event = { id: webhookEventId(row.job_id, row.state, row.redrive_count), ...tenantWebhookBody(row, now) };
       await client.query("SAVEPOINT porter_webhook_outbox");
       try {
         await enqueueJobs(client, [
@@ -90,7 +99,7 @@ export const drainWebhookOutbox = async (db: Db, params: { batch?: number } = {}
             job_type: WEBHOOK_DELIVER_JOB_TYPE,
             tenant_id: row.endpoint_tenant_id,
             payload: { endpoint_ref: webhookEndpointRef(row.endpoint_id), event },
-            idempotency_key: `wh:${row.endpoint_id}:${row.job_id}:${row.state.toLowerCase()}`,
+            idempotency_key: webhookDeliveryKey(row.endpoint_id, row.job_id, row.state, row.redrive_count),
           },
         ]);
         await client.query("RELEASE SAVEPOINT porter_webhook_outbox");

@@ -156,7 +156,8 @@ describe("the outbox", () => {
         data: { job_id: jobIds[0], tenant_id: "t_sub", status: "DEAD", failure: null },
       },
     });
-    // The same (endpoint, job, state) again — a redriven job that dies once more: its key was used, so it is dropped, not sent twice.
+    // The same (endpoint, job, state) again — a drain that saw the row twice (a leader hand-over):
+    // its key was used, so it is dropped, not sent twice.
     await db.pool.query(
       `INSERT INTO webhook_outbox (endpoint_id, job_id, state, job_type, tenant_id, attempt, finished_at)
        VALUES ($1, $2, 'DEAD', 'orders.job', 't_sub', 2, now())`,
@@ -164,6 +165,15 @@ describe("the outbox", () => {
     );
     expect(await drainWebhookOutbox(db.pool)).toEqual({ enqueued: 0, duplicates: 1, errors: [] });
     expect(await outboxCount()).toBe(0);
+    // A redriven job that dies again is a new event: its own delivery, its own event id.
+    await db.pool.query(
+      `INSERT INTO webhook_outbox (endpoint_id, job_id, state, job_type, tenant_id, attempt, redrive_count, finished_at)
+       VALUES ($1, $2, 'DEAD', 'orders.job', 't_sub', 2, 1, now())`,
+      [sub.id, jobIds[0]],
+    );
+    expect(await drainWebhookOutbox(db.pool)).toEqual({ enqueued: 1, duplicates: 0, errors: [] });
+    const again = (await db.pool.query(`SELECT payload FROM jobs WHERE idempotency_key = $1`, [`wh:${sub.id}:${jobIds[0]}:dead:r1`])).rows[0].payload;
+    expect(again.event.id).toBe(`evt_${jobIds[0]!.replace(/-/g, "")}_dead_r1`);
     await db.pool.query(`DELETE FROM jobs WHERE job_type = 'webhook.deliver'`);
   });
 
