@@ -125,7 +125,7 @@ const SAMPLES: Record<string, () => unknown> = {
   "tenants.update": () => ({ id: "mx_t", patch: { weight: 3 } }),
   "tenants.links.list": () => ({ tenant_id: "mx_t" }),
   "tenants.links.create": () => ({ tenant_id: "mx_t", expires_in_s: 3600 }),
-  "tenants.links.revoke": () => ({ id: "sl_nonexistent" }),
+  "tenants.links.revoke": () => ({ id: "sl_000000000000000000" }),
   "resourceKeys.create": () => ({ id: `mx-rk-${unique()}`, concurrency_limit: 2 }),
   "resourceKeys.update": () => ({ id: "mx-rk", patch: { burst: 5 } }),
   "apiKeys.create": () => ({ tenant_ids: ["mx_t"], job_types: ["*"] }),
