@@ -57,4 +57,5 @@ export * from "./sql/transitions";
 export * from "./sql/vacuum-hot-table";
 export * from "./sql/workers";
 export * from "./state";
+export * from "./stream";
 export * from "./uuid";

@@ -57,6 +57,10 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   // DELETE: deleting an alert rule deletes its alerts (core dlq/alert-rules.ts).
   alerts: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   webhook_endpoints: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // The live status stream's log (issue 13): written by the triggers of
+  // packages/core/src/sql/routines/stream.sql (as the writing role), read by the StreamHub,
+  // pruned by maintenance after an hour.
+  job_stream: ["SELECT", "INSERT", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],

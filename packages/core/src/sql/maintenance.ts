@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { pruneDlq } from "../dlq/prune";
+import { pruneStream } from "../stream/log";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { pruneFinished } from "./prune-finished";
@@ -23,6 +24,8 @@ export type MaintenanceReport = RescueOutcome & {
   /** Failure-group history pruned: hourly counts (kept 8 days) and death rows (kept 14 days). */
   dlqHoursPruned: number;
   dlqDeathsPruned: number;
+  /** Status-stream events past retention (core STREAM_RETENTION_MS, one hour). */
+  streamPruned: number;
 };
 
 /**
@@ -31,7 +34,10 @@ export type MaintenanceReport = RescueOutcome & {
  * retention and forgotten workers. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
-export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date; batch?: number } = {}): Promise<MaintenanceReport> => {
+export const runMaintenance = async (
+  db: pg.Pool | pg.PoolClient | pg.Client,
+  params: { now?: Date; batch?: number; notifier?: { touch(): void } } = {},
+): Promise<MaintenanceReport> => {
   const lost = await rescueLostWorkers(db, params);
   const leases = await rescueExpiredLeases(db, params);
   const rescue: RescueOutcome = {
@@ -43,11 +49,14 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
   };
   const fromLostWorkers = lost.requeued + lost.dead + lost.cancelled + lost.expired;
   const expire = await expireJobs(db, params);
+  // Rescues and expiries change jobs: wake the status stream's readers (after those commits).
+  if (rescue.requeued + rescue.dead + rescue.cancelled + rescue.expired + expire.expired + expire.promoted > 0) params.notifier?.touch();
   const { aged } = await agePriorities(db, params);
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
   const dlq = await pruneDlq(db, { now: params.now });
+  const stream = await pruneStream(db, { now: params.now });
   return {
     ...rescue,
     fromLostWorkers,
@@ -59,6 +68,7 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
     workersPruned,
     dlqHoursPruned: dlq.hours,
     dlqDeathsPruned: dlq.deaths,
+    streamPruned: stream.pruned,
   };
 };
 
