@@ -28,7 +28,13 @@ export type StreamDelivery = {
   onReset?: () => void;
 };
 
-type Subscriber = StreamDelivery & { scope: StreamScope; after: StreamCursor; types: ReadonlySet<string> | null };
+type Subscriber = StreamDelivery & {
+  scope: StreamScope;
+  after: StreamCursor;
+  types: ReadonlySet<string> | null;
+  /** The snapshot's state: the first live event repeating it (the change the snapshot already showed) is skipped. */
+  shown?: { state: string; attempt: number } | null;
+};
 
 export type StreamSubscription = { close: () => void };
 
@@ -151,7 +157,10 @@ export class StreamHub {
     const id = `${head.xid}-${head.id}`;
     if (sub.scope.jobId) {
       const row = await currentJobRow(db, sub.scope.jobId, head);
-      if (row && inScope(sub, row)) sub.onEvent(row, id);
+      if (row && inScope(sub, row)) {
+        sub.onEvent(row, id);
+        sub.shown = { state: row.state, attempt: row.attempt };
+      }
       return;
     }
     if (!allLive) return;
@@ -248,6 +257,9 @@ export class StreamHub {
       for (const row of rows) {
         for (const sub of this.subscribers) {
           if (!inScope(sub, row) || compareCursor(row.cursor, sub.after) <= 0) continue;
+          const shown = sub.shown;
+          sub.shown = null;
+          if (shown && row.kind === "state" && row.state === shown.state && row.attempt === shown.attempt) continue;
           try {
             sub.onEvent(row);
           } catch (error) {

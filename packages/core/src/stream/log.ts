@@ -1,4 +1,4 @@
-import type { JobState, SafeFailure, StreamEventData, StreamEventName } from "@porter/contracts";
+import type { TJobState as JobState, SafeFailure, StreamEventData, StreamEventName } from "@porter/contracts";
 import type { Db } from "../db";
 
 // The live status stream's log (issue 13): `job_stream`, written by the statement triggers of
