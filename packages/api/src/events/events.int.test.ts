@@ -96,7 +96,7 @@ describe("GET /api/events?job_id=", () => {
     const sse = await openSse(`${server.url}/api/events?job_id=${jobId}`, bearer(fx.keyA));
     expect(sse.res.status).toBe(200);
     expect(sse.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    expect(sse.res.headers.get("cache-control")).toBe("no-store");
+    expect(sse.res.headers.get("cache-control")).toBe("no-store, no-transform");
     expect(sse.res.headers.get("x-accel-buffering")).toBe("no");
     await sse.until(1);
     expect(sse.state.retry).toBe(2000);

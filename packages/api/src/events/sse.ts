@@ -192,7 +192,8 @@ export const serveEventStream = async (
     status: 200,
     headers: {
       "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-store",
+      // no-transform: Next's compression (and any proxy honouring it) leaves the stream unbuffered.
+      "cache-control": "no-store, no-transform",
       "x-accel-buffering": "no",
       connection: "keep-alive",
     },
