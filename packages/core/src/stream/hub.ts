@@ -65,6 +65,7 @@ export class StreamHub {
   private wakeTimer: NodeJS.Timeout | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private backoff: number;
+  private heldBackMs = 0;
   private readonly pollMs: number;
   private readonly debounceMs: number;
   private readonly reconnect: { min: number; max: number };
@@ -268,7 +269,16 @@ export class StreamHub {
         }
         this.cursor = row.cursor;
       }
-      if (rows.length < STREAM_PAGE || !this.running) return;
+      if (!this.running) return;
+      if (rows.length < STREAM_PAGE) break;
+    }
+    // Events the read could not take yet (an open transaction holds the xmin back): their wake-up
+    // has come and gone, so read again soon, backing off while it lasts.
+    if (await streamHeldBack(this.options.pool, this.cursor)) {
+      this.heldBackMs = Math.min(500, Math.max(20, this.heldBackMs * 2));
+      this.wake(this.heldBackMs);
+    } else {
+      this.heldBackMs = 0;
     }
   }
 }

@@ -95,6 +95,20 @@ export const readStream = async (db: Db, params: { after: StreamCursor; upTo?: S
   return rows.map(rowOf);
 };
 
+/**
+ * Whether events after `after` exist that a read may not take yet (their transaction, or an older
+ * one anywhere on the server, is still open): the reader then reads again shortly, as no further
+ * wake-up may come for them.
+ */
+export const streamHeldBack = async (db: Db, after: StreamCursor): Promise<boolean> => {
+  const { rows } = await db.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM job_stream WHERE (xid, id) > ($1::text::xid8, $2::bigint)
+                       AND xid >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
+    [String(after.xid), String(after.id)],
+  );
+  return rows[0]?.held === true;
+};
+
 /** The newest position a reader may start from: the last event of an ended transaction (or zero). */
 export const streamHead = async (db: Db): Promise<StreamCursor> => {
   const { rows } = await db.query<{ xid: string; id: string }>(
@@ -117,14 +131,24 @@ export const cursorRetained = async (db: Db, cursor: StreamCursor): Promise<bool
   return (rowCount ?? 0) > 0;
 };
 
-/** Retention: deletes events older than {@link STREAM_RETENTION_MS}, in batches (maintenance). */
+/**
+ * Retention: deletes events older than {@link STREAM_RETENTION_MS}, in batches (maintenance), from
+ * the oldest end of the (xid, id) order and stopping at the first younger event: the log is always
+ * a suffix of that order, so an event still in it has every later event with it
+ * ({@link cursorRetained}). No index on `at`: one index fewer to write per event.
+ */
 export const pruneStream = async (db: Db, params: { now?: Date; batch?: number; retentionMs?: number } = {}): Promise<{ pruned: number }> => {
   const batch = params.batch ?? 10_000;
   let pruned = 0;
   for (;;) {
     const { rowCount } = await db.query(
-      `DELETE FROM job_stream WHERE id IN (
-         SELECT id FROM job_stream WHERE at < coalesce($1::timestamptz, now()) - $2 * interval '1 millisecond' ORDER BY at LIMIT $3)`,
+      `WITH oldest AS (SELECT xid, id, at FROM job_stream ORDER BY xid, id LIMIT $3),
+            young AS (SELECT xid, id FROM oldest
+                       WHERE at >= coalesce($1::timestamptz, now()) - $2 * interval '1 millisecond'
+                       ORDER BY xid, id LIMIT 1)
+       DELETE FROM job_stream s USING oldest o
+        WHERE s.xid = o.xid AND s.id = o.id
+          AND NOT EXISTS (SELECT 1 FROM young y WHERE (o.xid, o.id) >= (y.xid, y.id))`,
       [params.now ?? null, params.retentionMs ?? STREAM_RETENTION_MS, batch],
     );
     pruned += rowCount ?? 0;
