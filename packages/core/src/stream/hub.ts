@@ -177,8 +177,9 @@ export class StreamHub {
 
   private async start(): Promise<void> {
     if (this.running) return;
-    this.running = true;
+    // Where live delivery starts; a failure here leaves the hub stopped (the subscribe rejects).
     this.cursor = await streamHead(this.options.pool);
+    this.running = true;
     this.backoff = this.reconnect.min;
     await this.connect().catch((error) => {
       this.options.onError?.(error);
