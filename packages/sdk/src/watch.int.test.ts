@@ -73,6 +73,7 @@ describe("watch", () => {
   it("yields the job's events and ends at the terminal one, across a connection dropped mid-stream", async () => {
     const jobId = await enqueue();
     const seen: StreamEvent[] = [];
+    let pending: Promise<ClaimedJob> | undefined;
     const lastEventIds: Array<string | null> = [];
     const counting = createProducerClient({
       url: server.url,
@@ -94,7 +95,6 @@ describe("watch", () => {
         }
       }
     })();
-    let pending: Promise<ClaimedJob> | undefined;
     await expect.poll(() => seen.length).toBe(1);
     pending = claim(jobId);
     await pending;

@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { Db } from "../db";
-import { compareCursor, currentJobRow, cursorRetained, readStream, STREAM_PAGE, type StreamCursor, type StreamRow, streamHead } from "./log";
+import { compareCursor, currentJobRow, cursorRetained, readStream, STREAM_PAGE, type StreamCursor, type StreamRow, streamHead, streamHeldBack } from "./log";
 import { STREAM_CHANNEL } from "./notifier";
 
 /** What a subscriber may see: one tenant, the job types of its credential (null: all), optionally one job. */
