@@ -22,7 +22,7 @@ CREATE TABLE job_stream (
   progress  jsonb,
   failure   jsonb
 );
--- The one index (each is one more entry per event on the hot path): reads, resume checks and
--- retention all go in (xid, id) order — retention deletes from the oldest end while rows are past
--- the hour, so an event still in the log has every later event with it.
-CREATE INDEX job_stream_xid_id_idx ON job_stream (xid, id);
+-- The one index, the primary key (each index is one more entry per event on the hot path): reads,
+-- resume checks and retention all go in (xid, id) order — retention deletes from the oldest end
+-- while rows are past the hour, so an event still in the log has every later event with it.
+ALTER TABLE job_stream ADD CONSTRAINT job_stream_pkey PRIMARY KEY (xid, id);

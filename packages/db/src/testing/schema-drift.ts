@@ -198,6 +198,8 @@ function expectedType(field: PrismaField, enumTypes: Map<string, string>): Expec
       "Json@Json": "json",
       Bytes: "bytea",
       "String@VarChar": `character varying(${native?.args[0] ?? ""})`,
+      // A type Prisma has no mapping for, declared as is (job_stream.xid).
+      'Unsupported("xid8")': "xid8",
     };
     base = mapping[key];
     if (base === undefined) return { problem: `the drift check does not know type ${field.type} ${nativeLabel}; extend schema-drift.ts` };
