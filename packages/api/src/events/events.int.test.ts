@@ -205,10 +205,12 @@ describe("one listener, many streams", () => {
   });
 
   it("429 with Retry-After past the per-credential limit; a slot frees when a stream ends", async () => {
-    const limited = await startEventsServer({ db: db.appPool, prisma: db.prisma, hub, limiter: new StreamLimiter(3) });
+    const limited = await startEventsServer({ db: db.appPool, prisma: db.prisma, hub, limiter: new StreamLimiter(3), keepAliveMs: 50 });
     try {
       const open = await Promise.all(Array.from({ length: 3 }, () => openSse(`${limited.url}/api/events`, bearer(fx.keyB))));
       expect(open.map((s) => s.res.status)).toEqual([200, 200, 200]);
+      // Idle streams carry keep-alive comments (`: ka`).
+      await expect.poll(() => open[0]!.state.comments).toBeGreaterThan(1);
       const refused = await fetch(`${limited.url}/api/events`, { headers: bearer(fx.keyB) });
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);

@@ -90,3 +90,33 @@ describe("StreamHub", () => {
     expect(hub.head).toBeNull(); // stopped with its last subscriber
   });
 });
+
+describe("StreamNotifier", () => {
+  it("sends at most one pg_notify per interval, after the touches (a trailing one), on the pool", async () => {
+    const listener = await db.pool.connect();
+    const received: number[] = [];
+    listener.on("notification", (m) => {
+      if (m.channel === "porter_stream") received.push(Date.now());
+    });
+    await listener.query("LISTEN porter_stream");
+    const own = new StreamNotifier(db.appPool, 100);
+    try {
+      const t0 = Date.now();
+      for (let i = 0; i < 50; i++) {
+        own.touch();
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      // ~250 ms of touches every 5 ms → at most one per 100 ms (the first at once, then trailing ones).
+      expect(own.sent).toBeGreaterThanOrEqual(2);
+      expect(own.sent).toBeLessThanOrEqual(4);
+      await expect.poll(() => received.length).toBe(own.sent);
+      for (let i = 1; i < received.length; i++) expect(received[i]! - received[i - 1]!).toBeGreaterThanOrEqual(80);
+      expect(received[0]! - t0).toBeLessThan(100);
+    } finally {
+      own.close();
+      await listener.query("UNLISTEN porter_stream");
+      listener.release();
+    }
+  });
+});
