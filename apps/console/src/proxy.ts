@@ -17,9 +17,11 @@ export function proxy(request: NextRequest): NextResponse {
   const response = NextResponse.next({ request: { headers: requestHeaders } });
   for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
   // Tenant status pages (issue 13) are per viewer and carry a tenant's data: never cached by a
-  // browser's shared cache or a proxy, and never sent as a Referer elsewhere.
+  // browser's shared cache or a proxy, and never sent as a Referer elsewhere. no-transform: the
+  // live stream (/status/<tenant>/events) must reach the browser unbuffered, and Next's
+  // compression leaves a no-transform response alone.
   if (isStatusPath(request.nextUrl.pathname)) {
-    response.headers.set("cache-control", "private, no-store");
+    response.headers.set("cache-control", "private, no-store, no-transform");
     response.headers.set("referrer-policy", "no-referrer");
   }
   return response;

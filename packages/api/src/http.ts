@@ -34,6 +34,11 @@ export type TrpcHttpDeps = {
   getClientAddress?: (req: Request) => string | null;
   /** Producer keys' default call rate and failure throttling (core's DEFAULT_KEY_AUTH_LIMITS otherwise). */
   keyAuthLimits?: Partial<KeyAuthLimits>;
+  /**
+   * Wakes the live status stream's readers (core's StreamNotifier) after a mutation succeeded —
+   * enqueue, cancel, retry, redrive all commit before their response; the notify is debounced.
+   */
+  streamNotifier?: { touch(): void };
   /** Called for every error (log 5xx with their cause; the response never carries it). */
   onError?: (info: { error: TRPCError; path: string | undefined; type: string }) => void;
 };
@@ -57,7 +62,7 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
     headers.delete("transfer-encoding");
     req = new Request(request.url, { method: request.method, headers, body, signal: request.signal });
   }
-  return fetchRequestHandler({
+  const response = await fetchRequestHandler({
     endpoint,
     req,
     router: appRouter,
@@ -83,6 +88,8 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
     },
     onError: deps.onError ? ({ error, path, type }) => deps.onError!({ error, path, type }) : undefined,
   });
+  if (request.method === "POST" && response.status < 400) deps.streamNotifier?.touch();
+  return response;
 };
 
 /** The body as bytes, or null once it passes `limit` (the rest is not read). */

@@ -3,6 +3,17 @@
 
 export { type Context, type CreateContextOptions, clientAddressOf, createContext, ROLES, type Role, type Session } from "./context";
 export { refuseCrossSite } from "./csrf";
+export {
+  DEFAULT_SSE_MAX_PER_CREDENTIAL,
+  type EventsDeps,
+  handleProducerEvents,
+  handleStatusEvents,
+  SSE_KEEPALIVE_MS,
+  SSE_RECHECK_MS,
+  type StreamCredential,
+  StreamLimiter,
+  serveEventStream,
+} from "./events/sse";
 export { checkHealth, type HealthReport } from "./health";
 export { DEFAULT_MAX_BODY_BYTES, handleTrpcRequest, type TrpcHttpDeps } from "./http";
 export { type AppRouter, appRouter, createCaller } from "./root";

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { enqueueJobs, PolicyCache } from "@porter/core";
+import { createStatusLink, enqueueJobs, PolicyCache, StreamHub } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StreamLimiter } from "./events/sse";
 import { callProcedure, fingerprint, type RawReply } from "./testing/bad-input";
 import { moveJobs } from "./testing/console";
+import { startEventsServer } from "./testing/events-server";
 import { type ProducerFixtures, seedProducerFixtures } from "./testing/fixtures";
 import { startTestServer, type TestServer } from "./testing/http-server";
 
@@ -17,14 +19,23 @@ import { startTestServer, type TestServer } from "./testing/http-server";
 // its rows.
 const db = useTestDatabase();
 let server: TestServer;
+let events: TestServer;
+let hub: StreamHub;
 let fx: ProducerFixtures;
+/** A status link of tenant A limited to type X (the status stream's credential). */
+let linkId: string;
 
 beforeAll(async () => {
   fx = await seedProducerFixtures(db);
   server = await startTestServer({ db: db.pool, policyCache: new PolicyCache() });
+  hub = new StreamHub({ pool: db.pool, listen: { connectionString: db.connectionString } });
+  events = await startEventsServer({ db: db.pool, prisma: db.prisma, hub, limiter: new StreamLimiter() });
+  linkId = (await createStatusLink(db.prisma, { tenantId: fx.tenantA, jobTypes: ["fx.email"], actor: "test" })).id;
 });
 afterAll(async () => {
   await server?.close();
+  await events?.close();
+  await hub?.close();
 });
 
 /** A job the credential must not reach, made fresh for each case (so a wrong cancel shows). */
@@ -192,4 +203,58 @@ describe("isolation matrix: a credential of tenant A / type X against tenant B's
     const cancelled = await credential.call("producer.cancel", "mutation", { job_id: made.job_id });
     expect(JSON.parse(cancelled.text).result.data).toEqual({ job_id: made.job_id, status: "CANCELLED" });
   });
+});
+
+// The live status stream (issue 13): `GET /api/events?job_id=` with the key, and
+// `GET /status/<tenant A>/events?job_id=` with a status link of tenant A / type X, against the same
+// targets: a 404 before any byte is streamed, shaped like an unknown job's, revealing nothing.
+type StreamCredential = { name: string; get: (jobId: string) => Promise<{ status: number; text: string; type: string | null }> };
+const read = async (res: Response) => ({ status: res.status, text: await res.text(), type: res.headers.get("content-type") });
+const STREAM_CREDENTIALS: Array<() => StreamCredential> = [
+  () => ({
+    name: "producer key of tenant A, type X on /api/events",
+    get: async (jobId) => read(await fetch(`${events.url}/api/events?job_id=${jobId}`, { headers: { authorization: `Bearer ${fx.keyEmailOnly}` } })),
+  }),
+  () => ({
+    name: "status link of tenant A, type X on /status/<tenant A>/events",
+    get: async (jobId) => read(await fetch(`${events.url}/status/${fx.tenantA}/events?job_id=${jobId}`, { headers: { "x-test-link": linkId } })),
+  }),
+];
+
+describe("isolation matrix: the status stream endpoints", () => {
+  for (const make of STREAM_CREDENTIALS) {
+    for (const against of ["tenant B, type X", "tenant A, type Y"] as const) {
+      for (const state of ALL_STATES) {
+        it(`${make().name}: a ${state} job of ${against} → 404, as an unknown job`, async () => {
+          const credential = make();
+          const target = await makeTarget(against, state);
+          const before = await fingerprint(db.pool);
+          const reply = await credential.get(target.jobId);
+          expect(reply.status, reply.text.slice(0, 400)).toBe(404);
+          expect(reply.type).toBe("application/json");
+          expect(reply.text).not.toContain(target.marker);
+          expect(reply.text).toBe((await credential.get(randomUUID())).text);
+          expect(await fingerprint(db.pool), "something changed").toEqual(before);
+        });
+      }
+    }
+    it(`${make().name}: its own job of type X streams (the 404s are not everything refused)`, async () => {
+      const credential = make();
+      const [own] = await enqueueJobs(db.pool, [{ job_type: "fx.email", tenant_id: fx.tenantA, payload: {}, idempotency_key: `own-${randomUUID()}` }]);
+      const abort = new AbortController();
+      const url = credential.name.startsWith("producer")
+        ? `${events.url}/api/events?job_id=${own!.job_id}`
+        : `${events.url}/status/${fx.tenantA}/events?job_id=${own!.job_id}`;
+      const headers: Record<string, string> = credential.name.startsWith("producer")
+        ? { authorization: `Bearer ${fx.keyEmailOnly}` }
+        : { "x-test-link": linkId };
+      const res = await fetch(url, { headers, signal: abort.signal });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      let text = "";
+      while (!text.includes("event: job.ready")) text += new TextDecoder().decode((await reader.read()).value);
+      abort.abort();
+      expect(text).toContain(own!.job_id);
+    });
+  }
 });

@@ -57,6 +57,7 @@ export * from "./sql/transitions";
 export * from "./sql/vacuum-hot-table";
 export * from "./sql/workers";
 export * from "./state";
+export * from "./stream";
 export * from "./uuid";
 export * from "./webhooks/allowlist";
 export * from "./webhooks/deliveries";

@@ -64,6 +64,10 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   webhook_deliveries: ["SELECT", "INSERT", "DELETE"],
   // The SSRF guard's allow-list: admins add (re-adding updates the note) and remove networks.
   webhook_allowed_networks: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // The live status stream's log (issue 13): written by the triggers of
+  // packages/core/src/sql/routines/stream.sql (as the writing role), read by the StreamHub,
+  // pruned by maintenance after an hour.
+  job_stream: ["SELECT", "INSERT", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],

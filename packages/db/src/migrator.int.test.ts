@@ -195,6 +195,9 @@ describe("migrate", () => {
         "porter_dlq_stamp",
         "porter_normalize_error_message",
         "porter_redrive_eligibility",
+        "porter_stream_finished_insert",
+        "porter_stream_jobs_insert",
+        "porter_stream_jobs_update",
         "porter_tokens",
         "porter_webhook_outbox",
       ].map((name) => ({

@@ -3,3 +3,4 @@ export * from "./handler";
 export * from "./producer";
 export * from "./progress";
 export * from "./verify-webhook";
+export * from "./watch";

@@ -1,6 +1,7 @@
 import type { AppRouter } from "@porter/api";
-import type { TEnqueueRequest, TEnqueueResult, TJobState, TJobStatus } from "@porter/contracts";
+import type { StreamEvent, StreamEventData, TEnqueueRequest, TEnqueueResult, TJobState, TJobStatus } from "@porter/contracts";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
+import { type WatchOptions, waitForJob, watchJob } from "./watch";
 
 /** Options of {@link createProducerClient}. */
 export type ProducerClientOptions = {
@@ -22,6 +23,13 @@ export type ProducerClient = {
   get: (jobId: string) => Promise<TJobStatus>;
   /** Cancels a job: queued work at once (CANCELLED), running work cooperatively (RUNNING). */
   cancel: (jobId: string, reason?: string) => Promise<{ job_id: string; status: TJobState }>;
+  /**
+   * The job's live events (`GET /api/events?job_id=`): its current state, then every change,
+   * ending after the terminal one; reconnects with Last-Event-ID, so none is lost.
+   */
+  watch: (jobId: string, options?: WatchOptions) => AsyncIterable<StreamEvent>;
+  /** The terminal event's data; rejects with `WaitForTimeoutError` after `timeoutMs`. */
+  waitFor: (jobId: string, options: { timeoutMs: number; signal?: AbortSignal }) => Promise<StreamEventData>;
 };
 
 /**
@@ -129,5 +137,7 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
     // fields (result, last_checkpoint) to optional ones.
     get: (jobId) => call(async () => (await trpc.producer.get.query({ job_id: jobId })) as TJobStatus),
     cancel: (jobId, reason) => call(() => trpc.producer.cancel.mutate(reason === undefined ? { job_id: jobId } : { job_id: jobId, reason })),
+    watch: (jobId, watchOptions) => watchJob(options, jobId, watchOptions),
+    waitFor: (jobId, waitOptions) => waitForJob(options, jobId, waitOptions),
   };
 };

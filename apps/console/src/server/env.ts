@@ -29,6 +29,8 @@ const ZEnv = z
       .int()
       .min(1)
       .default(64 * 1024),
+    /** Live status streams (SSE) one credential — an API key or a status link — may hold at once per console process; 429 beyond. */
+    PORTER_SSE_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(20),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     /** Encrypts console session cookies (`npm start` generates one into .porter/auth-secret). */
     AUTH_SECRET: z.string({ error: "required (a random secret of at least 16 characters; npm start generates one)" }).min(16, "at least 16 characters"),

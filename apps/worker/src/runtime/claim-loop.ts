@@ -20,6 +20,8 @@ export type ClaimLoopOptions = {
   disconnectedPollIntervalMs: number;
   /** Coalescing window for notifications on a busy worker (see `WorkerOptions.notifyDebounceMs`). */
   notifyDebounceMs: number;
+  /** After a claim that took jobs (committed): wakes the live status stream. */
+  onClaimed?: () => void;
 };
 
 /**
@@ -167,6 +169,7 @@ export class ClaimLoop {
           continue;
         }
         this.isClaiming = false;
+        if (jobs.length > 0) this.options.onClaimed?.();
         if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         this.buffer.accept(jobs);
         // A short claim means the queue is empty for now — unless work was announced while it ran

@@ -25,6 +25,8 @@ export class LeaseKeeper {
     private readonly logger: Logger,
     private readonly attempts: () => Iterable<Attempt>,
     private readonly tickMs = 250,
+    /** After a heartbeat batch that carried progress (committed): wakes the live status stream. */
+    private readonly onProgressWritten?: () => void,
   ) {}
 
   start(): void {
@@ -45,6 +47,7 @@ export class LeaseKeeper {
       this.db,
       open.map((a, i) => ({ ...a.ref, progress: sent[i] ?? null })),
     );
+    if (sent.some((p) => p != null)) this.onProgressWritten?.();
     const byId = new Map(open.map((a, i) => [a.job.id, { attempt: a, progress: sent[i] }]));
     const now = Date.now();
     for (const extended of outcome.extended) {

@@ -14,6 +14,8 @@ export type MaintenanceLeaderOptions = {
   vacuumEveryMs?: number;
   /** How often the leader evaluates the DLQ alert rules (`evaluateAlerts`). Default 15 000 ms; 0 = never. */
   alertsEveryMs?: number;
+  /** Wakes the live status stream after rescues, expiries and redrive batches (core's StreamNotifier). */
+  notifier?: { touch(): void };
 };
 
 /**
@@ -88,11 +90,14 @@ export class MaintenanceLeader {
         if (this.isLeader) this.options.logger.info("became the maintenance leader");
       }
       if (this.isLeader && !this.isClosed) {
-        const report = await runMaintenance(this.client);
+        const report = await runMaintenance(this.client, { notifier: this.options.notifier });
         if (Object.values(report).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);
         // Durable redrives (issue 12): one batch per running redrive, at its velocity.
         const redrives = await advanceRedrives(this.client);
-        if (redrives.batches.length > 0) this.options.logger.info("redrive batches", { batches: redrives.batches });
+        if (redrives.batches.length > 0) {
+          this.options.notifier?.touch();
+          this.options.logger.info("redrive batches", { batches: redrives.batches });
+        }
         for (const f of redrives.failed) this.options.logger.warn("a redrive batch failed; retried next tick", { redriveId: f.redrive_id, err: f.error });
         // Tenant webhooks (issue 13): the outbox the finished_jobs trigger fills → webhook.deliver jobs.
         const outbox = await drainWebhookOutbox(this.client);

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import { handBackJobs, heartbeatWorker, readCancelRequest, readPoolSettings, registerWorker, stopWorker } from "@porter/core";
+import { handBackJobs, heartbeatWorker, readCancelRequest, readPoolSettings, registerWorker, StreamNotifier, stopWorker } from "@porter/core";
 import { defaultHandlerMap, type HandlerMap } from "../handlers";
 import type { Logger } from "../logger";
 import { ClaimLoop } from "./claim-loop";
@@ -53,6 +53,8 @@ export class PorterWorker {
   private drainPromise: Promise<DrainReport> | undefined;
   private forceWaiters: Array<() => void> = [];
   private workerHeartbeatTimer: NodeJS.Timeout | undefined;
+  /** Wakes the live status stream's readers after this worker's claims, acks, failures and progress (issue 13). */
+  private readonly streamNotifier: StreamNotifier;
 
   private constructor(
     private readonly options: WorkerOptions,
@@ -63,11 +65,15 @@ export class PorterWorker {
     this.version = options.version ?? "dev";
     this.handlers = options.handlers ?? defaultHandlerMap({ db: options.db, ...options.webhook });
     this.logger = options.logger.child({ workerId: this.id, pool: options.poolId });
+    this.streamNotifier = new StreamNotifier(options.db);
     this.completer = new Completer(options.db, {
       logger: this.logger,
       flushIntervalMs: options.flushIntervalMs,
       maxBatch: options.flushBatch,
-      onWritten: () => this.claimLoop.onWritten(),
+      onWritten: () => {
+        this.streamNotifier.touch();
+        this.claimLoop.onWritten();
+      },
     });
     this.slots = new Slots(concurrency, {
       attempt: {
@@ -94,7 +100,13 @@ export class PorterWorker {
       max: options.prefetchMax ?? DEFAULTS.prefetchMax,
       maxBufferMs: options.maxBufferMs ?? DEFAULTS.maxBufferMs,
     });
-    this.leaseKeeper = new LeaseKeeper(options.db, this.logger, () => this.slots.values());
+    this.leaseKeeper = new LeaseKeeper(
+      options.db,
+      this.logger,
+      () => this.slots.values(),
+      undefined,
+      () => this.streamNotifier.touch(),
+    );
     this.listener = new NotificationListener({
       connectionString: options.connectionString,
       poolId: options.poolId,
@@ -115,12 +127,14 @@ export class PorterWorker {
       pollIntervalMs: options.pollIntervalMs ?? DEFAULTS.pollIntervalMs,
       disconnectedPollIntervalMs: options.disconnectedPollIntervalMs ?? DEFAULTS.disconnectedPollIntervalMs,
       notifyDebounceMs: options.notifyDebounceMs ?? DEFAULTS.notifyDebounceMs,
+      onClaimed: () => this.streamNotifier.touch(),
     });
     const maintenance = options.maintenance ?? true;
     this.leader = maintenance
       ? new MaintenanceLeader({
           connectionString: options.connectionString,
           logger: this.logger,
+          notifier: { touch: () => this.streamNotifier.touch() },
           ...(typeof maintenance === "object" ? maintenance : {}),
         })
       : undefined;
@@ -250,6 +264,7 @@ export class PorterWorker {
     this.claimLoop.clearTimers();
     this.leaseKeeper.stop();
     await Promise.all([this.listener.close(), this.leader?.close()]);
+    this.streamNotifier.close();
     try {
       await stopWorker(this.options.db, this.id);
     } catch (error) {

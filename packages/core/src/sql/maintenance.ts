@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { pruneDlq } from "../dlq/prune";
 import { pruneWebhookDeliveries } from "../webhooks/deliveries";
+import { pruneStream } from "../stream/log";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { pruneFinished } from "./prune-finished";
@@ -26,6 +27,8 @@ export type MaintenanceReport = RescueOutcome & {
   dlqDeathsPruned: number;
   /** Webhook delivery log rows past 14 days. */
   webhookDeliveriesPruned: number;
+  /** Status-stream events past retention (core STREAM_RETENTION_MS, one hour). */
+  streamPruned: number;
 };
 
 /**
@@ -34,7 +37,10 @@ export type MaintenanceReport = RescueOutcome & {
  * retention, forgotten workers and webhook delivery log rows past 14 days. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
-export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date; batch?: number } = {}): Promise<MaintenanceReport> => {
+export const runMaintenance = async (
+  db: pg.Pool | pg.PoolClient | pg.Client,
+  params: { now?: Date; batch?: number; notifier?: { touch(): void } } = {},
+): Promise<MaintenanceReport> => {
   const lost = await rescueLostWorkers(db, params);
   const leases = await rescueExpiredLeases(db, params);
   const rescue: RescueOutcome = {
@@ -46,12 +52,15 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
   };
   const fromLostWorkers = lost.requeued + lost.dead + lost.cancelled + lost.expired;
   const expire = await expireJobs(db, params);
+  // Rescues and expiries change jobs: wake the status stream's readers (after those commits).
+  if (rescue.requeued + rescue.dead + rescue.cancelled + rescue.expired + expire.expired + expire.promoted > 0) params.notifier?.touch();
   const { aged } = await agePriorities(db, params);
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
   const dlq = await pruneDlq(db, { now: params.now });
   const webhookDeliveriesPruned = await pruneWebhookDeliveries(db, { now: params.now });
+  const stream = await pruneStream(db, { now: params.now });
   return {
     ...rescue,
     fromLostWorkers,
@@ -64,6 +73,7 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
     dlqHoursPruned: dlq.hours,
     dlqDeathsPruned: dlq.deaths,
     webhookDeliveriesPruned,
+    streamPruned: stream.pruned,
   };
 };
 

@@ -200,6 +200,8 @@ function expectedType(field: PrismaField, enumTypes: Map<string, string>): Expec
       "String@VarChar": `character varying(${native?.args[0] ?? ""})`,
       // Types Prisma has none for (the model is @@ignore'd; core reads it with raw SQL).
       'Unsupported("cidr")': "cidr",
+      // A type Prisma has no mapping for, declared as is (job_stream.xid).
+      'Unsupported("xid8")': "xid8",
     };
     base = mapping[key];
     if (base === undefined) return { problem: `the drift check does not know type ${field.type} ${nativeLabel}; extend schema-drift.ts` };

@@ -3,6 +3,7 @@ import { getSessionUserCache, isSecureCookie } from "../../../../server/auth";
 import { getPolicyCache, getPool, getPrisma } from "../../../../server/db";
 import { getEnv } from "../../../../server/env";
 import { getLogger } from "../../../../server/logger";
+import { getStreamNotifier } from "../../../../server/stream";
 
 export const dynamic = "force-dynamic";
 
@@ -21,6 +22,7 @@ const handler = (request: Request): Promise<Response> => {
     keyAuthLimits: { defaultRatePerSecond: env.PORTER_API_KEY_RATE },
     trustedOrigins: env.NEXTAUTH_URL ? [new URL(env.NEXTAUTH_URL).origin] : [],
     policyCache: getPolicyCache(),
+    streamNotifier: getStreamNotifier(),
     maxBodyBytes: env.PORTER_MAX_BODY_BYTES,
     maxPayloadBytes: env.PORTER_MAX_PAYLOAD_BYTES,
     onError: ({ error, path, type }) => {

@@ -1,0 +1,122 @@
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { enqueueJobs } from "../sql/enqueue-jobs";
+import { controlPlane } from "../testing/control-plane-factory";
+import { StreamHub } from "./hub";
+import { formatCursor, parseCursor, type StreamRow } from "./log";
+import { StreamNotifier } from "./notifier";
+
+// The StreamHub's hand-over: a subscriber resuming from a Last-Event-ID replays with its own query
+// up to the hub's cursor and joins the live fan-out after it — while writes keep coming, it gets
+// exactly the events after its cursor, none missing, none twice. And wake-ups come by NOTIFY.
+const db = useTestDatabase();
+let hub: StreamHub;
+let notifier: StreamNotifier;
+
+beforeAll(async () => {
+  await controlPlane(db.pool, { queues: [{ id: "q1" }] });
+  hub = new StreamHub({ pool: db.appPool, listen: { connectionString: db.appConnectionString }, pollMs: 60_000, debounceMs: 5 });
+  notifier = new StreamNotifier(db.appPool, 10);
+});
+afterAll(async () => {
+  await hub?.close();
+  notifier?.close();
+});
+
+let n = 0;
+const enqueue = async (tenant = "tenant_A") => {
+  const [r] = await enqueueJobs(db.appPool, [{ job_type: "q1.job", tenant_id: tenant, payload: { n: ++n }, idempotency_key: `hub-${n}` }]);
+  notifier.touch();
+  return r!.job_id;
+};
+const collector = () => {
+  const ids: string[] = [];
+  const jobs: string[] = [];
+  const onEvent = (row: StreamRow, id?: string) => {
+    ids.push(id ?? formatCursor(row.cursor));
+    jobs.push(row.jobId);
+  };
+  return { ids, jobs, onEvent };
+};
+
+describe("StreamHub", () => {
+  it("resumes while writes continue: each resumed subscriber gets exactly the events after its cursor", async () => {
+    const reference = collector();
+    const ref = await hub.subscribe({ tenantId: "tenant_A", jobTypes: null }, { onEvent: reference.onEvent });
+    const resumed: Array<{ from: number; c: ReturnType<typeof collector>; close: () => void }> = [];
+    const total = 120;
+    const writer = (async () => {
+      for (let i = 0; i < total; i++) {
+        await enqueue(i % 5 === 0 ? "tenant_B" : "tenant_A");
+        if (i % 3 === 0) await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    // Subscribers resume at different points while the writer runs.
+    for (let k = 0; k < 6; k++) {
+      await expect.poll(() => reference.ids.length, { timeout: 10_000, interval: 5 }).toBeGreaterThan(k * 12 + 1);
+      const from = reference.ids.length - 1 - (k % 3);
+      const c = collector();
+      const sub = await hub.subscribe({ tenantId: "tenant_A", jobTypes: null }, { onEvent: c.onEvent, lastEventId: parseCursor(reference.ids[from]!)! });
+      resumed.push({ from, c, close: sub.close });
+    }
+    await writer;
+    const expected = total - Math.ceil(total / 5);
+    await expect.poll(() => reference.ids.length, { timeout: 10_000 }).toBe(expected);
+    for (const r of resumed) {
+      await expect.poll(() => r.c.ids.length, { timeout: 10_000 }).toBe(expected - r.from - 1);
+      expect(r.c.ids).toEqual(reference.ids.slice(r.from + 1));
+      r.close();
+    }
+    expect(new Set(reference.jobs).size).toBe(expected);
+    // Live delivery came by NOTIFY (the backstop poll is a minute here).
+    expect(hub.reads).toBeGreaterThan(1);
+    ref.close();
+  });
+
+  it("a new job_id subscriber gets the job's current state, then its changes; a scope without job_id only new events", async () => {
+    const jobId = await enqueue();
+    const one = collector();
+    const all = collector();
+    const a = await hub.subscribe({ tenantId: "tenant_A", jobTypes: null, jobId }, { onEvent: one.onEvent });
+    const b = await hub.subscribe({ tenantId: "tenant_A", jobTypes: ["other.type"] }, { onEvent: all.onEvent });
+    expect(one.jobs).toEqual([jobId]);
+    await enqueue();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(one.jobs).toEqual([jobId]);
+    expect(all.jobs).toEqual([]); // out of its job types
+    a.close();
+    b.close();
+    await expect.poll(() => hub.size).toBe(0);
+    expect(hub.head).toBeNull(); // stopped with its last subscriber
+  });
+});
+
+describe("StreamNotifier", () => {
+  it("sends at most one pg_notify per interval, after the touches (a trailing one), on the pool", async () => {
+    const listener = await db.pool.connect();
+    const received: number[] = [];
+    listener.on("notification", (m) => {
+      if (m.channel === "porter_stream") received.push(Date.now());
+    });
+    await listener.query("LISTEN porter_stream");
+    const own = new StreamNotifier(db.appPool, 100);
+    try {
+      const t0 = Date.now();
+      for (let i = 0; i < 50; i++) {
+        own.touch();
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      // ~250 ms of touches every 5 ms → at most one per 100 ms (the first at once, then trailing ones).
+      expect(own.sent).toBeGreaterThanOrEqual(2);
+      expect(own.sent).toBeLessThanOrEqual(4);
+      await expect.poll(() => received.length).toBe(own.sent);
+      for (let i = 1; i < received.length; i++) expect(received[i]! - received[i - 1]!).toBeGreaterThanOrEqual(80);
+      expect(received[0]! - t0).toBeLessThan(100);
+    } finally {
+      own.close();
+      await listener.query("UNLISTEN porter_stream");
+      listener.release();
+    }
+  });
+});

@@ -1,0 +1,3 @@
+export * from "./hub";
+export * from "./log";
+export * from "./notifier";

@@ -1,0 +1,210 @@
+import type { TJobState as JobState, SafeFailure, StreamEventData, StreamEventName } from "@porter/contracts";
+import type { Db } from "../db";
+
+// The live status stream's log (issue 13): `job_stream`, written by the statement triggers of
+// sql/routines/stream.sql. Reads go in (xid, id) order and only below the reader's snapshot xmin
+// (every transaction older than it has ended), so a cursor never skips a transaction that was still
+// open when it read and commits later. The SSE `id` is `<xid>-<id>`: opaque to clients.
+
+/** How long the log keeps events: a client reconnecting with an older Last-Event-ID is reset. */
+export const STREAM_RETENTION_MS = 60 * 60 * 1000;
+/** Rows per read (a reader loops while a page is full). */
+export const STREAM_PAGE = 1000;
+
+export type StreamCursor = { xid: bigint; id: bigint };
+export const ZERO_CURSOR: StreamCursor = { xid: 0n, id: 0n };
+
+export const formatCursor = (c: StreamCursor): string => `${c.xid}-${c.id}`;
+/** A Last-Event-ID as the stream gave it out, else null (a 400). */
+export const parseCursor = (value: string): StreamCursor | null => {
+  const m = /^(\d{1,20})-(\d{1,20})$/.exec(value);
+  if (!m) return null;
+  const xid = BigInt(m[1]!);
+  const id = BigInt(m[2]!);
+  if (xid >= 2n ** 64n || id >= 2n ** 63n) return null;
+  return { xid, id };
+};
+export const compareCursor = (a: StreamCursor, b: StreamCursor): number => (a.xid < b.xid ? -1 : a.xid > b.xid ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** One row of the log, as read. */
+export type StreamRow = {
+  cursor: StreamCursor;
+  at: Date;
+  jobId: string;
+  tenantId: string;
+  jobType: string;
+  state: JobState;
+  attempt: number;
+  kind: "state" | "progress";
+  progress: StreamEventData["progress"];
+  /** The raw error's code, class and message (never sent as is: see {@link projectFailure}). */
+  failure: { code?: unknown; class?: unknown; message?: unknown } | null;
+};
+
+type RawRow = {
+  xid: string;
+  id: string;
+  at: Date;
+  job_id: string;
+  tenant_id: string;
+  job_type: string;
+  state: JobState;
+  attempt: number;
+  kind: "state" | "progress";
+  progress: StreamEventData["progress"];
+  failure: StreamRow["failure"];
+};
+const rowOf = (r: RawRow): StreamRow => ({
+  cursor: { xid: BigInt(r.xid), id: BigInt(r.id) },
+  at: r.at,
+  jobId: r.job_id,
+  tenantId: r.tenant_id,
+  jobType: r.job_type,
+  state: r.state,
+  attempt: r.attempt,
+  kind: r.kind,
+  progress: r.progress,
+  failure: r.failure,
+});
+
+const COLUMNS = `xid::text AS xid, id::text AS id, at, job_id::text AS job_id, tenant_id, job_type, state, attempt, kind, progress, failure`;
+
+/**
+ * Events after `after`, oldest first, of transactions that have all ended (xid below the snapshot's
+ * xmin), at most `limit`; optionally only up to `upTo` (inclusive) and of one tenant (a resuming
+ * subscriber's replay).
+ */
+export const readStream = async (db: Db, params: { after: StreamCursor; upTo?: StreamCursor; tenantId?: string; limit?: number }): Promise<StreamRow[]> => {
+  const { rows } = await db.query<RawRow>(
+    `SELECT ${COLUMNS} FROM job_stream
+      WHERE (xid, id) > ($1::text::xid8, $2::bigint)
+        AND xid < pg_snapshot_xmin(pg_current_snapshot())
+        AND ($3::text IS NULL OR (xid, id) <= ($3::text::xid8, $4::bigint))
+        AND ($5::text IS NULL OR tenant_id = $5)
+      ORDER BY xid, id
+      LIMIT $6`,
+    [
+      String(params.after.xid),
+      String(params.after.id),
+      params.upTo ? String(params.upTo.xid) : null,
+      params.upTo ? String(params.upTo.id) : null,
+      params.tenantId ?? null,
+      params.limit ?? STREAM_PAGE,
+    ],
+  );
+  return rows.map(rowOf);
+};
+
+/**
+ * Whether events after `after` exist that a read may not take yet (their transaction, or an older
+ * one anywhere on the server, is still open): the reader then reads again shortly, as no further
+ * wake-up may come for them.
+ */
+export const streamHeldBack = async (db: Db, after: StreamCursor): Promise<boolean> => {
+  const { rows } = await db.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM job_stream WHERE (xid, id) > ($1::text::xid8, $2::bigint)
+                       AND xid >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
+    [String(after.xid), String(after.id)],
+  );
+  return rows[0]?.held === true;
+};
+
+/** The newest position a reader may start from: the last event of an ended transaction (or zero). */
+export const streamHead = async (db: Db): Promise<StreamCursor> => {
+  const { rows } = await db.query<{ xid: string; id: string }>(
+    `SELECT xid::text AS xid, id::text AS id FROM job_stream
+      WHERE xid < pg_snapshot_xmin(pg_current_snapshot())
+      ORDER BY xid DESC, id DESC LIMIT 1`,
+  );
+  return rows[0] ? { xid: BigInt(rows[0].xid), id: BigInt(rows[0].id) } : ZERO_CURSOR;
+};
+
+/**
+ * Whether a resume from `cursor` loses nothing: its event is still in the log (retention deletes
+ * the oldest first, so every event after it is too). The zero cursor (the log was empty when the
+ * client connected) counts as retained while nothing was ever pruned past… which the log cannot
+ * tell; it is accepted.
+ */
+export const cursorRetained = async (db: Db, cursor: StreamCursor): Promise<boolean> => {
+  if (cursor.id === 0n && cursor.xid === 0n) return true;
+  const { rowCount } = await db.query(`SELECT 1 FROM job_stream WHERE xid = $1::text::xid8 AND id = $2::bigint`, [String(cursor.xid), String(cursor.id)]);
+  return (rowCount ?? 0) > 0;
+};
+
+/**
+ * Retention: deletes events older than {@link STREAM_RETENTION_MS}, in batches (maintenance), from
+ * the oldest end of the (xid, id) order and stopping at the first younger event: the log is always
+ * a suffix of that order, so an event still in it has every later event with it
+ * ({@link cursorRetained}). No index on `at`: one index fewer to write per event.
+ */
+export const pruneStream = async (db: Db, params: { now?: Date; batch?: number; retentionMs?: number } = {}): Promise<{ pruned: number }> => {
+  const batch = params.batch ?? 10_000;
+  let pruned = 0;
+  for (;;) {
+    const { rowCount } = await db.query(
+      `WITH oldest AS (SELECT xid, id, at FROM job_stream ORDER BY xid, id LIMIT $3),
+            young AS (SELECT xid, id FROM oldest
+                       WHERE at >= coalesce($1::timestamptz, now()) - $2 * interval '1 millisecond'
+                       ORDER BY xid, id LIMIT 1)
+       DELETE FROM job_stream s USING oldest o
+        WHERE s.xid = o.xid AND s.id = o.id
+          AND NOT EXISTS (SELECT 1 FROM young y WHERE (o.xid, o.id) >= (y.xid, y.id))`,
+      [params.now ?? null, params.retentionMs ?? STREAM_RETENTION_MS, batch],
+    );
+    pruned += rowCount ?? 0;
+    if ((rowCount ?? 0) < batch) return { pruned };
+  }
+};
+
+/**
+ * The tenant-safe failure of an event. Placeholder until core's `safeFailure`
+ * (packages/core/src/reads/safe-failure.ts) is merged: the lead switches this body to
+ * `safeFailure(raw)`; until then no failure leaves the server. Never project here.
+ */
+export const projectFailure = (_raw: StreamRow["failure"]): SafeFailure | null => null;
+
+const FAILURE_STATES: ReadonlySet<JobState> = new Set(["RETRY_WAIT", "DEAD", "EXPIRED"]);
+
+/** The SSE event name of a row. */
+export const streamEventName = (row: Pick<StreamRow, "kind" | "state">): StreamEventName =>
+  row.kind === "progress" ? "job.progress" : (`job.${row.state.toLowerCase()}` as StreamEventName);
+
+/** The `data:` of a row (ZStreamEventData). */
+export const streamEventData = (row: StreamRow, id = formatCursor(row.cursor)): StreamEventData => ({
+  id,
+  job_id: row.jobId,
+  job_type: row.jobType,
+  status: row.state,
+  attempt: row.attempt,
+  progress: row.progress ?? null,
+  failure: row.kind === "state" && FAILURE_STATES.has(row.state) && row.failure ? projectFailure(row.failure) : null,
+  at: row.at.toISOString(),
+});
+
+/**
+ * The job's current state as a (synthetic) state event, for a new `?job_id=` subscriber, or null
+ * when no such job exists. `cursor` is the reader's position taken BEFORE this read, so every
+ * change after it is delivered too (the snapshot may repeat one; it never misses one).
+ */
+export const currentJobRow = async (db: Db, jobId: string, cursor: StreamCursor): Promise<StreamRow | null> => {
+  const { rows } = await db.query<Omit<RawRow, "xid" | "id" | "kind">>(
+    `SELECT job_id::text AS job_id, tenant_id, job_type, state, attempt, progress,
+            CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS failure, coalesce(heartbeat_at, claimed_at, created_at) AS at
+       FROM jobs WHERE job_id = $1::uuid
+     UNION ALL
+     SELECT job_id::text, tenant_id, job_type, state, attempt, progress, error, finished_at
+       FROM finished_jobs WHERE job_id = $1::uuid
+     LIMIT 1`,
+    [jobId],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  const f = r.failure as Record<string, unknown> | null;
+  return rowOf({
+    ...r,
+    xid: String(cursor.xid),
+    id: String(cursor.id),
+    kind: "state",
+    failure: f ? { code: f.code, class: f.class, message: f.message } : null,
+  });
+};
