@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { pruneDlq } from "../dlq/prune";
-import { pruneWebhookDeliveries } from "../webhooks/deliveries";
 import { pruneStream } from "../stream/log";
+import { pruneWebhookDeliveries } from "../webhooks/deliveries";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { pruneFinished } from "./prune-finished";
