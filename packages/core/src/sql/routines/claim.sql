@@ -258,6 +258,11 @@ BEGIN
               j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
               q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at, picked.rn,
               j.checkpoint
+  ), stream AS (
+    -- The status stream's RUNNING events (routines/stream.sql: the claim writes its own, so no
+    -- trigger has to look at every UPDATE of jobs), in claim order.
+    INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind)
+    SELECT c.job_id, c.tenant_id, c.job_type, 'RUNNING', c.attempt, 'state' FROM claimed c ORDER BY c.rn
   ), clocks AS (
     -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
     -- another one is advancing (it only ever moves forward, so the other's advance suffices), so

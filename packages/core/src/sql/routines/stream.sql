@@ -2,13 +2,16 @@
 -- one source of the functions and triggers below, re-applied by the migrator whenever its checksum
 -- changes. The table is in prisma/migrations/20261202000900_job_stream.
 --
--- Statement-level AFTER triggers with transition tables (one INSERT … SELECT per statement, never a
--- per-row trigger, never NOTIFY: writers wake readers after their commit, core's StreamNotifier):
--- 1. INSERT on jobs (enqueue, redrive, a retry-now re-insert): one `state` event per row.
--- 2. UPDATE on jobs: a `state` event where state or attempt changed (claim → RUNNING, fail →
---    RETRY_WAIT, rescue, promote), else a `progress` event where progress changed (the lease
---    keeper's heartbeat, coalesced per heartbeat); a lease extension alone writes nothing.
--- 3. INSERT on finished_jobs: the terminal `state` event (SUCCEEDED, DEAD, CANCELLED, EXPIRED).
+-- Never NOTIFY here: writers wake readers after their commit (core's StreamNotifier).
+-- 1. INSERT on jobs (enqueue, redrive, a retry-now re-insert): one `state` event per row, from a
+--    statement-level trigger (a transition table, one INSERT … SELECT per statement).
+-- 2. The claim (READY/RETRY_WAIT → RUNNING): written by the claim routine itself (claim.sql).
+-- 3. Other UPDATEs of jobs: a row trigger on `UPDATE OF state, attempt, progress` whose WHEN clause
+--    passes only a state change other than the claim's (fail → RETRY_WAIT, rescue, promote) — a
+--    `state` event — or a changed progress (the lease keeper's heartbeat, coalesced per heartbeat) —
+--    a `progress` event; a lease extension alone writes nothing.
+-- 4. INSERT on finished_jobs: the terminal `state` event (SUCCEEDED, DEAD, CANCELLED, EXPIRED),
+--    statement-level like 1.
 -- `failure` keeps the raw error's code, class and message only (projected for tenants when read).
 CREATE OR REPLACE FUNCTION porter_stream_jobs_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -22,21 +25,30 @@ END $$;
 CREATE OR REPLACE TRIGGER jobs_stream_insert AFTER INSERT ON jobs
   REFERENCING NEW TABLE AS stream_new FOR EACH STATEMENT EXECUTE FUNCTION porter_stream_jobs_insert();
 
-CREATE OR REPLACE FUNCTION porter_stream_jobs_update() RETURNS trigger LANGUAGE plpgsql AS $$
+-- UPDATE of jobs: a row trigger on the three columns an event is about, filtered by its WHEN clause
+-- before any function runs. `UPDATE OF` keeps the hot updates that set none of them (the prefetch
+-- buffer's start marks, lease extensions without progress) from even considering it; the claim's
+-- READY/RETRY_WAIT → RUNNING, the one hot transition, is excluded (the claim routine, claim.sql,
+-- writes its RUNNING events itself, one INSERT … SELECT per claim); what is left is per row and
+-- rare or bounded: a failure → RETRY_WAIT, a rescue, a promotion, a retry-now, and a heartbeat's
+-- changed progress (at most one per running job per heartbeat). A statement-level trigger with
+-- transition tables cost every jobs UPDATE its old and new rows (docs/performance.md).
+DROP TRIGGER IF EXISTS jobs_stream_update ON jobs;
+DROP FUNCTION IF EXISTS porter_stream_jobs_update();
+CREATE OR REPLACE FUNCTION porter_stream_jobs_update_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind, progress, failure)
-  SELECT n.job_id, n.tenant_id, n.job_type, n.state, n.attempt,
-         CASE WHEN n.state <> o.state OR n.attempt <> o.attempt THEN 'state' ELSE 'progress' END,
-         n.progress,
-         CASE WHEN (n.state <> o.state OR n.attempt <> o.attempt) AND n.state = 'RETRY_WAIT' AND n.last_error IS NOT NULL
-              THEN jsonb_build_object('code', n.last_error->'code', 'class', n.last_error->'class', 'message', n.last_error->'message') END
-    FROM stream_new n JOIN stream_old o ON o.id = n.id
-   WHERE n.state <> o.state OR n.attempt <> o.attempt OR n.progress IS DISTINCT FROM o.progress
-   ORDER BY n.id;
+  VALUES (NEW.job_id, NEW.tenant_id, NEW.job_type, NEW.state, NEW.attempt,
+          CASE WHEN NEW.state <> OLD.state OR NEW.attempt <> OLD.attempt THEN 'state' ELSE 'progress' END,
+          NEW.progress,
+          CASE WHEN (NEW.state <> OLD.state OR NEW.attempt <> OLD.attempt) AND NEW.state = 'RETRY_WAIT' AND NEW.last_error IS NOT NULL
+               THEN jsonb_build_object('code', NEW.last_error->'code', 'class', NEW.last_error->'class', 'message', NEW.last_error->'message') END);
   RETURN NULL;
 END $$;
-CREATE OR REPLACE TRIGGER jobs_stream_update AFTER UPDATE ON jobs
-  REFERENCING OLD TABLE AS stream_old NEW TABLE AS stream_new FOR EACH STATEMENT EXECUTE FUNCTION porter_stream_jobs_update();
+CREATE TRIGGER jobs_stream_update AFTER UPDATE OF state, attempt, progress ON jobs FOR EACH ROW
+  WHEN (((NEW.state <> OLD.state OR NEW.attempt <> OLD.attempt) AND NEW.state <> 'RUNNING')
+        OR (NEW.state = OLD.state AND NEW.attempt = OLD.attempt AND NEW.progress IS DISTINCT FROM OLD.progress))
+  EXECUTE FUNCTION porter_stream_jobs_update_row();
 
 CREATE OR REPLACE FUNCTION porter_stream_finished_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
