@@ -28,6 +28,7 @@ export * from "./reads/get-job";
 export * from "./reads/job-counts";
 export * from "./reads/jobs-query";
 export * from "./reads/pool-health";
+export * from "./reads/safe-failure";
 export * from "./reads/timeline";
 export * from "./sql/admission";
 export * from "./sql/age-priorities";
