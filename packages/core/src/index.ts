@@ -29,6 +29,7 @@ export * from "./reads/job-counts";
 export * from "./reads/jobs-query";
 export * from "./reads/pool-health";
 export * from "./reads/safe-failure";
+export * from "./reads/tenant-jobs";
 export * from "./reads/timeline";
 export * from "./sql/admission";
 export * from "./sql/age-priorities";
