@@ -240,7 +240,12 @@ export const ZAccentColor = z
   .string()
   .trim()
   .regex(/^#[0-9a-fA-F]{6}$/, "a colour as #rrggbb");
-const ZOrigin = ZStorableText.trim().regex(/^https?:\/\/[^/\s]+$/, "an origin such as https://app.example.com (no path)");
+// An origin as CSP frame-ancestors takes it (the status page's header): scheme, host (or a `*.`
+// wildcard of one), optional port — nothing that could end the directive (`;`, `,`, spaces).
+const ZOrigin = ZStorableText.trim().regex(
+  /^https?:\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?$/,
+  "an origin such as https://app.example.com (no path)",
+);
 
 /** The input schema of one field, without its default. */
 export const fieldInput = (f: FieldDecl): z.ZodType => {
