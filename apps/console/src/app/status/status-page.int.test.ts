@@ -53,7 +53,7 @@ const follow = async (token: string, base = "http://127.0.0.1:3000") => {
   return { res, cookie: /^porter_status=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")?.[1] };
 };
 const req = (tenantId: string, cookie: string | undefined, sessionRole: string | null = null) => ({ tenantId, cookie, secret: SECRET, sessionRole });
-const noQuery = { state: null, type: null, cursor: null };
+const noQuery: import("../../server/status-page").StatusQuery = { state: null, type: null, cursor: null };
 const list = (tenantId: string, cookie: string | undefined, sessionRole: string | null = null, query = noQuery) =>
   page.loadStatusPage(db.appPrisma, db.appPool, { ...req(tenantId, cookie, sessionRole), query });
 const job = (tenantId: string, cookie: string | undefined, jobId: string, sessionRole: string | null = null) =>
