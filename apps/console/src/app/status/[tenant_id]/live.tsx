@@ -1,7 +1,7 @@
 "use client";
 import type { TJobProgress } from "@porter/contracts/job";
 import { useRouter } from "next/navigation";
-import { createContext, type ReactNode, useContext, useEffect, useRef, useState } from "react";
+import { createContext, type ReactNode, useContext, useEffect, useRef, useState, useTransition } from "react";
 import { ProgressBar, StateBadge } from "./ui";
 
 // Live updates of the tenant status pages (issue 13): one EventSource on
@@ -26,6 +26,8 @@ export function StatusLive({ tenantId, jobId, children }: { tenantId: string; jo
   const router = useRouter();
   const listeners = useRef(new Map<string, Set<Listener>>());
   const [mode, setMode] = useState<"connecting" | "live" | "polling">("connecting");
+  // The loading state of a refresh: the current render stays until the new one arrives.
+  const [isRefreshing, startRefresh] = useTransition();
   const bus = useRef<Bus>({
     subscribe: (id, listener) => {
       const set = listeners.current.get(id) ?? new Set();
@@ -41,13 +43,13 @@ export function StatusLive({ tenantId, jobId, children }: { tenantId: string; jo
     let errors = 0;
     const refresh = () => {
       clearTimeout(refreshTimer);
-      refreshTimer = setTimeout(() => router.refresh(), REFRESH_DEBOUNCE_MS);
+      refreshTimer = setTimeout(() => startRefresh(() => router.refresh()), REFRESH_DEBOUNCE_MS);
     };
     const source = new EventSource(`/status/${encodeURIComponent(tenantId)}/events${jobId ? `?job_id=${encodeURIComponent(jobId)}` : ""}`);
     const fallBack = () => {
       source.close();
       setMode("polling");
-      poll ??= setInterval(() => router.refresh(), POLL_MS);
+      poll ??= setInterval(() => startRefresh(() => router.refresh()), POLL_MS);
     };
     const onEvent = (e: MessageEvent<string>) => {
       errors = 0;
@@ -80,8 +82,9 @@ export function StatusLive({ tenantId, jobId, children }: { tenantId: string; jo
 
   return (
     <LiveBus.Provider value={bus.current}>
-      <p className="st-live" data-live-mode={mode} aria-live="polite">
+      <p className="st-live" data-live-mode={mode} aria-live="polite" aria-busy={isRefreshing}>
         {mode === "live" ? "Live" : mode === "polling" ? "Updating every 10 s" : "Connecting…"}
+        {isRefreshing ? " · updating…" : ""}
       </p>
       {children}
     </LiveBus.Provider>

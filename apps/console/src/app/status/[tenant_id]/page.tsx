@@ -1,7 +1,6 @@
 import { JOB_STATES } from "@porter/contracts";
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
-import { Suspense } from "react";
 import { getPool, getPrisma } from "../../../server/db";
 import type { StatusAccess } from "../../../server/status-access";
 import { loadStatusJobs, parseStatusQuery, type StatusQuery, type StatusTenant, statusTenant } from "../../../server/status-page";
@@ -60,10 +59,9 @@ export default async function StatusPage({
       </header>
       <main className="st-main" id="main">
         <StatusLive tenantId={tenant.id}>
-          {/* The loading state: the header shows at once, the jobs when read. */}
-          <Suspense fallback={<p className="st-loading">Loading jobs…</p>}>
-            <StatusJobsView tenant={tenant} access={access} query={parseStatusQuery(query)} />
-          </Suspense>
+          {/* Not under Suspense: a streamed fallback is swapped for the content by a script, and the
+              page must work without JavaScript. The loading state is the live line's "Updating…". */}
+          <StatusJobsView tenant={tenant} access={access} query={parseStatusQuery(query)} />
         </StatusLive>
       </main>
       <footer className="st-footer">Times in UTC.</footer>
