@@ -16,3 +16,9 @@ export const e2eDatabaseUrl = (): string => {
 export const e2eStackLogPath = (): string => fileURLToPath(new URL(`../.porter/e2e-${E2E_DATABASE}-stack.log`, import.meta.url));
 /** Where `npm start` leaves one-time credentials when its output is not a terminal (credentials.ts). */
 export const credentialsPath = (): string => fileURLToPath(new URL("../.porter/credentials.txt", import.meta.url));
+/**
+ * A self-signed certificate for 127.0.0.1 (cert.pem, key.pem) that e2e/serve.ts makes before the
+ * stack starts and hands to its workers as PORTER_WEBHOOK_CA_FILE: tenant-webhooks.spec.ts serves
+ * its HTTPS receiver with it, so deliveries are verified TLS, as in production.
+ */
+export const e2eWebhookCertDir = (): string => fileURLToPath(new URL(`../.porter/e2e-${E2E_DATABASE}-webhook-tls`, import.meta.url));

@@ -5,11 +5,11 @@
 // prints is also written to e2eStackLogPath(), which logs-carry-no-secrets.spec.ts greps.
 // DATABASE_URL is the owner's (migrations); the launcher runs the seed, console and workers as the
 // runtime role porter_app, so e2e exercises the least-privilege grants end to end.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, rmSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import pg from "pg";
-import { credentialsPath, E2E_DATABASE, e2eAdminUrl, e2eDatabaseUrl, e2eStackLogPath } from "./env";
+import { credentialsPath, E2E_DATABASE, e2eAdminUrl, e2eDatabaseUrl, e2eStackLogPath, e2eWebhookCertDir } from "./env";
 
 const admin = new pg.Client({ connectionString: e2eAdminUrl() });
 await admin.connect();
@@ -20,10 +20,40 @@ await admin.end();
 mkdirSync(dirname(e2eStackLogPath()), { recursive: true });
 // The seed of the fresh database creates a producer key: the file that holds it must be this run's.
 rmSync(credentialsPath(), { force: true });
+// The webhook receiver's certificate (tenant-webhooks.spec.ts), trusted by this stack's workers.
+const certDir = e2eWebhookCertDir();
+rmSync(certDir, { recursive: true, force: true });
+mkdirSync(certDir, { recursive: true });
+execFileSync(
+  "openssl",
+  [
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    join(certDir, "key.pem"),
+    "-out",
+    join(certDir, "cert.pem"),
+    "-days",
+    "2",
+    "-subj",
+    "/CN=127.0.0.1",
+    "-addext",
+    "subjectAltName=IP:127.0.0.1",
+  ],
+  { stdio: "ignore" },
+);
 const log = createWriteStream(e2eStackLogPath(), { flags: "w", mode: 0o600 });
 const child = spawn(process.execPath, ["apps/porter/src/bin/porter-start.mjs"], {
   stdio: ["inherit", "pipe", "pipe"],
-  env: { ...process.env, DATABASE_URL: e2eDatabaseUrl(), PORTER_ADMIN_PASSWORD: "e2e-admin-password" },
+  env: {
+    ...process.env,
+    DATABASE_URL: e2eDatabaseUrl(),
+    PORTER_ADMIN_PASSWORD: "e2e-admin-password",
+    PORTER_WEBHOOK_CA_FILE: process.env.PORTER_WEBHOOK_CA_FILE ?? join(certDir, "cert.pem"),
+  },
 });
 child.stdout.on("data", (chunk: Buffer) => {
   log.write(chunk);

@@ -241,6 +241,60 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
         rotate_secret: orNasty(fc.boolean()),
       }),
   },
+  // Tenant webhooks (issue 13): odd URLs (http, internal addresses), unknown events, odd ids, cursors, networks.
+  { path: "webhooks.list", type: "query", numRuns: 15, input: () => orNasty(optional({ tenant_id: text() })) },
+  {
+    path: "webhooks.create",
+    type: "mutation",
+    numRuns: 30,
+    input: () =>
+      optional({
+        tenant_id: orNasty(fc.constant(fx.tenantA), text()),
+        url: orNasty(
+          fc.constantFrom("https://203.0.113.9/h", "http://203.0.113.9/h", "https://127.0.0.1/h", "https://[::ffff:10.0.0.1]/h", "https://169.254.169.254/"),
+          nastyString(),
+        ),
+        events: orNasty(fc.array(fc.constantFrom("succeeded", "dead", "cancelled", "expired", "retry_wait"), { maxLength: 5 })),
+        description: nastyString(),
+      }),
+  },
+  {
+    path: "webhooks.update",
+    type: "mutation",
+    numRuns: 20,
+    input: () =>
+      optional({
+        id: orNasty(fc.constantFrom("we_000000000000000000", "alerts"), nastyString()),
+        url: nastyString(),
+        events: orNasty(fc.array(nastyString(), { maxLength: 2 })),
+        enabled: orNasty(fc.boolean()),
+      }),
+  },
+  {
+    path: "webhooks.rotateSecret",
+    type: "mutation",
+    numRuns: 15,
+    input: () =>
+      optional({
+        id: orNasty(fc.constant("we_000000000000000000"), nastyString()),
+        overlap_seconds: orNasty(fc.integer({ min: -5, max: 8 * 86400 }), nastyNumber),
+      }),
+  },
+  { path: "webhooks.delete", type: "mutation", numRuns: 10, input: () => orNasty(optional({ id: nastyString() })) },
+  {
+    path: "webhooks.deliveries",
+    type: "query",
+    numRuns: 15,
+    input: () => optional({ id: orNasty(fc.constant("we_000000000000000000"), nastyString()), cursor, limit }),
+  },
+  {
+    path: "webhooks.allowlist.add",
+    type: "mutation",
+    numRuns: 20,
+    input: () =>
+      optional({ cidr: orNasty(fc.constantFrom("10.0.0.0/8", "10.0.0.1/8", "::1/129", "300.1.1.1/32", "1.2.3.4"), nastyString()), note: nastyString() }),
+  },
+  { path: "webhooks.allowlist.remove", type: "mutation", numRuns: 10, input: () => orNasty(optional({ cidr: nastyString() })) },
   { path: "jobs.errorCodes", type: "query", numRuns: 10, input: () => orNasty(fc.constant({})) },
   {
     path: "dlq.groups.list",

@@ -83,6 +83,15 @@ const EXPECTED: Record<string, Policy> = {
   "dlq.redrives.list": "viewer",
   "dlq.redrives.get": "viewer",
   "dlq.redrives.abort": "operator",
+  "webhooks.list": "viewer",
+  "webhooks.create": "operator",
+  "webhooks.update": "operator",
+  "webhooks.rotateSecret": "operator",
+  "webhooks.delete": "operator",
+  "webhooks.deliveries": "viewer",
+  "webhooks.allowlist.list": "admin",
+  "webhooks.allowlist.add": "admin",
+  "webhooks.allowlist.remove": "admin",
 };
 
 // Valid inputs, so an allowed call runs the procedure for real (a crash would show as
@@ -116,7 +125,7 @@ const SAMPLES: Record<string, () => unknown> = {
   "tenants.update": () => ({ id: "mx_t", patch: { weight: 3 } }),
   "tenants.links.list": () => ({ tenant_id: "mx_t" }),
   "tenants.links.create": () => ({ tenant_id: "mx_t", expires_in_s: 3600 }),
-  "tenants.links.revoke": () => ({ id: "sl_nonexistent" }),
+  "tenants.links.revoke": () => ({ id: "sl_000000000000000000" }),
   "resourceKeys.create": () => ({ id: `mx-rk-${unique()}`, concurrency_limit: 2 }),
   "resourceKeys.update": () => ({ id: "mx-rk", patch: { burst: 5 } }),
   "apiKeys.create": () => ({ tenant_ids: ["mx_t"], job_types: ["*"] }),
@@ -144,6 +153,15 @@ const SAMPLES: Record<string, () => unknown> = {
   "dlq.redrives.list": () => ({ limit: 5 }),
   "dlq.redrives.get": () => ({ id: randomUUID() }),
   "dlq.redrives.abort": () => ({ id: randomUUID() }),
+  "webhooks.list": () => ({ tenant_id: "mx_t" }),
+  // A public IP literal: the SSRF guard passes it without DNS (nothing is delivered here).
+  "webhooks.create": () => ({ tenant_id: "mx_t", url: "https://203.0.113.7/hook", events: ["dead"] }),
+  "webhooks.update": () => ({ id: "we_000000000000000000", enabled: false }),
+  "webhooks.rotateSecret": () => ({ id: "we_000000000000000000" }),
+  "webhooks.delete": () => ({ id: "we_000000000000000000" }),
+  "webhooks.deliveries": () => ({ id: "we_000000000000000000" }),
+  "webhooks.allowlist.add": () => ({ cidr: "198.51.100.0/24", note: "policy matrix" }),
+  "webhooks.allowlist.remove": () => ({ cidr: "192.0.2.0/24" }),
 };
 
 const db = useTestDatabase();

@@ -7,6 +7,7 @@ import { producerRouter } from "./routers/producer";
 import { queuesRouter } from "./routers/queues";
 import { jobTypesRouter, resourceKeysRouter, tenantsRouter } from "./routers/registry";
 import { systemRouter } from "./routers/system";
+import { webhooksRouter } from "./routers/webhooks";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 /**
@@ -29,6 +30,7 @@ export const appRouter = createTRPCRouter({
   users: usersRouter,
   audit: auditRouter,
   dlq: dlqRouter,
+  webhooks: webhooksRouter,
 });
 
 /** The router's type, for clients (`createTRPCClient<AppRouter>`); import it with `import type`. */

@@ -57,6 +57,13 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   // DELETE: deleting an alert rule deletes its alerts (core dlq/alert-rules.ts).
   alerts: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   webhook_endpoints: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // Tenant webhooks (issue 13): the finished_jobs trigger inserts (as the role finishing the job),
+  // the maintenance leader drains (locks FOR UPDATE SKIP LOCKED, deletes).
+  webhook_outbox: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // The delivery log: the handler inserts, maintenance prunes after 14 days.
+  webhook_deliveries: ["SELECT", "INSERT", "DELETE"],
+  // The SSRF guard's allow-list: admins add (re-adding updates the note) and remove networks.
+  webhook_allowed_networks: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],

@@ -196,6 +196,7 @@ describe("migrate", () => {
         "porter_normalize_error_message",
         "porter_redrive_eligibility",
         "porter_tokens",
+        "porter_webhook_outbox",
       ].map((name) => ({
         name,
         can: true,

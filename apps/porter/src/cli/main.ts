@@ -16,6 +16,7 @@ import { pauseCommand, resumeCommand } from "./commands/queue-control";
 import { seedCommand } from "./commands/seed";
 import { tenantsLinkCommand, tenantsLinksCommand, tenantsRevokeLinkCommand } from "./commands/status-links";
 import { usersCreateCommand } from "./commands/users";
+import { WEBHOOK_COMMANDS } from "./commands/webhooks";
 import { type CliDatabase, openCliDatabase } from "./database";
 import { parseCliEnv } from "./env";
 import { describeError } from "./errors";
@@ -51,6 +52,7 @@ export const COMMANDS: readonly Command[] = [
   tenantsLinkCommand,
   tenantsLinksCommand,
   tenantsRevokeLinkCommand,
+  ...WEBHOOK_COMMANDS,
 ];
 
 const GROUPS = new Set(COMMANDS.filter((c) => c.name.includes(" ")).map((c) => c.name.split(" ")[0]!));

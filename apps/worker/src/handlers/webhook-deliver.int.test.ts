@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TJobError } from "@porter/contracts";
-import { claimJobs, enqueueJobs, evaluateAlerts, failJobs, saveAlertRule, setAlertWebhook } from "@porter/core";
+import { addAllowedNetwork, claimJobs, enqueueJobs, evaluateAlerts, failJobs, saveAlertRule, setAlertWebhook } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type { HandlerContext, Job } from "@porter/sdk";
@@ -79,6 +79,8 @@ beforeAll(async () => {
     tenants: ["tenant_N"],
   });
   await controlPlane(db.pool, { pool: "apps", queues: [{ id: "orders", max_attempts: 1, default_max_attempts: 1 }], tenants: ["tenant_A"] });
+  // The receiver is on loopback: the SSRF guard refuses it unless its network is allow-listed.
+  await addAllowedNetwork(db.appPrisma, { cidr: "127.0.0.1/32", note: "the test's receiver", actor: "test" });
   secret = (await setAlertWebhook(db.appPrisma, { url, tenantId: "tenant_N", enabled: true, rotateSecret: false, actor: "test" })).secret;
   worker = await startWorker({ connectionString: db.appConnectionString, pool: "hooks", logger, maintenance: false, concurrency: 2, webhook: { ca: cert } });
 });

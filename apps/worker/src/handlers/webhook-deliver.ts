@@ -4,6 +4,7 @@
 // behaviour of simulated.ts, so the demo's traffic is unchanged.
 import https from "node:https";
 import tls from "node:tls";
+import { lookupOf, readAllowedNetworks, recordWebhookDelivery, resolveWebhookTarget, type WebhookTarget, WebhookTargetError } from "@porter/core";
 import { type AnyHandler, type HandlerContext, type Job, PermanentError, RetryableError } from "@porter/sdk";
 import type pg from "pg";
 import { Webhook } from "standardwebhooks";
@@ -64,6 +65,10 @@ export const retryAfterMs = (header: string | undefined, now = Date.now()): numb
  * Outcomes: 2xx → `{status}`; 429 → RetryableError (throttle, Retry-After); 5xx, a timeout or a
  * network/TLS error → RetryableError; a redirect or another 4xx → PermanentError (the job dies and
  * the DLQ applies); a deleted endpoint → PermanentError; a disabled one → `{skipped}`.
+ * The URL passes the SSRF guard again before each attempt (core webhooks/ssrf.ts; a refused address
+ * is permanent) and the socket connects to the checked addresses only. During a secret rotation's
+ * overlap the previous secret signs too (two `v1,` signatures). Every attempt writes one
+ * webhook_deliveries row (status or null, host-only error, duration).
  */
 export const createWebhookDeliver = (deps: WebhookDeliverDeps): AnyHandler => {
   const ca = deps.ca ? [...tls.rootCertificates, deps.ca.toString()] : undefined;
@@ -82,45 +87,89 @@ export const createWebhookDeliver = (deps: WebhookDeliverDeps): AnyHandler => {
     },
     run: async (job: Job<Parsed>, ctx: HandlerContext) => {
       if (job.payload.kind === "simulated") return simulatedWebhookDeliver.run({ ...job, payload: job.payload.payload as never }, ctx);
-      return deliver(job.payload.delivery, ctx, { db: deps.db, ca, timeoutMs });
+      return deliver(job.payload.delivery, job, ctx, { db: deps.db, ca, timeoutMs });
     },
   };
 };
 
-const deliver = async (delivery: EndpointDelivery, ctx: HandlerContext, deps: { db: pg.Pool; ca: string[] | undefined; timeoutMs: number }) => {
+const deliver = async (
+  delivery: EndpointDelivery,
+  job: Job<Parsed>,
+  ctx: HandlerContext,
+  deps: { db: pg.Pool; ca: string[] | undefined; timeoutMs: number },
+) => {
   const endpointId = ENDPOINT_REF.exec(delivery.endpoint_ref)![1]!;
-  const { rows } = await deps.db.query<{ url: string; secret: string; enabled: boolean }>(`SELECT url, secret, enabled FROM webhook_endpoints WHERE id = $1`, [
-    endpointId,
-  ]);
+  // The previous secret only while its rotation overlap lasts (the database's clock decides).
+  const { rows } = await deps.db.query<{ url: string; secret: string; enabled: boolean; previous_secret: string | null }>(
+    `SELECT url, secret, enabled, CASE WHEN previous_secret_expires_at > now() THEN previous_secret END AS previous_secret
+       FROM webhook_endpoints WHERE id = $1`,
+    [endpointId],
+  );
   const endpoint = rows[0];
   if (!endpoint) throw new PermanentError(`webhook endpoint ${endpointId} no longer exists`, { code: "WEBHOOK_ENDPOINT_GONE" });
   if (!endpoint.enabled) return { skipped: "endpoint disabled", status: null };
   const url = new URL(endpoint.url);
   if (url.protocol !== "https:") throw new PermanentError(`webhook endpoint ${endpointId} is not https`, { code: "WEBHOOK_REJECTED" });
+  // The host only: a URL's path or query may carry a token of the subscriber's.
+  const where = url.host;
+
+  const started = performance.now();
+  const subject = delivery.event.data.job_id;
+  const log = async (statusCode: number | null, error: string | null) => {
+    try {
+      await recordWebhookDelivery(deps.db, {
+        endpointId,
+        jobId: job.job_id,
+        eventId: delivery.event.id,
+        eventType: delivery.event.type,
+        subjectJobId: typeof subject === "string" && UUID.test(subject) ? subject : null,
+        attempt: job.attempt,
+        statusCode,
+        error,
+        durationMs: performance.now() - started,
+      });
+    } catch (err) {
+      // The log is a view; the attempt record is the truth. A failed insert costs a log row only.
+      ctx.logger.warn("webhook delivery log row not written", { err });
+    }
+  };
+
+  // The SSRF guard again, at delivery time; the request connects to the addresses checked here.
+  let target: WebhookTarget;
+  try {
+    target = await resolveWebhookTarget(endpoint.url, await readAllowedNetworks(deps.db));
+  } catch (error) {
+    if (!(error instanceof WebhookTargetError)) throw error;
+    const unresolved = / does not resolve/.test(error.message);
+    await log(null, error.message);
+    if (unresolved) throw new RetryableError(error.message, { code: "WEBHOOK_UNAVAILABLE" });
+    throw new PermanentError(error.message, { code: "WEBHOOK_REFUSED_ADDRESS" });
+  }
 
   const body = JSON.stringify({ type: delivery.event.type, timestamp: delivery.event.timestamp, data: delivery.event.data });
   const sentAt = new Date();
+  // Standard Webhooks: several space-separated `v1,<sig>`; during a rotation overlap both secrets sign.
+  const secrets = endpoint.previous_secret ? [endpoint.secret, endpoint.previous_secret] : [endpoint.secret];
   const headers = {
     "content-type": "application/json",
     "user-agent": "porter-webhooks/1",
     "webhook-id": delivery.event.id,
     "webhook-timestamp": String(Math.floor(sentAt.getTime() / 1000)),
-    "webhook-signature": new Webhook(endpoint.secret).sign(delivery.event.id, sentAt, body),
+    "webhook-signature": secrets.map((secret) => new Webhook(secret).sign(delivery.event.id, sentAt, body)).join(" "),
   };
-  // The host only: a URL's path or query may carry a token of the subscriber's.
-  const where = url.host;
   let response: { status: number; retryAfter: string | undefined };
   try {
-    response = await post(url, body, headers, { ca: deps.ca, timeoutMs: deps.timeoutMs, signal: ctx.signal });
+    response = await post(url, body, headers, { ca: deps.ca, timeoutMs: deps.timeoutMs, signal: ctx.signal, lookup: lookupOf(target) });
   } catch (error) {
+    const message = `webhook delivery to ${where} failed: ${error instanceof Error ? error.message : String(error)}`;
+    await log(null, message);
     if (ctx.signal.aborted) throw ctx.signal.reason;
-    throw new RetryableError(`webhook delivery to ${where} failed: ${error instanceof Error ? error.message : String(error)}`, {
-      code: "WEBHOOK_UNAVAILABLE",
-      cause: error,
-    });
+    throw new RetryableError(message, { code: "WEBHOOK_UNAVAILABLE", cause: error });
   }
   const { status } = response;
-  if (status >= 200 && status < 300) return { status };
+  const isOk = status >= 200 && status < 300;
+  await log(status, isOk ? null : `${where} answered ${status}`);
+  if (isOk) return { status };
   if (status === 429) {
     throw new RetryableError(`webhook endpoint ${where} answered 429 Too Many Requests`, {
       code: "RATE_LIMITED",
@@ -134,12 +183,14 @@ const deliver = async (delivery: EndpointDelivery, ctx: HandlerContext, deps: { 
   throw new PermanentError(`webhook endpoint ${where} answered ${status}`, { code: "WEBHOOK_REJECTED" });
 };
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** One POST over https.request: TLS verified against `ca` (or the system's CAs), no redirects followed, the body drained and dropped. */
 const post = (
   url: URL,
   body: string,
   headers: Record<string, string>,
-  options: { ca: string[] | undefined; timeoutMs: number; signal: AbortSignal },
+  options: { ca: string[] | undefined; timeoutMs: number; signal: AbortSignal; lookup: ReturnType<typeof lookupOf> },
 ): Promise<{ status: number; retryAfter: string | undefined }> =>
   new Promise((resolve, reject) => {
     const request = https.request(
@@ -150,6 +201,7 @@ const post = (
         ...(options.ca ? { ca: options.ca } : {}),
         timeout: options.timeoutMs,
         signal: options.signal,
+        lookup: options.lookup as never,
       },
       (res) => {
         res.resume();

@@ -1,4 +1,4 @@
-import { advanceRedrives, evaluateAlerts, runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
+import { advanceRedrives, drainWebhookOutbox, evaluateAlerts, runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
 import pg from "pg";
 import type { Logger } from "../logger";
 import { jitter } from "./waker";
@@ -20,7 +20,8 @@ export type MaintenanceLeaderOptions = {
  * Maintenance under one leader: every worker process tries `tryAcquireLeadership` (a session
  * advisory lock) on a dedicated connection every few seconds; the holder runs `runMaintenance`
  * (rescue expired leases, expire deadlines, promote retries, prune) every second, then advances
- * every running durable redrive by one batch at its velocity (`advanceRedrives`), vacuums the
+ * every running durable redrive by one batch at its velocity (`advanceRedrives`), turns the
+ * webhook outbox into delivery jobs (`drainWebhookOutbox`), vacuums the
  * hot table when enough dead row versions piled up (at most every `vacuumEveryMs`), and evaluates
  * the DLQ alert rules every `alertsEveryMs` (core's `evaluateAlerts`). The lock goes
  * with the connection, so when the leader exits or its connection drops another worker takes over.
@@ -38,6 +39,7 @@ export class MaintenanceLeader {
   private lastVacuumCheckAt = 0;
   private readonly alertsEveryMs: number;
   private lastAlertsAt = 0;
+  private lastOutboxWarnAt = 0;
 
   constructor(private readonly options: MaintenanceLeaderOptions) {
     this.acquireEveryMs = options.acquireEveryMs ?? 5000;
@@ -92,6 +94,15 @@ export class MaintenanceLeader {
         const redrives = await advanceRedrives(this.client);
         if (redrives.batches.length > 0) this.options.logger.info("redrive batches", { batches: redrives.batches });
         for (const f of redrives.failed) this.options.logger.warn("a redrive batch failed; retried next tick", { redriveId: f.redrive_id, err: f.error });
+        // Tenant webhooks (issue 13): the outbox the finished_jobs trigger fills → webhook.deliver jobs.
+        const outbox = await drainWebhookOutbox(this.client);
+        if (outbox.enqueued > 0 || outbox.duplicates > 0)
+          this.options.logger.info("webhook deliveries enqueued", { enqueued: outbox.enqueued, duplicates: outbox.duplicates });
+        // A refusal that lasts (webhook.deliver not registered, a capped tenant) is logged once a minute, not every tick.
+        if (outbox.errors.length > 0 && Date.now() - this.lastOutboxWarnAt >= 60_000) {
+          this.lastOutboxWarnAt = Date.now();
+          this.options.logger.warn("webhook deliveries could not be enqueued; retried every tick", { count: outbox.errors.length, first: outbox.errors[0] });
+        }
         if (this.vacuumEveryMs > 0 && Date.now() - this.lastVacuumCheckAt >= this.vacuumEveryMs && !this.isClosed) {
           this.lastVacuumCheckAt = Date.now();
           const vacuum = await vacuumHotTable(this.client);

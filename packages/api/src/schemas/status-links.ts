@@ -41,4 +41,6 @@ export const ZStatusLinkCreated = z.object({
   path: z.string(),
 });
 
-export const ZStatusLinkRevoke = z.strictObject({ id: z.string().min(1).max(40), reason: ZReason });
+/** A status link id as core issues it: `sl_` and 18 hex digits (anything else, NUL included, is a 400). */
+export const ZStatusLinkId = z.string().regex(/^sl_[0-9a-f]{18}$/, "a status link id (sl_…)");
+export const ZStatusLinkRevoke = z.strictObject({ id: ZStatusLinkId, reason: ZReason });

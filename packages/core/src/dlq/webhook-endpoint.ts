@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { AppError } from "@porter/contracts";
 import type { ControlDb, ControlTx } from "@porter/db/prisma";
 import { writeAuditTx } from "../control-plane/audit";
+import { assertWebhookUrl } from "../webhooks/ssrf";
 
 /** The id of the one alerts endpoint (scope 'alerts'). */
 export const ALERTS_ENDPOINT_ID = "alerts";
@@ -34,7 +35,7 @@ export const getAlertWebhook = async (db: ControlDb): Promise<AlertWebhookView |
  * enabled flag (a new secret with `rotateSecret`; the old one stops signing at once). Returns the
  * secret when it is new (created or rotated) — the only time it is shown — and "" otherwise.
  * Audited as `webhook_endpoint.set` (URL, tenant, enabled, whether the secret was rotated; never
- * the secret). An https URL only (400); an unknown tenant: 404.
+ * the secret). An https URL only, passing the SSRF guard (400); an unknown tenant: 404.
  */
 export const setAlertWebhook = async (
   db: ControlTx,
@@ -45,6 +46,8 @@ export const setAlertWebhook = async (
     if (!(await tx.tenant.findUnique({ where: { id: params.tenantId }, select: { id: true } }))) {
       throw new AppError("NOT_FOUND", { message: `tenant ${params.tenantId} not found` });
     }
+    // The SSRF guard (webhooks/ssrf.ts): no loopback, private or link-local address unless allow-listed.
+    await assertWebhookUrl(tx, params.url);
     const before = await tx.webhookEndpoint.findUnique({ where: { id: ALERTS_ENDPOINT_ID } });
     const secret = !before || params.rotateSecret ? newWebhookSecret() : undefined;
     const data = { url: params.url, tenantId: params.tenantId, enabled: params.enabled, ...(secret ? { secret } : {}) };

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { pruneDlq } from "../dlq/prune";
+import { pruneWebhookDeliveries } from "../webhooks/deliveries";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { pruneFinished } from "./prune-finished";
@@ -23,12 +24,14 @@ export type MaintenanceReport = RescueOutcome & {
   /** Failure-group history pruned: hourly counts (kept 8 days) and death rows (kept 14 days). */
   dlqHoursPruned: number;
   dlqDeathsPruned: number;
+  /** Webhook delivery log rows past 14 days. */
+  webhookDeliveriesPruned: number;
 };
 
 /**
  * One maintenance pass: release the jobs of lost workers (worker-liveness.ts), rescue expired leases, expire passed deadlines (and promote due retries),
  * age waiting priorities, recover throttled resource keys' limits, prune finished jobs past
- * retention and forgotten workers. Each step is batched and safe to run
+ * retention, forgotten workers and webhook delivery log rows past 14 days. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
 export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date; batch?: number } = {}): Promise<MaintenanceReport> => {
@@ -48,6 +51,7 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
   const dlq = await pruneDlq(db, { now: params.now });
+  const webhookDeliveriesPruned = await pruneWebhookDeliveries(db, { now: params.now });
   return {
     ...rescue,
     fromLostWorkers,
@@ -59,6 +63,7 @@ export const runMaintenance = async (db: pg.Pool | pg.PoolClient | pg.Client, pa
     workersPruned,
     dlqHoursPruned: dlq.hours,
     dlqDeathsPruned: dlq.deaths,
+    webhookDeliveriesPruned,
   };
 };
 

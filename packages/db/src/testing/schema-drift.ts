@@ -198,6 +198,8 @@ function expectedType(field: PrismaField, enumTypes: Map<string, string>): Expec
       "Json@Json": "json",
       Bytes: "bytea",
       "String@VarChar": `character varying(${native?.args[0] ?? ""})`,
+      // Types Prisma has none for (the model is @@ignore'd; core reads it with raw SQL).
+      'Unsupported("cidr")': "cidr",
     };
     base = mapping[key];
     if (base === undefined) return { problem: `the drift check does not know type ${field.type} ${nativeLabel}; extend schema-drift.ts` };

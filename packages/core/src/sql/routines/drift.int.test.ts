@@ -29,7 +29,16 @@ const source = (name: string): string => {
 
 describe("routines: the migrated database matches packages/core/src/sql/routines", () => {
   it("has every function and trigger of the files, defined as they are, and nothing else", async () => {
-    expect(files.map((f) => f.name)).toEqual(["aging.sql", "audit.sql", "authenticate-key.sql", "claim.sql", "dlq.sql", "redrive.sql", "tokens.sql"]);
+    expect(files.map((f) => f.name)).toEqual([
+      "aging.sql",
+      "audit.sql",
+      "authenticate-key.sql",
+      "claim.sql",
+      "dlq.sql",
+      "redrive.sql",
+      "tokens.sql",
+      "webhooks.sql",
+    ]);
     expect(await routineDrift(await client(), files)).toEqual(NO_DRIFT);
     // Every file creates something (a file whose statements create nothing is a mistake).
     const { rows } = await db.pool.query<{ name: string; n: number }>("SELECT name, cardinality(objects) AS n FROM _porter_routines ORDER BY name");

@@ -2,7 +2,7 @@
 import { ZStatusLinkCreate } from "@porter/api/schemas/status-links";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { type FormEvent, useState } from "react";
+import { type FormEvent, type ReactNode, useState } from "react";
 import { Tag } from "../../../../components/badges";
 import { type Column, DataTable } from "../../../../components/data-table";
 import { FormError } from "../../../../components/form-error";
@@ -53,8 +53,8 @@ const COLUMNS: ReadonlyArray<Column<StatusLink>> = [
   },
 ];
 
-/** A tenant's page in the console: its status links — issue one (shown once), list, revoke. */
-export function TenantStatusLinksView({ tenantId }: { tenantId: string }) {
+/** A tenant's page in the console: its status links — issue one (shown once), list, revoke — then the page's other sections (`children`). */
+export function TenantStatusLinksView({ tenantId, children }: { tenantId: string; children?: ReactNode }) {
   const trpc = useTRPC();
   const viewer = useViewer();
   const links = useQuery(trpc.tenants.links.list.queryOptions({ tenant_id: tenantId }));
@@ -123,6 +123,7 @@ export function TenantStatusLinksView({ tenantId }: { tenantId: string }) {
           : {})}
         empty={<Empty title="No status links yet">{isOperator ? "Issue one above." : "An operator can issue one."}</Empty>}
       />
+      {children}
     </Page>
   );
 }
