@@ -23,7 +23,7 @@ test.describe("tenant status links", () => {
     expect(landed?.status()).toBe(200);
     expect(landed?.headers()["cache-control"]).toContain("no-store");
     await expect(page.getByRole("heading", { level: 1 })).toHaveText("Tenant A");
-    await expect(page.getByRole("table", { name: "Jobs by state" })).toBeVisible();
+    await expect(page.getByRole("region", { name: "Jobs by state" })).toBeVisible();
     await expect(page.getByTestId("count-READY")).toHaveText(/^\d+$/);
     const cookies = await context.cookies();
     const cookie = cookies.find((c) => c.name === "porter_status");

@@ -1,17 +1,23 @@
 import { type NextRequest, NextResponse } from "next/server";
 import { securityHeaders } from "./lib/security-headers";
+import { getPrisma } from "./server/db";
 import { getEnv } from "./server/env";
+import { statusOrigins, statusTenantOfPath } from "./server/status-origins";
 
 /**
  * Every request (Next 16 "proxy", formerly middleware): a fresh CSP nonce, passed to Next on the
  * request's own Content-Security-Policy header (Next puts it on the scripts it renders; pages are
  * rendered per request, see the root layout), and the security headers of lib/security-headers.ts
- * on the response. https — NEXTAUTH_URL or the request itself — adds HSTS.
+ * on the response. https — NEXTAUTH_URL or the request itself — adds HSTS. A tenant status page
+ * (/status/<tenant_id>/…) may be framed by the origins its tenant lists (status_origins, read
+ * through a few seconds' in-process cache: server/status-origins.ts); proxy runs on Node in Next 16.
  */
-export function proxy(request: NextRequest): NextResponse {
+export async function proxy(request: NextRequest): Promise<NextResponse> {
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
   const isHttps = request.nextUrl.protocol === "https:" || (getEnv().NEXTAUTH_URL?.startsWith("https://") ?? false);
-  const headers = securityHeaders({ nonce, isHttps, isDev: process.env.NODE_ENV === "development" });
+  const tenantId = statusTenantOfPath(request.nextUrl.pathname);
+  const frameAncestors = tenantId ? await statusOrigins(getPrisma(), tenantId) : [];
+  const headers = securityHeaders({ nonce, isHttps, isDev: process.env.NODE_ENV === "development", frameAncestors });
   const requestHeaders = new Headers(request.headers);
   requestHeaders.set("content-security-policy", headers["content-security-policy"]!);
   const response = NextResponse.next({ request: { headers: requestHeaders } });

@@ -171,6 +171,7 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
             nastyString().map((s) => `https://${s}`),
             { maxLength: 2 },
           ),
+          status_accent: fc.oneof(nastyString(), fc.constant(null), fc.constant("#12ab9f")),
         }),
         reason: nastyString(),
       }),

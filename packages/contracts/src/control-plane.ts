@@ -30,8 +30,10 @@ export type EnumField = Common & { kind: "enum"; options: readonly { value: stri
 export type RefField = Common & { kind: "ref"; to: ConfigObjectType; isNullable?: boolean; default: null };
 /** A list of web origins (`https://app.example.com`). */
 export type OriginsField = Common & { kind: "origins"; maxItems: number; default: readonly string[] };
+/** A colour, `#rrggbb`; null (the default) = Porter's own. */
+export type ColorField = Common & { kind: "color"; default: null; isNullable: true };
 /** A field an admin may set. */
-export type FieldDecl = IntField | RateField | TextField | EnumField | RefField | OriginsField;
+export type FieldDecl = IntField | RateField | TextField | EnumField | RefField | OriginsField | ColorField;
 /** Read-only state shown with the row (the scheduler's or an action's, not a knob). */
 export type StateDecl = { kind: "int" | "timestamp" | "boolean"; isNullable?: boolean; label: string };
 
@@ -184,8 +186,15 @@ export const TENANT = entity({
       label: "Status page origins",
       maxItems: 20,
       default: [],
-      help: "origins allowed to embed the tenant's status page, comma-separated",
-      reserved: "stored and edited now; read by the tenant status pages of a later issue (nothing serves them yet)",
+      help: "origins allowed to embed the tenant's status page in a frame (CSP frame-ancestors), comma-separated; empty = nowhere",
+    },
+    status_accent: {
+      kind: "color",
+      label: "Status page accent",
+      default: null,
+      isNullable: true,
+      placeholder: "#2563eb",
+      help: "the status page's accent colour, #rrggbb; empty = Porter's blue",
     },
   },
 });
@@ -226,7 +235,17 @@ export const ZConfigId = ZStorableText.trim()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/, "letters, digits and . _ : - only, starting with a letter or digit");
 /** An optional note kept in the audit log with the change. */
 export const ZReason = ZStorableText.trim().max(500, "at most 500 characters").optional();
-const ZOrigin = ZStorableText.trim().regex(/^https?:\/\/[^/\s]+$/, "an origin such as https://app.example.com (no path)");
+/** A status page's accent colour: `#rrggbb` (stored as given; the page uses it as a CSS colour). */
+export const ZAccentColor = z
+  .string()
+  .trim()
+  .regex(/^#[0-9a-fA-F]{6}$/, "a colour as #rrggbb");
+// An origin as CSP frame-ancestors takes it (the status page's header): scheme, host (or a `*.`
+// wildcard of one), optional port — nothing that could end the directive (`;`, `,`, spaces).
+const ZOrigin = ZStorableText.trim().regex(
+  /^https?:\/\/(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?$/,
+  "an origin such as https://app.example.com (no path)",
+);
 
 /** The input schema of one field, without its default. */
 export const fieldInput = (f: FieldDecl): z.ZodType => {
@@ -249,6 +268,8 @@ export const fieldInput = (f: FieldDecl): z.ZodType => {
         return ZConfigId;
       case "origins":
         return z.array(ZOrigin).max(f.maxItems, `at most ${f.maxItems} origins`);
+      case "color":
+        return ZAccentColor;
     }
   })();
   return "isNullable" in f && f.isNullable ? base.nullable() : base;

@@ -32,6 +32,7 @@ const sample = (f: FieldDecl): unknown => {
   if (f.kind === "rate") return 1.5;
   if (f.kind === "ref") return "some_id";
   if (f.kind === "enum") return f.options[0]!.value;
+  if (f.kind === "color") return "#112233";
   return "";
 };
 const required = (e: EntityDecl) =>

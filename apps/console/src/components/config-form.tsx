@@ -30,6 +30,7 @@ const KIND_OF: Record<FieldDecl["kind"], FieldSpec["kind"]> = {
   enum: "select",
   ref: "select",
   origins: "list",
+  color: "text",
 };
 
 /** The input of one declared field (@porter/contracts/control-plane): its label, help, unit, kind and options. */

@@ -26,4 +26,28 @@ describe("securityHeaders", () => {
     expect(scriptSrc(contentSecurityPolicy({ nonce: "n", isHttps: false }))).not.toMatch(/unsafe/);
     expect(scriptSrc(contentSecurityPolicy({ nonce: "n", isHttps: false, isDev: true }))).toContain("'unsafe-eval'");
   });
+
+  it("frame-ancestors: 'none' and XFO DENY by default; a status page's allowed origins, and no XFO, when its tenant lists some", () => {
+    const none = securityHeaders({ nonce: "n", isHttps: true, frameAncestors: [] });
+    expect(none["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(none["x-frame-options"]).toBe("DENY");
+    const some = securityHeaders({ nonce: "n", isHttps: true, frameAncestors: ["https://app.example.com", "http://127.0.0.1:4000", "https://*.acme.io"] });
+    expect(some["content-security-policy"]).toContain("frame-ancestors https://app.example.com http://127.0.0.1:4000 https://*.acme.io;");
+    expect(some["x-frame-options"]).toBeUndefined();
+  });
+
+  it("frame-ancestors: a stored origin cannot add a directive or a keyword", () => {
+    const csp = contentSecurityPolicy({
+      nonce: "n",
+      isHttps: false,
+      frameAncestors: ["https://a.com; script-src *", "*", "'self'", "https://b.com/path", "https://ok.com", "data:", "https://x.com,https://y.com"],
+    });
+    const directive = csp.split("; ").find((d) => d.startsWith("frame-ancestors"));
+    expect(directive).toBe("frame-ancestors https://ok.com");
+    expect(csp.split("; ").filter((d) => d.startsWith("script-src"))).toHaveLength(1);
+    // Only invalid entries: 'none', and XFO stays.
+    const h = securityHeaders({ nonce: "n", isHttps: false, frameAncestors: ["javascript:alert(1)"] });
+    expect(h["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(h["x-frame-options"]).toBe("DENY");
+  });
 });

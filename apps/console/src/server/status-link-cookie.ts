@@ -26,13 +26,26 @@ export const verifyStatusCookie = (secret: string, value: string | undefined): s
   return expected.length === actual.length && timingSafeEqual(expected, actual) ? linkId : null;
 };
 
-/** The Set-Cookie header of a followed link: scoped to that tenant's pages, gone when the link expires. */
-export const statusCookieHeader = (params: { secret: string; linkId: string; tenantId: string; expiresAt: Date; isSecure: boolean }): string =>
+/**
+ * The Set-Cookie header of a followed link: scoped to that tenant's pages, gone when the link
+ * expires. SameSite=Lax, except for a tenant that embeds its page (`isEmbeddable`: it lists
+ * status_origins) served over https: a frame on the tenant's own site is a cross-site context, where
+ * browsers neither set nor send a Lax cookie, so that cookie is `SameSite=None; Secure; Partitioned`
+ * (CHIPS: kept in the embedding site's partition, so it survives third-party cookie blocking and is
+ * no tracker). The pages are read-only GETs, so a cross-site cookie opens no CSRF.
+ */
+export const statusCookieHeader = (params: {
+  secret: string;
+  linkId: string;
+  tenantId: string;
+  expiresAt: Date;
+  isSecure: boolean;
+  isEmbeddable?: boolean;
+}): string =>
   [
     `${STATUS_COOKIE}=${signStatusCookie(params.secret, params.linkId)}`,
     `Path=/status/${encodeURIComponent(params.tenantId)}`,
     `Expires=${params.expiresAt.toUTCString()}`,
     "HttpOnly",
-    "SameSite=Lax",
-    ...(params.isSecure ? ["Secure"] : []),
+    ...(params.isSecure && params.isEmbeddable ? ["SameSite=None", "Secure", "Partitioned"] : ["SameSite=Lax", ...(params.isSecure ? ["Secure"] : [])]),
   ].join("; ");

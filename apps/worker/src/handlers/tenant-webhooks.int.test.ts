@@ -213,7 +213,8 @@ describe("tenant webhooks", () => {
     const died = verifyWebhook(endpointA.secret, forJob(dead)[0]!.headers, forJob(dead)[0]!.body);
     expect(died).toMatchObject({ type: "job.dead", data: { status: "DEAD" } });
     expect(died.data.result).toBeUndefined();
-    // The raw error never leaves: no message, no internal host.
+    // The raw error never leaves: only its tenant-safe projection (code, class, the URL scrubbed).
+    expect(died.data.failure).toEqual({ code: "UPSTREAM", class: "permanent", message: "refused by <url>" });
     expect(forJob(dead)[0]!.body).not.toContain("internal.example");
     expect(forJob(dead)[0]!.headers["webhook-id"]).toBe(`evt_${dead.replace(/-/g, "")}_dead`);
 

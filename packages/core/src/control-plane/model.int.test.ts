@@ -26,6 +26,7 @@ const TYPE_OF: Record<FieldDecl["kind"], string> = {
   enum: "text",
   ref: "text",
   origins: "ARRAY",
+  color: "text",
 };
 
 describe.each(Object.values(CONTROL_PLANE) as EntityDecl[])("$table", (entity) => {

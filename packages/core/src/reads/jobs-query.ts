@@ -88,8 +88,8 @@ const tablesFor = (filter: JobFilter) => {
 };
 
 /** A cursor is the last row's job id, its 16 bytes in base64url: opaque, and never changed by what happens to the job. */
-const encodeCursor = (jobId: string) => Buffer.from(jobId.replace(/-/g, ""), "hex").toString("base64url");
-const decodeCursor = (cursor: string): string => {
+export const encodeCursor = (jobId: string) => Buffer.from(jobId.replace(/-/g, ""), "hex").toString("base64url");
+export const decodeCursor = (cursor: string): string => {
   const bytes = Buffer.from(cursor, "base64url");
   // Canonical form only: 16 bytes that encode back to the same text (base64url ignores stray characters).
   if (bytes.length !== 16 || bytes.toString("base64url") !== cursor) throw new AppError("BAD_REQUEST", { message: "invalid cursor" });

@@ -1,5 +1,6 @@
-import type { TJobState as JobState, SafeFailure, StreamEventData, StreamEventName } from "@porter/contracts";
+import type { TJobState as JobState, StreamEventData, StreamEventName } from "@porter/contracts";
 import type { Db } from "../db";
+import { safeFailure } from "../reads/safe-failure";
 
 // The live status stream's log (issue 13): `job_stream`, written by the statement triggers of
 // sql/routines/stream.sql. Reads go in (xid, id) order and only below the reader's snapshot xmin
@@ -37,7 +38,7 @@ export type StreamRow = {
   attempt: number;
   kind: "state" | "progress";
   progress: StreamEventData["progress"];
-  /** The raw error's code, class and message (never sent as is: see {@link projectFailure}). */
+  /** The raw error's code, class and message (never sent as is: tenants get `safeFailure` of it). */
   failure: { code?: unknown; class?: unknown; message?: unknown } | null;
 };
 
@@ -156,13 +157,6 @@ export const pruneStream = async (db: Db, params: { now?: Date; batch?: number; 
   }
 };
 
-/**
- * The tenant-safe failure of an event. Placeholder until core's `safeFailure`
- * (packages/core/src/reads/safe-failure.ts) is merged: the lead switches this body to
- * `safeFailure(raw)`; until then no failure leaves the server. Never project here.
- */
-export const projectFailure = (_raw: StreamRow["failure"]): SafeFailure | null => null;
-
 const FAILURE_STATES: ReadonlySet<JobState> = new Set(["RETRY_WAIT", "DEAD", "EXPIRED"]);
 
 /** The SSE event name of a row. */
@@ -177,7 +171,7 @@ export const streamEventData = (row: StreamRow, id = formatCursor(row.cursor)): 
   status: row.state,
   attempt: row.attempt,
   progress: row.progress ?? null,
-  failure: row.kind === "state" && FAILURE_STATES.has(row.state) && row.failure ? projectFailure(row.failure) : null,
+  failure: row.kind === "state" && FAILURE_STATES.has(row.state) && row.failure ? safeFailure(row.failure) : null,
   at: row.at.toISOString(),
 });
 

@@ -97,7 +97,14 @@ describe("the stream triggers", () => {
     expect(rows.filter((r) => r !== rows[2]).map((r) => r.failure)).toEqual([null, null, null, null]);
     expect(rows.every((r) => r.tenantId === "tenant_A" && r.jobType === "q1.job")).toBe(true);
     const data = streamEventData(rows[2]!);
-    expect(data).toMatchObject({ job_id: jobId, status: "RETRY_WAIT", attempt: 1, failure: null, id: `${rows[2]!.cursor.xid}-${rows[2]!.cursor.id}` });
+    // Tenants get the safe projection: code and class, the host scrubbed from the message.
+    expect(data).toMatchObject({
+      job_id: jobId,
+      status: "RETRY_WAIT",
+      attempt: 1,
+      failure: { code: "BOOM", class: "retryable", message: "boom at <host>" },
+      id: `${rows[2]!.cursor.xid}-${rows[2]!.cursor.id}`,
+    });
     expect(JSON.stringify(data)).not.toContain("internal.example.com");
   });
 

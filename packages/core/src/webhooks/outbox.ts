@@ -8,8 +8,8 @@ import type { TenantWebhookBody, TerminalState } from "@porter/contracts";
 import type pg from "pg";
 import { type Db, inOwnTransaction } from "../db";
 import { WEBHOOK_DELIVER_JOB_TYPE, webhookEndpointRef } from "../dlq/alerts";
+import { safeFailure } from "../reads/safe-failure";
 import { enqueueJobs } from "../sql/enqueue-jobs";
-import { tenantFailure } from "./tenant-failure";
 
 /** A succeeded job's result is in the body when its JSON is at most this long; a longer one is left out (`result` absent). */
 export const WEBHOOK_RESULT_MAX_BYTES = 16 * 1024;
@@ -58,7 +58,7 @@ export const tenantWebhookBody = (row: Omit<OutboxRow, "id" | "endpoint_id" | "e
     status: row.state,
     attempt: row.attempt,
     finished_at: row.finished_at.toISOString(),
-    failure: row.state === "SUCCEEDED" ? null : tenantFailure(row.error),
+    failure: row.state === "SUCCEEDED" ? null : safeFailure(row.error),
   };
   if (row.state === "SUCCEEDED" && row.result !== null && row.result !== undefined) {
     if (Buffer.byteLength(JSON.stringify(row.result)) <= WEBHOOK_RESULT_MAX_BYTES) data.result = row.result;

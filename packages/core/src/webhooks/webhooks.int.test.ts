@@ -153,7 +153,7 @@ describe("the outbox", () => {
       event: {
         id: `evt_${jobIds[0]!.replace(/-/g, "")}_dead`,
         type: "job.dead",
-        data: { job_id: jobIds[0], tenant_id: "t_sub", status: "DEAD", failure: null },
+        data: { job_id: jobIds[0], tenant_id: "t_sub", status: "DEAD", failure: { class: expect.any(String), message: expect.stringMatching(/^boom /) } },
       },
     });
     // The same (endpoint, job, state) again — a drain that saw the row twice (a leader hand-over):
