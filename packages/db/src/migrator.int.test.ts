@@ -197,7 +197,7 @@ describe("migrate", () => {
         "porter_redrive_eligibility",
         "porter_stream_finished_insert",
         "porter_stream_jobs_insert",
-        "porter_stream_jobs_update",
+        "porter_stream_jobs_update_row",
         "porter_tokens",
         "porter_webhook_outbox",
       ].map((name) => ({
