@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // `promtool check metrics` on its exposition text, and a Prometheus server scraping it once. The
 // route handler itself (auth, registry, reads as the runtime role) is served by a plain node:http
 // adapter instead of `next start`, which would need a production build.
+// biome-ignore lint/correctness/useHookAtTopLevel: not a React hook; vitest's per-file database (beforeAll/afterAll inside)
 const db = useTestDatabase({ label: "prometheus-scrape" });
 const TOKEN = "scrape-token-0123456789abcdef";
 let server: Server | undefined;
