@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { enqueueJobs } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { checkMetrics, type PrometheusServer, queryUntil, startPrometheus } from "@porter/core/testing/prometheus";
+import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -74,6 +75,23 @@ describe("/api/metrics with Prometheus tooling", () => {
     expect(text).toContain('porter_workers{pool="mp",state="live"} 0');
     expect(text).toMatch(/^porter_console_process_cpu_seconds_total \d/m);
     expect(text).toMatch(/^porter_console_nodejs_eventloop_lag_seconds \d/m);
+  });
+
+  it("with the database unreachable: porter_up 0, the database's metrics absent, the process metrics still there", async () => {
+    const { ConsoleMetrics } = await import("./console-metrics");
+    const unreachable = createPool("postgres://porter_app@127.0.0.1:1/none", { max: 1, connectionTimeoutMillis: 1000 });
+    const failed: string[] = [];
+    try {
+      const metrics = new ConsoleMetrics({ db: unreachable, topTenants: 20, onReadError: (metric) => failed.push(metric) });
+      const { body } = await metrics.render();
+      expect(body).toMatch(/^porter_up 0$/m);
+      expect(body).not.toMatch(/^porter_jobs\{/m);
+      expect(body).toMatch(/^porter_console_process_cpu_seconds_total \d/m);
+      expect(failed).toContain("porter_jobs");
+      expect(checkMetrics(body).problems).toEqual([]);
+    } finally {
+      await unreachable.end();
+    }
   });
 
   it("a Prometheus server scrapes it: porter_up = 1 through the query API", async () => {
