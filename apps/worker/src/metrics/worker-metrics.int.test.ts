@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 /** The value of the first series named `name` whose labels include `labels` (NaN when none). */
-const valueOf = (text: string, name: string, labels: Record<string, string> = {}): number => {
+const sampleOf = (text: string, name: string, labels: Record<string, string> = {}): number => {
   for (const line of text.split("\n")) {
     const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
@@ -65,8 +65,8 @@ describe("worker --metrics-port", () => {
     for (let i = 0; i < 50; i++) {
       text = await (await fetch(url)).text();
       if (
-        valueOf(text, "porter_worker_result_batch_rows_sum", { kind: "fail" }) >= 1
-        && valueOf(text, "porter_worker_result_batch_rows_sum", { kind: "ack" }) >= 5
+        sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "fail" }) >= 1
+        && sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "ack" }) >= 5
       )
         break;
       await new Promise((r) => setTimeout(r, 100));
@@ -75,15 +75,15 @@ describe("worker --metrics-port", () => {
     expect(check.problems).toEqual([]);
     expect([0, 3]).toContain(check.status);
 
-    expect(valueOf(text, "porter_worker_claims_total")).toBeGreaterThanOrEqual(1);
-    expect(valueOf(text, "porter_worker_claimed_rows_sum")).toBe(6);
-    expect(valueOf(text, "porter_worker_result_batch_rows_sum", { kind: "ack" })).toBe(5);
-    expect(valueOf(text, "porter_worker_result_batch_rows_sum", { kind: "fail" })).toBe(1);
-    expect(valueOf(text, "porter_worker_attempts_total", { job_type: "diag.sleep", outcome: "succeeded" })).toBe(5);
-    expect(valueOf(text, "porter_worker_attempts_total", { job_type: "diag.fail", outcome: "dead" })).toBe(1);
-    expect(valueOf(text, "porter_worker_slots")).toBe(3);
-    expect(valueOf(text, "porter_worker_slots_busy")).toBe(0);
-    expect(valueOf(text, "porter_worker_prefetch_buffered")).toBe(0);
+    expect(sampleOf(text, "porter_worker_claims_total")).toBeGreaterThanOrEqual(1);
+    expect(sampleOf(text, "porter_worker_claimed_rows_sum")).toBe(6);
+    expect(sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "ack" })).toBe(5);
+    expect(sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "fail" })).toBe(1);
+    expect(sampleOf(text, "porter_worker_attempts_total", { job_type: "diag.sleep", outcome: "succeeded" })).toBe(5);
+    expect(sampleOf(text, "porter_worker_attempts_total", { job_type: "diag.fail", outcome: "dead" })).toBe(1);
+    expect(sampleOf(text, "porter_worker_slots")).toBe(3);
+    expect(sampleOf(text, "porter_worker_slots_busy")).toBe(0);
+    expect(sampleOf(text, "porter_worker_prefetch_buffered")).toBe(0);
     expect(text).toMatch(/^porter_worker_heartbeats_total\{[^}]*\} \d+$/m);
     expect(text).toMatch(/^porter_worker_nodejs_eventloop_lag_seconds\{[^}]*pool="metrics-pool"[^}]*\} \d/m);
     // The worker id of the labels is the one the worker registered.
