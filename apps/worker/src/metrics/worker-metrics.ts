@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { WorkerProbe } from "../runtime/worker-probe";
+import type { AttemptOutcome, WorkerProbe } from "../runtime/worker-probe";
 
 /** What the gauges read at scrape time: the running worker's own state (no database). */
 export type WorkerGaugeSource = {
@@ -43,11 +43,18 @@ export class WorkerMetrics {
     });
     const heartbeats = new Counter({ name: "porter_worker_heartbeats_total", help: "Batched lease extensions sent.", registers });
     const heartbeatLeases = new Counter({ name: "porter_worker_heartbeat_leases_total", help: "Leases carried by those extensions.", registers });
-    const outcomes = new Counter({
+    // Per job, so a plain in-memory tally (a few ns) rather than a labelled inc (~600 ns measured
+    // here); the counter copies the tally when scraped.
+    const tally = new Map<string, { jobType: string; outcome: AttemptOutcome; n: number }>();
+    new Counter({
       name: "porter_worker_attempts_total",
       help: "Attempts this process ended, by job type and outcome (succeeded, retry, dead, cancelled, expired).",
       labelNames: ["job_type", "outcome"],
       registers,
+      collect() {
+        this.reset();
+        for (const t of tally.values()) this.inc({ job_type: t.jobType, outcome: t.outcome }, t.n);
+      },
     });
     const gauges: ReadonlyArray<readonly [string, string, (s: WorkerGaugeSource) => number]> = [
       ["porter_worker_slots", "Slots: attempts this process runs at once.", (s) => s.concurrency],
@@ -77,7 +84,12 @@ export class WorkerMetrics {
         heartbeats.inc();
         heartbeatLeases.inc(leases);
       },
-      onOutcome: (jobType, outcome) => outcomes.inc({ job_type: jobType, outcome }),
+      onOutcome: (jobType, outcome) => {
+        const key = `${outcome}:${jobType}`;
+        const t = tally.get(key);
+        if (t) t.n += 1;
+        else tally.set(key, { jobType, outcome, n: 1 });
+      },
     };
   }
 

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { parseEnv } from "../env";
+import { failureOutcome } from "../runtime/worker-probe";
+import { WorkerMetrics } from "./worker-metrics";
+
+describe("WorkerMetrics", () => {
+  it("turns probe calls and the worker's state into series with pool and worker_id labels", async () => {
+    const metrics = new WorkerMetrics({ pool: "p", workerId: "w-1" });
+    const { probe } = metrics;
+    probe.onClaim(0);
+    probe.onClaim(7);
+    probe.onWrite("ack", 5);
+    probe.onWrite("fail", 2);
+    probe.onHeartbeat(3);
+    for (let i = 0; i < 4; i++) probe.onOutcome("a.job", "succeeded");
+    probe.onOutcome("a.job", failureOutcome("RETRY_WAIT"));
+    probe.onOutcome("b.job", failureOutcome("DEAD"));
+    let text = (await metrics.render()).body;
+    // Before attach (the worker still starting) the gauges read 0.
+    expect(text).toContain('porter_worker_slots{pool="p",worker_id="w-1"} 0');
+    metrics.attach({ concurrency: 8, running: 3, buffered: 12, prefetchLimit: 40 });
+    text = (await metrics.render()).body;
+    const labels = 'pool="p",worker_id="w-1"';
+    expect(text).toContain(`porter_worker_claims_total{${labels}} 2`);
+    expect(text).toContain(`porter_worker_claimed_rows_sum{${labels}} 7`);
+    expect(text).toContain(`porter_worker_claimed_rows_count{${labels}} 2`);
+    expect(text).toContain(`porter_worker_result_batch_rows_sum{kind="ack",${labels}} 5`);
+    expect(text).toContain(`porter_worker_result_batch_rows_sum{kind="fail",${labels}} 2`);
+    expect(text).toContain(`porter_worker_heartbeats_total{${labels}} 1`);
+    expect(text).toContain(`porter_worker_heartbeat_leases_total{${labels}} 3`);
+    expect(text).toContain(`porter_worker_attempts_total{job_type="a.job",outcome="succeeded",${labels}} 4`);
+    expect(text).toContain(`porter_worker_attempts_total{job_type="a.job",outcome="retry",${labels}} 1`);
+    expect(text).toContain(`porter_worker_attempts_total{job_type="b.job",outcome="dead",${labels}} 1`);
+    expect(text).toContain(`porter_worker_slots{${labels}} 8`);
+    expect(text).toContain(`porter_worker_slots_busy{${labels}} 3`);
+    expect(text).toContain(`porter_worker_prefetch_buffered{${labels}} 12`);
+    expect(text).toContain(`porter_worker_prefetch_limit{${labels}} 40`);
+    expect(text).toMatch(/^porter_worker_nodejs_eventloop_lag_seconds\{/m);
+  });
+
+  it("failure outcomes by next state", () => {
+    expect(["RETRY_WAIT", "DEAD", "CANCELLED", "EXPIRED"].map(failureOutcome)).toEqual(["retry", "dead", "cancelled", "expired"]);
+  });
+});
+
+describe("PORTER_WORKER_METRICS_PORT", () => {
+  it("is a port, 0 for a free one, unset when empty; anything else fails naming it", () => {
+    expect(parseEnv({ PORTER_WORKER_METRICS_PORT: "9464" }).PORTER_WORKER_METRICS_PORT).toBe(9464);
+    expect(parseEnv({ PORTER_WORKER_METRICS_PORT: "0" }).PORTER_WORKER_METRICS_PORT).toBe(0);
+    expect(parseEnv({ PORTER_WORKER_METRICS_PORT: "" }).PORTER_WORKER_METRICS_PORT).toBeUndefined();
+    expect(() => parseEnv({ PORTER_WORKER_METRICS_PORT: "70000" })).toThrow(/PORTER_WORKER_METRICS_PORT/);
+    expect(() => parseEnv({ PORTER_WORKER_METRICS_PORT: "x" })).toThrow(/PORTER_WORKER_METRICS_PORT/);
+  });
+});
