@@ -53,12 +53,14 @@ describe("WorkerMetrics", () => {
   });
 });
 
+const withPort = (value: string) => parseEnv({ PORTER_WORKER_METRICS_PORT: value } as NodeJS.ProcessEnv);
+
 describe("PORTER_WORKER_METRICS_PORT", () => {
   it("is a port, 0 for a free one, unset when empty; anything else fails naming it", () => {
-    expect(parseEnv({ PORTER_WORKER_METRICS_PORT: "9464" }).PORTER_WORKER_METRICS_PORT).toBe(9464);
-    expect(parseEnv({ PORTER_WORKER_METRICS_PORT: "0" }).PORTER_WORKER_METRICS_PORT).toBe(0);
-    expect(parseEnv({ PORTER_WORKER_METRICS_PORT: "" }).PORTER_WORKER_METRICS_PORT).toBeUndefined();
-    expect(() => parseEnv({ PORTER_WORKER_METRICS_PORT: "70000" })).toThrow(/PORTER_WORKER_METRICS_PORT/);
-    expect(() => parseEnv({ PORTER_WORKER_METRICS_PORT: "x" })).toThrow(/PORTER_WORKER_METRICS_PORT/);
+    expect(withPort("9464").PORTER_WORKER_METRICS_PORT).toBe(9464);
+    expect(withPort("0").PORTER_WORKER_METRICS_PORT).toBe(0);
+    expect(withPort("").PORTER_WORKER_METRICS_PORT).toBeUndefined();
+    expect(() => withPort("70000")).toThrow(/PORTER_WORKER_METRICS_PORT/);
+    expect(() => withPort("x")).toThrow(/PORTER_WORKER_METRICS_PORT/);
   });
 });
