@@ -53,7 +53,7 @@ describe("WorkerMetrics", () => {
   });
 });
 
-const withPort = (value: string) => parseEnv({ PORTER_WORKER_METRICS_PORT: value } as NodeJS.ProcessEnv);
+const withPort = (value: string) => parseEnv({ NODE_ENV: "test", PORTER_WORKER_METRICS_PORT: value });
 
 describe("PORTER_WORKER_METRICS_PORT", () => {
   it("is a port, 0 for a free one, unset when empty; anything else fails naming it", () => {
