@@ -27,6 +27,7 @@ export * from "./reads/console-reads";
 export * from "./reads/get-job";
 export * from "./reads/job-counts";
 export * from "./reads/jobs-query";
+export * from "./reads/metrics-reads";
 export * from "./reads/pool-health";
 export * from "./reads/safe-failure";
 export * from "./reads/tenant-jobs";
