@@ -26,9 +26,11 @@ const variants = process.argv.slice(4).map((a) => {
 });
 const concurrency = 24;
 const stripFlowFor = new Set((process.env.AB_STRIP_FLOW ?? "").split(",").filter(Boolean));
+// AB_STRIP_HIST=name[,name]: only the histogram CTEs (INSERT INTO flow_histograms) are taken out.
+const stripHistFor = new Set((process.env.AB_STRIP_HIST ?? "").split(",").filter(Boolean));
 let current = "";
-// A flow CTE: `, flow… AS (INSERT INTO flow_… /* flow */)` (core sql/flow-write.ts ends each so).
-const FLOW_CTE = /,\s*flow\w* AS \(INSERT INTO flow_\w+[\s\S]*?\/\* flow \*\/\s*\)/g;
+// A flow CTE: `, flow… AS (INSERT INTO flow_… ON CONFLICT (…) DO UPDATE SET x = flow_….x + EXCLUDED.x, …)`.
+const FLOW_CTE = /,\s*flow\w* AS \(INSERT INTO flow_\w+[\s\S]*?DO UPDATE SET (?:\w+ = flow_\w+\.\w+ \+ EXCLUDED\.\w+(?:, )?)+\s*\)/g;
 const limited = process.env.LIMITED === "1";
 
 // Claim time at the driver: every porter_claim statement, dispatch to result.
@@ -42,6 +44,9 @@ const original = pg.Client.prototype.query as unknown as (...a: unknown[]) => un
   if (stripFlowFor.has(current) && typeof first === "object" && text?.includes("INSERT INTO flow_")) {
     args[0] = { ...first, text: text.replace(FLOW_CTE, "") };
     if ((args[0] as { text: string }).text.includes("flow_")) throw new Error(`flow CTE left in: ${text}`);
+  } else if (stripHistFor.has(current) && typeof first === "object" && text?.includes("INSERT INTO flow_histograms")) {
+    args[0] = { ...first, text: text.replace(FLOW_CTE, (cte) => (cte.includes("INSERT INTO flow_histograms") ? "" : cte)) };
+    if ((args[0] as { text: string }).text.includes("flow_histograms")) throw new Error(`histogram CTE left in: ${text}`);
   }
   if (!text?.includes("porter_claim(")) return original.apply(this, args);
   const t0 = performance.now();

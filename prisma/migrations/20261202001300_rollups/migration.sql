@@ -29,14 +29,23 @@ CREATE TABLE flow_rollups (
   wait_ms_sum double precision NOT NULL DEFAULT 0,
   runs bigint NOT NULL DEFAULT 0,
   run_ms_sum double precision NOT NULL DEFAULT 0,
-  -- Histograms of wait (ready → claim) and run (start → end): element i (1-based) counts bucket
-  -- i − 1: bucket 0 is < 1 ms, bucket k (1..27) is [2^(k-1), 2^k) ms, bucket 28 is ≥ 2^27 ms (~37 h).
-  -- Empty until a writer adds one (then 29 elements); added element-wise by the upserts. In the
-  -- row itself, not one row per bucket: one upsert per statement (docs/performance.md).
-  wait_hist bigint[] NOT NULL DEFAULT '{}',
-  run_hist bigint[] NOT NULL DEFAULT '{}',
   PRIMARY KEY (grain, at, queue_id, job_type, tenant_id, shard)
 ) WITH (fillfactor = 70); -- the upserts change no indexed column: HOT updates with room on the page
+
+-- Wait (kind 'w': ready → claim) and run (kind 'r': start → end) histograms, one row per non-empty
+-- bucket: bucket 0 is < 1 ms, bucket k (1..27) is [2^(k-1), 2^k) ms, bucket 28 is ≥ 2^27 ms (~37 h).
+CREATE TABLE flow_histograms (
+  grain integer NOT NULL CHECK (grain IN (1, 60)),
+  at timestamptz(6) NOT NULL,
+  queue_id text NOT NULL,
+  job_type text NOT NULL,
+  tenant_id text NOT NULL,
+  shard integer NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('w', 'r')),
+  bucket integer NOT NULL CHECK (bucket BETWEEN 0 AND 28),
+  n bigint NOT NULL,
+  PRIMARY KEY (grain, at, queue_id, job_type, tenant_id, shard, kind, bucket)
+) WITH (fillfactor = 70);
 
 -- Retries (failed → RETRY_WAIT) by the structured error's code.
 CREATE TABLE flow_retry_codes (

@@ -126,12 +126,7 @@ export const readFlow = async (db: Db, query: FlowQuery): Promise<FlowRow[]> => 
       values,
     ),
     db.query<{ queue_id: string; job_type: string; tenant_id: string; kind: string; bucket: number; n: string }>(
-      `SELECT r.queue_id, r.job_type, r.tenant_id, h.kind, (h.i - 1)::int AS bucket, sum(h.n)::text AS n
-         FROM flow_rollups r
-         CROSS JOIN LATERAL (SELECT 'w' AS kind, w.n, w.i FROM unnest(r.wait_hist) WITH ORDINALITY AS w(n, i)
-                             UNION ALL SELECT 'r', x.n, x.i FROM unnest(r.run_hist) WITH ORDINALITY AS x(n, i)) h
-        WHERE ${where} AND h.n > 0
-        GROUP BY 1, 2, 3, 4, 5`,
+      `SELECT queue_id, job_type, tenant_id, kind, bucket, sum(n) AS n FROM flow_histograms WHERE ${where.replaceAll("flow_rollups", "flow_histograms")} GROUP BY 1, 2, 3, 4, 5`,
       values,
     ),
     db.query<{ queue_id: string; job_type: string; tenant_id: string; code: string; n: string }>(

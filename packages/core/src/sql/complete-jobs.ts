@@ -1,7 +1,7 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
 import { insertFinished } from "./finish";
-import { flowUpsertSql, msBetween } from "./flow-write";
+import { flowHistogramSql, flowUpsertSql, msBetween } from "./flow-write";
 
 // The attempt's run time: start (or claim, for a row never marked started) → the ack.
 const RUN_MS = msBetween("coalesce(s.started_at, s.claimed_at)", "(SELECT t FROM at)");
@@ -42,7 +42,8 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
        partial: "false",
        progress: "coalesce(done.last_progress::jsonb, done.progress)",
      })}
-     ), flow AS (${flowUpsertSql("(SELECT queue_id, job_type, tenant_id, started_at, claimed_at FROM done)", "(SELECT t FROM at)", { succeeded: "count(*)", runs: "count(*)", run_ms_sum: "sum(s.run_hist_ms)" }, { run_hist: RUN_MS })})
+     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { succeeded: "count(*)", runs: "count(*)", run_ms_sum: `sum(${RUN_MS})` })}
+     ), flow_run AS (${flowHistogramSql("done", "(SELECT t FROM at)", "r", RUN_MS)})
      SELECT id::text FROM done`,
     values: [
       items.map((i) => i.id),

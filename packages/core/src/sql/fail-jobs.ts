@@ -3,7 +3,7 @@ import type { Db } from "../db";
 import type { FailureDecision } from "../policy/decide";
 import type { LeaseRef } from "./extend-leases";
 import { insertAttempt, insertFinished } from "./finish";
-import { flowRetryCodesSql, flowUpsertSql, msBetween } from "./flow-write";
+import { flowHistogramSql, flowRetryCodesSql, flowUpsertSql, msBetween } from "./flow-write";
 
 // Both outcomes of the batch, for the flow rollups: state reached, error code, run time.
 const ENDED = `(SELECT r.queue_id, r.job_type, r.tenant_id, 'RETRY_WAIT' AS next_state, r.err::jsonb ->> 'code' AS code,
@@ -64,20 +64,16 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
        SELECT done.job_id, (SELECT t FROM at), lower(done.next_state), done.attempt, done.lease_owner,
               jsonb_build_object('code', done.err::jsonb ->> 'code', 'class', done.err::jsonb ->> 'class')
          FROM done
-     ), flow AS (${flowUpsertSql(
-       ENDED,
-       "(SELECT t FROM at)",
-       {
-         retried: "count(*) FILTER (WHERE s.next_state = 'RETRY_WAIT')",
-         dead: "count(*) FILTER (WHERE s.next_state = 'DEAD')",
-         cancelled: "count(*) FILTER (WHERE s.next_state = 'CANCELLED')",
-         expired: "count(*) FILTER (WHERE s.next_state = 'EXPIRED')",
-         throttles: "count(*) FILTER (WHERE s.code = 'RATE_LIMITED')",
-         runs: "count(*)",
-         run_ms_sum: "sum(s.run_ms)",
-       },
-       { run_hist: "s.run_ms" },
-     )}
+     ), flow AS (${flowUpsertSql(ENDED, "(SELECT t FROM at)", {
+       retried: "count(*) FILTER (WHERE s.next_state = 'RETRY_WAIT')",
+       dead: "count(*) FILTER (WHERE s.next_state = 'DEAD')",
+       cancelled: "count(*) FILTER (WHERE s.next_state = 'CANCELLED')",
+       expired: "count(*) FILTER (WHERE s.next_state = 'EXPIRED')",
+       throttles: "count(*) FILTER (WHERE s.code = 'RATE_LIMITED')",
+       runs: "count(*)",
+       run_ms_sum: "sum(s.run_ms)",
+     })}
+     ), flow_run AS (${flowHistogramSql(ENDED, "(SELECT t FROM at)", "r", "s.run_ms")}
      ), flow_codes AS (${flowRetryCodesSql(`(SELECT * FROM ${ENDED} e WHERE e.next_state = 'RETRY_WAIT')`, "(SELECT t FROM at)", "s.code")}
      )
      SELECT id::text, 'RETRY_WAIT' AS state FROM retried

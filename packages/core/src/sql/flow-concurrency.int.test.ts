@@ -75,7 +75,7 @@ describe("flow rollups under concurrency", () => {
   });
 
   it("folds completed hours idempotently, and prunes minutes past 14 days and hours past 90", async () => {
-    await db.pool.query("DELETE FROM flow_rollups; DELETE FROM flow_retry_codes");
+    await db.pool.query("DELETE FROM flow_rollups; DELETE FROM flow_histograms; DELETE FROM flow_retry_codes");
     const h0 = new Date("2026-11-30T08:00:00Z");
     const minute = (m: number) => new Date(h0.getTime() + m * 60_000);
     const rows: Array<[Date, number, number]> = [
@@ -86,10 +86,12 @@ describe("flow rollups under concurrency", () => {
       [minute(125), 0, 100], // the hour of `now`: not complete, not folded
     ];
     for (const [at, shard, n] of rows) {
-      // Run histogram: n in bucket 4 (element 5); a second minute row of shard 0 has none (empty array).
       await db.pool.query(
-        `INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, arrivals, succeeded, run_hist)
-         VALUES (1, $1, 'q1', 'q1.job', 'tenant_A', $2, $3, $3, (SELECT array_agg(CASE WHEN i = 5 THEN $3::bigint ELSE 0 END ORDER BY i) FROM generate_series(1, 29) i))`,
+        `INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, arrivals, succeeded) VALUES (1, $1, 'q1', 'q1.job', 'tenant_A', $2, $3, $3)`,
+        [at, shard, n],
+      );
+      await db.pool.query(
+        `INSERT INTO flow_histograms (grain, at, queue_id, job_type, tenant_id, shard, kind, bucket, n) VALUES (1, $1, 'q1', 'q1.job', 'tenant_A', $2, 'r', 4, $3)`,
         [at, shard, n],
       );
       await db.pool.query(
@@ -99,18 +101,18 @@ describe("flow rollups under concurrency", () => {
     }
     const hours = async () =>
       (
-        await db.pool.query<{ at: Date; arrivals: string; hist: string; codes: string; b4: string }>(
+        await db.pool.query<{ at: Date; arrivals: string; hist: string; codes: string }>(
           `SELECT r.at, r.arrivals::text,
-                  (SELECT sum(x)::text FROM unnest(r.run_hist) x) AS hist, r.run_hist[5]::text AS b4,
+                  (SELECT sum(n)::text FROM flow_histograms h WHERE h.grain = 60 AND h.at = r.at) AS hist,
                   (SELECT sum(n)::text FROM flow_retry_codes c WHERE c.grain = 60 AND c.at = r.at) AS codes
              FROM flow_rollups r WHERE r.grain = 60 ORDER BY r.at`,
         )
-      ).rows.map((r) => [r.at.toISOString(), Number(r.arrivals), Number(r.hist), Number(r.codes), Number(r.b4)]);
+      ).rows.map((r) => [r.at.toISOString(), Number(r.arrivals), Number(r.hist), Number(r.codes)]);
     const now = minute(130);
     expect(await foldFlowHours(db.pool, { now })).toEqual({ hours: 2 });
     const folded = [
-      ["2026-11-30T08:00:00.000Z", 8, 8, 8, 8],
-      ["2026-11-30T09:00:00.000Z", 7, 7, 7, 7],
+      ["2026-11-30T08:00:00.000Z", 8, 8, 8],
+      ["2026-11-30T09:00:00.000Z", 7, 7, 7],
     ];
     expect(await hours()).toEqual(folded);
     // Again: the last hour is folded again while late batches may land (5 minutes), same result.
@@ -123,7 +125,7 @@ describe("flow rollups under concurrency", () => {
     );
     await foldFlowHours(db.pool, { now: minute(123) });
     await foldFlowHours(db.pool, { now: minute(124) });
-    expect((await hours())[1]).toEqual(["2026-11-30T09:00:00.000Z", 8, 7, 7, 7]);
+    expect((await hours())[1]).toEqual(["2026-11-30T09:00:00.000Z", 8, 7, 7]);
     // Past the late window nothing is redone.
     expect(await foldFlowHours(db.pool, { now })).toEqual({ hours: 0 });
     // Readers of a long window use the hours (plus the minutes after them).
@@ -131,13 +133,15 @@ describe("flow rollups under concurrency", () => {
     expect(long.arrivals).toBe(8 + 8 + 100);
 
     // Pruning: at 14 days and a minute, the minutes of hour 8 go (hours stay); at 90 days the hours.
-    expect(await pruneFlow(db.pool, { now: new Date(minute(60).getTime() + FLOW_MINUTE_RETENTION_MS), batch: 2 })).toEqual({ pruned: 6 });
+    expect(await pruneFlow(db.pool, { now: new Date(minute(60).getTime() + FLOW_MINUTE_RETENTION_MS), batch: 2 })).toEqual({ pruned: 9 });
     const left = await db.pool.query<{ grain: number; n: number }>("SELECT grain, count(*)::int AS n FROM flow_rollups GROUP BY grain ORDER BY grain");
     expect(left.rows).toEqual([
       { grain: 1, n: 3 },
       { grain: 60, n: 2 },
     ]);
     await pruneFlow(db.pool, { now: new Date(minute(200).getTime() + FLOW_HOUR_RETENTION_MS) });
-    expect((await db.pool.query("SELECT 1 FROM flow_rollups UNION ALL SELECT 1 FROM flow_retry_codes")).rowCount).toBe(0);
+    expect((await db.pool.query("SELECT 1 FROM flow_rollups UNION ALL SELECT 1 FROM flow_histograms UNION ALL SELECT 1 FROM flow_retry_codes")).rowCount).toBe(
+      0,
+    );
   });
 });

@@ -20,6 +20,7 @@ const TABLES = [
     key: "queue_id, job_type, tenant_id",
     sums: "arrivals, starts, succeeded, retried, dead, cancelled, expired, lease_expiries, throttles, wait_ms_sum, runs, run_ms_sum",
   },
+  { name: "flow_histograms", key: "queue_id, job_type, tenant_id, kind, bucket", sums: "n" },
   { name: "flow_retry_codes", key: "queue_id, job_type, tenant_id, code", sums: "n" },
 ] as const;
 
@@ -56,20 +57,6 @@ export const foldFlowHours = async (db: Db, params: { now?: Date } = {}): Promis
            FROM ${t.name}
           WHERE grain = 1 AND at >= $1 AND at < $2
           GROUP BY date_trunc('hour', at), ${t.key}`,
-        [from, to],
-      );
-    }
-    // The histograms, element-wise: per hour and group, each element's sum, back into an array.
-    for (const h of ["wait_hist", "run_hist"]) {
-      await client.query(
-        `UPDATE flow_rollups r SET ${h} = a.hist
-           FROM (SELECT e.hr, e.queue_id, e.job_type, e.tenant_id, array_agg(e.n ORDER BY e.i) AS hist
-                   FROM (SELECT date_trunc('hour', m.at) AS hr, m.queue_id, m.job_type, m.tenant_id, u.i, sum(u.n)::bigint AS n
-                           FROM flow_rollups m CROSS JOIN LATERAL unnest(m.${h}) WITH ORDINALITY AS u(n, i)
-                          WHERE m.grain = 1 AND m.at >= $1 AND m.at < $2
-                          GROUP BY 1, 2, 3, 4, 5) e
-                  GROUP BY 1, 2, 3, 4) a
-          WHERE r.grain = 60 AND r.shard = 0 AND r.at = a.hr AND r.queue_id = a.queue_id AND r.job_type = a.job_type AND r.tenant_id = a.tenant_id`,
         [from, to],
       );
     }

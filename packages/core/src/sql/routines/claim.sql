@@ -36,7 +36,7 @@
 --   (the worker's free slots) are marked started (jobs.started_at) in the claim itself; the others
 --   wait in the worker's prefetch buffer and are marked by start-jobs.ts (an attempt rescued before
 --   it started is not counted).
--- * The claim adds its starts and wait histogram to the flow rollups (flow_rollups:
+-- * The claim adds its starts and wait histogram to the flow rollups (flow_rollups, flow_histograms:
 --   docs/observability.md "Rollups"), one row per (queue, job type, tenant) per claim.
 -- * Claims commit with the server's synchronous_commit (on by default): the rows are returned only
 --   once the claim is flushed to WAL, so a claim a worker acts on is never forgotten in a crash (it
@@ -267,24 +267,29 @@ BEGIN
     SELECT c.job_id, c.tenant_id, c.job_type, 'RUNNING', c.attempt, 'state' FROM claimed c ORDER BY c.rn
   ), flow AS (
     -- The flow rollups (packages/core/src/sql/flow-write.ts, which the other writers use: keep in
-    -- step): starts, the wait's sum and its histogram, one upsert of one row per (queue, job type,
-    -- tenant) of this claim, in key order, on this connection's shard. Wait = claim − the time the
-    -- job became ready (enqueue, not_before, retry or rescue: run_at, never before created_at).
-    -- Histogram element i counts bucket i − 1: 0 is < 1 ms, k is [2^(k-1), 2^k) ms, 28 the rest.
-    INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts, wait_ms_sum, wait_hist)
-    SELECT 1, date_trunc('minute', v_now), h.queue_id, h.job_type, h.tenant_id, (pg_backend_pid() % 16)::int,
-           count(*), sum(greatest(0, h.ms)),
-           ARRAY[count(*) FILTER (WHERE h.b = 0), count(*) FILTER (WHERE h.b = 1), count(*) FILTER (WHERE h.b = 2), count(*) FILTER (WHERE h.b = 3), count(*) FILTER (WHERE h.b = 4), count(*) FILTER (WHERE h.b = 5), count(*) FILTER (WHERE h.b = 6), count(*) FILTER (WHERE h.b = 7), count(*) FILTER (WHERE h.b = 8), count(*) FILTER (WHERE h.b = 9), count(*) FILTER (WHERE h.b = 10), count(*) FILTER (WHERE h.b = 11), count(*) FILTER (WHERE h.b = 12), count(*) FILTER (WHERE h.b = 13), count(*) FILTER (WHERE h.b = 14), count(*) FILTER (WHERE h.b = 15), count(*) FILTER (WHERE h.b = 16), count(*) FILTER (WHERE h.b = 17), count(*) FILTER (WHERE h.b = 18), count(*) FILTER (WHERE h.b = 19), count(*) FILTER (WHERE h.b = 20), count(*) FILTER (WHERE h.b = 21), count(*) FILTER (WHERE h.b = 22), count(*) FILTER (WHERE h.b = 23), count(*) FILTER (WHERE h.b = 24), count(*) FILTER (WHERE h.b = 25), count(*) FILTER (WHERE h.b = 26), count(*) FILTER (WHERE h.b = 27), count(*) FILTER (WHERE h.b = 28)]
-      FROM (SELECT c.queue_id, c.job_type, c.tenant_id, w.ms,
-                   CASE WHEN w.ms < 1 THEN 0 ELSE least(28, floor(ln(w.ms) / ln(2.0::float8))::int + 1) END AS b
+    -- step): starts and the wait's sum, one row per (queue, job type, tenant) of this claim, in key
+    -- order, on this connection's shard. Wait = claim − the time the job became ready (enqueue,
+    -- not_before, retry or rescue: run_at, never before created_at).
+    INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts, wait_ms_sum)
+    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 16)::int,
+           count(*), sum(greatest(0, extract(epoch FROM v_now - greatest(c.run_at, c.created_at)) * 1000)::float8)
+      FROM claimed c
+     GROUP BY c.queue_id, c.job_type, c.tenant_id
+     ORDER BY c.queue_id, c.job_type, c.tenant_id
+    ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
+    DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts, wait_ms_sum = flow_rollups.wait_ms_sum + EXCLUDED.wait_ms_sum
+  ), flow_wait AS (
+    -- The wait histogram: bucket 0 < 1 ms, bucket k in [2^(k-1), 2^k) ms, 28 the rest (flow-write.ts bucketSql).
+    INSERT INTO flow_histograms (grain, at, queue_id, job_type, tenant_id, shard, kind, bucket, n)
+    SELECT 1, date_trunc('minute', v_now), h.queue_id, h.job_type, h.tenant_id, (pg_backend_pid() % 16)::int, 'w', h.bucket, count(*)
+      FROM (SELECT c.queue_id, c.job_type, c.tenant_id,
+                   (CASE WHEN w.ms < 1 THEN 0 ELSE least(28, floor(ln(w.ms) / ln(2.0::float8))::int + 1) END)::int AS bucket
               FROM claimed c
               CROSS JOIN LATERAL (SELECT (extract(epoch FROM v_now - greatest(c.run_at, c.created_at)) * 1000)::float8 AS ms) w) h
-     GROUP BY h.queue_id, h.job_type, h.tenant_id
-     ORDER BY h.queue_id, h.job_type, h.tenant_id
-    ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
-    DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts, wait_ms_sum = flow_rollups.wait_ms_sum + EXCLUDED.wait_ms_sum,
-                  wait_hist = ARRAY(SELECT coalesce(u.a, 0) + coalesce(u.b, 0)
-                                      FROM unnest(flow_rollups.wait_hist, EXCLUDED.wait_hist) WITH ORDINALITY AS u(a, b, i) ORDER BY u.i)
+     GROUP BY h.queue_id, h.job_type, h.tenant_id, h.bucket
+     ORDER BY h.queue_id, h.job_type, h.tenant_id, h.bucket
+    ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard, kind, bucket)
+    DO UPDATE SET n = flow_histograms.n + EXCLUDED.n
   ), clocks AS (
     -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
     -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
