@@ -98,6 +98,7 @@ describe("StreamHub: a job_id snapshot while the xmin bound holds events back", 
     // Keeps the hub running at its head while the job's first events are written.
     const keep = await hub.subscribe({ tenantId: "tenant_keep", jobTypes: null }, { onEvent: () => {} });
     const seen: string[] = [];
+    const ids: string[] = [];
     const holder = await db.pool.connect();
     let sub: { close: () => void } | undefined;
     let claimed: Awaited<ReturnType<typeof claimJobs>>[number] | undefined;
@@ -117,7 +118,12 @@ describe("StreamHub: a job_id snapshot while the xmin bound holds events back", 
       expect(claimed).toBeDefined();
       sub = await hub.subscribe(
         { tenantId: "tenant_A", jobTypes: null, jobId },
-        { onEvent: (row) => seen.push(`${row.kind === "progress" ? "progress" : row.state}@${row.attempt}`) },
+        {
+          onEvent: (row, id) => {
+            seen.push(`${row.kind === "progress" ? "progress" : row.state}@${row.attempt}`);
+            ids.push(id ?? formatCursor(row.cursor));
+          },
+        },
       );
       expect(seen).toEqual(["RUNNING@1"]);
     } finally {
@@ -132,6 +138,14 @@ describe("StreamHub: a job_id snapshot while the xmin bound holds events back", 
     await completeJobs(db.appPool, [{ id: claimed!.id, leaseToken: claimed!.leaseToken, attempt: claimed!.attempt, result: null }]);
     notifier.touch();
     await expect.poll(() => seen, { timeout: 5_000 }).toEqual(["RUNNING@1", "SUCCEEDED@1"]);
+    // The snapshot's id is the position of what it shows: resuming from it yields only what followed.
+    const resumed: string[] = [];
+    const again = await hub.subscribe(
+      { tenantId: "tenant_A", jobTypes: null, jobId: claimed!.jobId },
+      { onEvent: (row) => resumed.push(`${row.state}@${row.attempt}`), lastEventId: parseCursor(ids[0]!)! },
+    );
+    expect(resumed).toEqual(["SUCCEEDED@1"]);
+    again.close();
     sub?.close();
     keep.close();
   });

@@ -32,11 +32,6 @@ type Subscriber = StreamDelivery & {
   scope: StreamScope;
   after: StreamCursor;
   types: ReadonlySet<string> | null;
-  /**
-   * A `?job_id=` snapshot's horizon: the job's events up to this cursor were committed when the
-   * snapshot was read, which already shows their outcome — the live fan-out skips them.
-   */
-  shownUntil?: StreamCursor | null;
 };
 
 export type StreamSubscription = { close: () => void };
@@ -162,8 +157,12 @@ export class StreamHub {
     if (sub.scope.jobId) {
       const current = await currentJobRow(db, sub.scope.jobId, head);
       if (current && inScope(sub, current.row)) {
-        sub.onEvent(current.row, id);
-        sub.shownUntil = current.shownUntil;
+        // The job's events up to `shownUntil` were committed when the snapshot was read, and it
+        // shows their outcome: the snapshot takes that position (a client resuming from its id
+        // gets exactly what follows) and the live fan-out starts after it.
+        const at = current.shownUntil ?? head;
+        sub.onEvent(current.row, `${at.xid}-${at.id}`);
+        sub.after = at;
       }
       return;
     }
@@ -262,10 +261,6 @@ export class StreamHub {
       for (const row of rows) {
         for (const sub of this.subscribers) {
           if (!inScope(sub, row) || compareCursor(row.cursor, sub.after) <= 0) continue;
-          if (sub.shownUntil) {
-            if (compareCursor(row.cursor, sub.shownUntil) <= 0) continue; // the snapshot showed it
-            sub.shownUntil = null;
-          }
           try {
             sub.onEvent(row);
           } catch (error) {
