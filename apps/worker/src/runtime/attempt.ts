@@ -1,15 +1,20 @@
+import { type Context, context, ROOT_CONTEXT, type Span, SpanKind, trace } from "@opentelemetry/api";
 import {
   applyEffect,
   CancelledError,
   type ClaimedJob,
+  contextOfTraceparent,
+  endSpanWithError,
   type Failure,
   type LeaseRef,
+  porterTracer,
   reportThrottle,
   StaleLeaseError,
   saveCheckpoint,
   TimeoutError,
+  traceparentOfSpanContext,
 } from "@porter/core";
-import { encodeCheckpoint, type HandlerContext, type Job, PermanentError, RetryableError, validateProgress } from "@porter/sdk";
+import { encodeCheckpoint, type HandlerContext, type Job, type JobTrace, PermanentError, RetryableError, validateProgress } from "@porter/sdk";
 import type pg from "pg";
 import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
@@ -29,7 +34,7 @@ export type AttemptDeps = {
   db: pg.Pool;
   workerId: string;
   version: string;
-  /** The worker's logger, already bound to workerId; attempts add jobId, jobType, tenantId, attempt, traceId. */
+  /** The worker's logger, already bound to workerId; attempts add jobId, jobType, tenantId, attempt, trace_id, span_id. */
   logger: Logger;
   handlers: HandlerMap;
   completer: Completer;
@@ -79,6 +84,8 @@ export class Attempt {
   private timeoutTimer: NodeJS.Timeout | undefined;
   private hangTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
+  /** The attempt's `porter.attempt <type>` span and its context (the handler runs in it); made on first use. */
+  private attemptSpan: { span: Span; context: Context; trace: JobTrace } | undefined;
 
   constructor(
     readonly job: ClaimedJob,
@@ -98,14 +105,60 @@ export class Attempt {
 
   get logger(): Logger {
     const { job } = this;
+    const { trace: jobTrace } = this.traced;
     this.childLogger ??= this.deps.logger.child({
       jobId: job.jobId,
       jobType: job.jobType,
       tenantId: job.tenantId,
       attempt: job.attempt,
-      traceId: job.traceId,
+      trace_id: jobTrace.traceId,
+      ...(jobTrace.spanId ? { span_id: jobTrace.spanId } : {}),
     });
     return this.childLogger;
+  }
+
+  /**
+   * The attempt's span, child of the job's stored traceparent (a root without one): a no-op span
+   * carrying that parent's context unless the host registered an OpenTelemetry SDK.
+   */
+  private get traced(): { span: Span; context: Context; trace: JobTrace } {
+    if (this.attemptSpan) return this.attemptSpan;
+    const { job } = this;
+    const parent = contextOfTraceparent(job.traceparent) ?? ROOT_CONTEXT;
+    const span = porterTracer().startSpan(
+      `porter.attempt ${job.jobType}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          "porter.job_id": job.jobId,
+          "porter.job_type": job.jobType,
+          "porter.queue": job.queueId,
+          "porter.tenant_id": job.tenantId,
+          "porter.attempt": job.attempt,
+          "porter.worker_id": this.deps.workerId,
+        },
+      },
+      parent,
+    );
+    const spanContext = span.spanContext();
+    const traceparent = traceparentOfSpanContext(spanContext);
+    const jobTrace: JobTrace = {
+      traceId: traceparent ? spanContext.traceId : job.traceId,
+      spanId: traceparent ? spanContext.spanId : null,
+      traceparent,
+      parent: job.traceparent,
+      isRecording: span.isRecording(),
+    };
+    this.attemptSpan = { span, context: trace.setSpan(parent, span), trace: jobTrace };
+    return this.attemptSpan;
+  }
+
+  /** Ends the attempt's span with its outcome (the job's next state, lowercased, or `succeeded`/`discarded`). */
+  private endSpan(outcome: string, errorCode?: string): void {
+    const { span } = this.traced;
+    span.setAttribute("porter.outcome", outcome);
+    if (errorCode === undefined) span.end();
+    else endSpanWithError(span, undefined, errorCode);
   }
 
   /** True while the attempt may still record an outcome, run effects and heartbeat. */
@@ -135,6 +188,7 @@ export class Attempt {
     if (this.checkpointChain && (settlement.kind === "ok" || settlement.kind === "error")) await this.checkpointChain;
     if (settlement.kind === "discarded") {
       this.logger.info("attempt discarded", { why: settlement.why });
+      this.endSpan("discarded");
       return;
     }
     if (settlement.kind === "abandoned") {
@@ -217,8 +271,9 @@ export class Attempt {
       idempotency_key: job.idempotencyKey,
       priority: job.priority,
     };
-    Promise.resolve()
-      .then(() => handler.run(view, this.context()))
+    // The handler runs in the attempt span's context: its own spans nest under it.
+    context
+      .with(this.traced.context, () => Promise.resolve().then(() => handler.run(view, this.context())))
       .then(
         (result) => this.settle?.({ kind: "ok", result }),
         (error: unknown) => this.settle?.({ kind: "error", error }),
@@ -239,6 +294,7 @@ export class Attempt {
         return attempt.logger;
       },
       lastCheckpoint: job.lastCheckpoint ?? null,
+      trace: this.traced.trace,
       progress: (progress) => {
         const json = JSON.stringify(validateProgress(progress));
         if (!this.isOpen) return;
@@ -306,6 +362,7 @@ export class Attempt {
       return;
     }
     if (this.deps.logger.isLevelEnabled("debug")) this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });
+    this.endSpan("succeeded");
     const completion = { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result, progress: this.pendingProgress ?? null };
     void this.deps.completer.ack(completion, () =>
       this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()),
@@ -322,6 +379,7 @@ export class Attempt {
       next: item.next.state,
       durationMs: Date.now() - this.startedAt,
     });
+    this.endSpan(item.next.state.toLowerCase(), item.error.code);
     const { next } = item;
     if (error instanceof RetryableError && error.isThrottle && this.job.resourceKeyId) {
       // The provider behind the resource key said "slow down": slow the key down for everyone.

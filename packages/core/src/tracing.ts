@@ -1,0 +1,85 @@
+// OpenTelemetry through @opentelemetry/api only (docs/observability.md "Traces"): no SDK is a
+// dependency of Porter. Without one registered by the host every span here is the API's no-op —
+// a NonRecordingSpan carrying its parent's context — so a job's stored traceparent still flows
+// to its handler and logs.
+
+import { type Context, context, ROOT_CONTEXT, type Span, type SpanContext, SpanKind, SpanStatusCode, TraceFlags, type Tracer, trace } from "@opentelemetry/api";
+import { AppError, formatTraceparent, parseTraceparent } from "@porter/contracts";
+
+/** The instrumentation scope of Porter's spans. */
+export const TRACER_NAME = "@porter/core";
+
+/** Porter's tracer, looked up at each use: a host may register its SDK after Porter was loaded. */
+export const porterTracer = (): Tracer => trace.getTracer(TRACER_NAME);
+
+/** A remote parent context from a W3C traceparent; undefined for a missing or invalid one. */
+export const contextOfTraceparent = (traceparent: string | null | undefined, base: Context = ROOT_CONTEXT): Context | undefined => {
+  const parts = parseTraceparent(traceparent);
+  if (!parts) return undefined;
+  const spanContext: SpanContext = { traceId: parts.traceId, spanId: parts.spanId, traceFlags: parts.flags & TraceFlags.SAMPLED, isRemote: true };
+  return trace.setSpanContext(base, spanContext);
+};
+
+/** The traceparent of a span context; null for the invalid (all-zero) one. */
+export const traceparentOfSpanContext = (spanContext: SpanContext): string | null =>
+  trace.isSpanContextValid(spanContext) ? formatTraceparent({ traceId: spanContext.traceId, spanId: spanContext.spanId, flags: spanContext.traceFlags }) : null;
+
+/**
+ * Ends `span` with the outcome of `error`: status ERROR with the error's code (an AppError's, or a
+ * `code` property) as `porter.error.code`, and the exception recorded.
+ */
+export const endSpanWithError = (span: Span, error: unknown, code?: string): void => {
+  const errorCode =
+    code ?? (error instanceof AppError ? error.code : typeof (error as { code?: unknown })?.code === "string" ? (error as { code: string }).code : "ERROR");
+  span.setAttribute("porter.error.code", errorCode);
+  if (error instanceof Error) span.recordException(error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: errorCode });
+  span.end();
+};
+
+/** The request fields the enqueue span stamps (a subset of the enqueue request). */
+type Traced = { trace_id?: string; traceparent?: string };
+
+/** At most this many links from an enqueue span to the jobs' own traceparents. */
+const MAX_LINKS = 32;
+
+/**
+ * Runs an enqueue inside its `porter.enqueue` span (kind PRODUCER), child of `traceparent` (the
+ * producer's `traceparent` header) when given, else of the active context. Jobs that carry neither
+ * a traceparent nor a trace_id of their own are stamped with the span's context (or, without an
+ * SDK, the parent's): their attempts' spans become its children. A job's own traceparent stays and
+ * is linked from the span; its trace_id is that traceparent's trace id.
+ */
+export const withEnqueueSpan = async <I extends Traced, R>(
+  inputs: I[],
+  options: { traceparent?: string; attributes?: Record<string, string | number> },
+  fn: (stamped: I[]) => Promise<R>,
+): Promise<R> => {
+  const parent = contextOfTraceparent(options.traceparent, context.active()) ?? context.active();
+  const links = [...new Set(inputs.map((i) => i.traceparent).filter((t): t is string => t !== undefined))].slice(0, MAX_LINKS).flatMap((t) => {
+    const ctx = contextOfTraceparent(t);
+    const spanContext = ctx && trace.getSpanContext(ctx);
+    return spanContext ? [{ context: spanContext }] : [];
+  });
+  const span = porterTracer().startSpan(
+    "porter.enqueue",
+    { kind: SpanKind.PRODUCER, attributes: { "porter.job_count": inputs.length, ...options.attributes }, links },
+    parent,
+  );
+  const own = traceparentOfSpanContext(span.spanContext());
+  const ownTraceId = own ? parseTraceparent(own)!.traceId : undefined;
+  const stamped = inputs.map((input) => {
+    if (input.traceparent !== undefined)
+      return input.trace_id === undefined ? ({ ...input, trace_id: parseTraceparent(input.traceparent)?.traceId } as I) : input;
+    if (input.trace_id !== undefined || own === null) return input;
+    return { ...input, traceparent: own, trace_id: ownTraceId } as I;
+  });
+  try {
+    const result = await context.with(trace.setSpan(parent, span), () => fn(stamped));
+    span.end();
+    return result;
+  } catch (error) {
+    endSpanWithError(span, error);
+    throw error;
+  }
+};
