@@ -3,7 +3,19 @@
 // a NonRecordingSpan carrying its parent's context — so a job's stored traceparent still flows
 // to its handler and logs.
 
-import { type Context, context, ROOT_CONTEXT, type Span, type SpanContext, SpanKind, SpanStatusCode, TraceFlags, type Tracer, trace } from "@opentelemetry/api";
+import {
+  type Context,
+  context,
+  ProxyTracerProvider,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
 import { AppError, formatTraceparent, parseTraceparent } from "@porter/contracts";
 
 /** The instrumentation scope of Porter's spans. */
@@ -12,12 +24,31 @@ export const TRACER_NAME = "@porter/core";
 /** Porter's tracer, looked up at each use: a host may register its SDK after Porter was loaded. */
 export const porterTracer = (): Tracer => trace.getTracer(TRACER_NAME);
 
+/**
+ * True once a host registered an OpenTelemetry SDK (a global tracer provider): until then every
+ * span is the API's no-op, and per-job paths skip making them (the worker's attempts).
+ */
+export const isTracingEnabled = (): boolean => {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(TRACER_NAME) !== undefined;
+};
+
 /** A remote parent context from a W3C traceparent; undefined for a missing or invalid one. */
 export const contextOfTraceparent = (traceparent: string | null | undefined, base: Context = ROOT_CONTEXT): Context | undefined => {
   const parts = parseTraceparent(traceparent);
   if (!parts) return undefined;
   const spanContext: SpanContext = { traceId: parts.traceId, spanId: parts.spanId, traceFlags: parts.flags & TraceFlags.SAMPLED, isRemote: true };
   return trace.setSpanContext(base, spanContext);
+};
+
+/**
+ * The parent context of a job's stored traceparent (validated at enqueue), read by position — no
+ * regular expression per attempt; anything not shaped like one goes through the full parse.
+ */
+export const contextOfStoredTraceparent = (traceparent: string): Context => {
+  if (traceparent.length !== 55 || traceparent.charCodeAt(2) !== 45 /* - */) return contextOfTraceparent(traceparent) ?? ROOT_CONTEXT;
+  const flags = traceparent.charCodeAt(54) & 1 ? TraceFlags.SAMPLED : TraceFlags.NONE; // the last hex digit's low bit: sampled
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId: traceparent.slice(3, 35), spanId: traceparent.slice(36, 52), traceFlags: flags, isRemote: true });
 };
 
 /** The traceparent of a span context; null for the invalid (all-zero) one. */

@@ -3,9 +3,10 @@ import {
   applyEffect,
   CancelledError,
   type ClaimedJob,
-  contextOfTraceparent,
+  contextOfStoredTraceparent,
   endSpanWithError,
   type Failure,
+  isTracingEnabled,
   type LeaseRef,
   porterTracer,
   reportThrottle,
@@ -85,7 +86,7 @@ export class Attempt {
   private hangTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
   /** The attempt's `porter.attempt <type>` span and its context (the handler runs in it); made on first use. */
-  private attemptSpan: { span: Span; context: Context; trace: JobTrace } | undefined;
+  private attemptSpan: { span: Span | undefined; context: Context | undefined; trace: JobTrace } | undefined;
 
   constructor(
     readonly job: ClaimedJob,
@@ -121,10 +122,24 @@ export class Attempt {
    * The attempt's span, child of the job's stored traceparent (a root without one): a no-op span
    * carrying that parent's context unless the host registered an OpenTelemetry SDK.
    */
-  private get traced(): { span: Span; context: Context; trace: JobTrace } {
+  private get traced(): { span: Span | undefined; context: Context | undefined; trace: JobTrace } {
     if (this.attemptSpan) return this.attemptSpan;
     const { job } = this;
-    const parent = contextOfTraceparent(job.traceparent) ?? ROOT_CONTEXT;
+    if (!isTracingEnabled()) {
+      // No SDK: no span to make (it would be a no-op carrying its parent), and the stored
+      // traceparent is the attempt's trace context as it is — read by position, nothing formatted.
+      const hasParent = job.traceparent?.length === 55;
+      const jobTrace: JobTrace = {
+        traceId: hasParent ? job.traceparent!.slice(3, 35) : job.traceId,
+        spanId: hasParent ? job.traceparent!.slice(36, 52) : null,
+        traceparent: hasParent ? job.traceparent : null,
+        parent: job.traceparent,
+        isRecording: false,
+      };
+      this.attemptSpan = { span: undefined, context: undefined, trace: jobTrace };
+      return this.attemptSpan;
+    }
+    const parent = job.traceparent ? contextOfStoredTraceparent(job.traceparent) : ROOT_CONTEXT;
     const span = porterTracer().startSpan(
       `porter.attempt ${job.jobType}`,
       {
@@ -156,6 +171,7 @@ export class Attempt {
   /** Ends the attempt's span with its outcome (the job's next state, lowercased, or `succeeded`/`discarded`). */
   private endSpan(outcome: string, errorCode?: string): void {
     const { span } = this.traced;
+    if (!span) return;
     span.setAttribute("porter.outcome", outcome);
     if (errorCode === undefined) span.end();
     else endSpanWithError(span, undefined, errorCode);
@@ -271,13 +287,13 @@ export class Attempt {
       idempotency_key: job.idempotencyKey,
       priority: job.priority,
     };
-    // The handler runs in the attempt span's context: its own spans nest under it.
-    context
-      .with(this.traced.context, () => Promise.resolve().then(() => handler.run(view, this.context())))
-      .then(
-        (result) => this.settle?.({ kind: "ok", result }),
-        (error: unknown) => this.settle?.({ kind: "error", error }),
-      );
+    // The handler runs in the attempt span's context (when an SDK made one): its own spans nest under it.
+    const spanContext = this.traced.context;
+    const running = () => Promise.resolve().then(() => handler.run(view, this.context()));
+    (spanContext ? context.with(spanContext, running) : running()).then(
+      (result) => this.settle?.({ kind: "ok", result }),
+      (error: unknown) => this.settle?.({ kind: "error", error }),
+    );
   }
 
   private context(): HandlerContext {
