@@ -76,7 +76,8 @@ const MAX_LINKS = 32;
 
 /**
  * Runs an enqueue inside its `porter.enqueue` span (kind PRODUCER), child of `traceparent` (the
- * producer's `traceparent` header) when given, else of the active context. Jobs that carry neither
+ * producer's `traceparent` header) when given — or of the active context when that continues the
+ * same trace already — else of the active context. Jobs that carry neither
  * a traceparent nor a trace_id of their own are stamped with the span's context (or, without an
  * SDK, the parent's): their attempts' spans become its children. A job's own traceparent stays and
  * is linked from the span; its trace_id is that traceparent's trace id.
@@ -86,7 +87,12 @@ export const withEnqueueSpan = async <I extends Traced, R>(
   options: { traceparent?: string; attributes?: Record<string, string | number> },
   fn: (stamped: I[]) => Promise<R>,
 ): Promise<R> => {
-  const parent = contextOfTraceparent(options.traceparent, context.active()) ?? context.active();
+  // The header's context, unless the active one already continues that trace (an instrumented HTTP
+  // server's span, itself a child of the same header): then the enqueue span nests under it.
+  const active = context.active();
+  const activeTraceId = trace.getSpanContext(active)?.traceId;
+  const given = parseTraceparent(options.traceparent);
+  const parent = given && given.traceId !== activeTraceId ? (contextOfTraceparent(options.traceparent, active) ?? active) : active;
   const links = [...new Set(inputs.map((i) => i.traceparent).filter((t): t is string => t !== undefined))].slice(0, MAX_LINKS).flatMap((t) => {
     const ctx = contextOfTraceparent(t);
     const spanContext = ctx && trace.getSpanContext(ctx);

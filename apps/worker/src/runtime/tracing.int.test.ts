@@ -271,7 +271,21 @@ describe("traces with an OpenTelemetry SDK (in-memory exporter)", () => {
         span.end();
         return { viaActive: r!, producer: span.spanContext() };
       });
+      // A traceparent of the trace the active context already continues (an instrumented HTTP
+      // server's span under that header): the enqueue span nests under the active span.
+      const { viaNested, server: serverSpan } = await tracer().startActiveSpan("producer: outer", async (outer) => {
+        const header = traceparentOf(outer.spanContext().traceId, outer.spanContext().spanId);
+        const nested = await tracer().startActiveSpan("http server", async (inner) => {
+          const [r] = await enqueueInTransaction(conn, [{ ...job(), tenant_id: fx.tenantA }], { traceparent: header });
+          inner.end();
+          return { viaNested: r!, server: inner.spanContext() };
+        });
+        outer.end();
+        return nested;
+      });
       await conn.query("COMMIT");
+      expect(parentOf(byName("porter.enqueue").find((s) => s.spanContext().traceId === serverSpan.traceId)!)).toBe(serverSpan.spanId);
+      expect((await stored(viaNested.job_id))?.trace_id).toBe(serverSpan.traceId);
 
       const spanOf = (traceId: string) => byName("porter.enqueue").find((s) => s.spanContext().traceId === traceId)!;
       const optionSpan = spanOf(given.slice(3, 35));
@@ -286,7 +300,7 @@ describe("traces with an OpenTelemetry SDK (in-memory exporter)", () => {
         trace_id: producer.traceId,
         traceparent: traceparentOf(producer.traceId, activeSpan.spanContext().spanId),
       });
-      await waitForStates(db, [viaOption!.job_id, viaActive.job_id], ["SUCCEEDED"]);
+      await waitForStates(db, [viaOption!.job_id, viaActive.job_id, viaNested.job_id], ["SUCCEEDED"]);
       expect(parentOf(attemptSpansOf(viaActive.job_id)[0]!)).toBe(activeSpan.spanContext().spanId);
     } finally {
       conn.release();
