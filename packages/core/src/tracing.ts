@@ -68,8 +68,22 @@ export const endSpanWithError = (span: Span, error: unknown, code?: string): voi
   span.end();
 };
 
-/** The request fields the enqueue span stamps (a subset of the enqueue request). */
+/** The request fields the enqueue span reads (a subset of the enqueue request). */
 type Traced = { trace_id?: string; traceparent?: string };
+
+/** The trace of a call's jobs that carry neither a traceparent nor a trace_id of their own. */
+export type TraceStamp = { traceparent: string; traceId: string };
+
+/**
+ * A job's stored trace: its own traceparent (trace_id its trace id, unless given, which the
+ * contract checked equal), else its own trace_id (no traceparent), else the call's stamp, else
+ * none (the insert derives a trace_id from the job id).
+ */
+export const jobTraceOf = (input: Traced, stamp: TraceStamp | null): { traceparent: string | null; traceId: string | null } => {
+  if (input.traceparent !== undefined) return { traceparent: input.traceparent, traceId: input.trace_id ?? input.traceparent.slice(3, 35) };
+  if (input.trace_id !== undefined) return { traceparent: null, traceId: input.trace_id };
+  return stamp ? { traceparent: stamp.traceparent, traceId: stamp.traceId } : { traceparent: null, traceId: null };
+};
 
 /** At most this many links from an enqueue span to the jobs' own traceparents. */
 const MAX_LINKS = 32;
@@ -77,15 +91,15 @@ const MAX_LINKS = 32;
 /**
  * Runs an enqueue inside its `porter.enqueue` span (kind PRODUCER), child of `traceparent` (the
  * producer's `traceparent` header) when given — or of the active context when that continues the
- * same trace already — else of the active context. Jobs that carry neither
- * a traceparent nor a trace_id of their own are stamped with the span's context (or, without an
- * SDK, the parent's): their attempts' spans become its children. A job's own traceparent stays and
- * is linked from the span; its trace_id is that traceparent's trace id.
+ * same trace already — else of the active context. `fn` gets the stamp of the jobs that carry
+ * neither a traceparent nor a trace_id of their own (`jobTraceOf`): the span's context (or,
+ * without an SDK, the parent's), so their attempts' spans become its children; null without any.
+ * A job's own traceparent stays and is linked from the span. Nothing per job is copied.
  */
-export const withEnqueueSpan = async <I extends Traced, R>(
-  inputs: I[],
+export const withEnqueueSpan = async <R>(
+  inputs: readonly Traced[],
   options: { traceparent?: string; attributes?: Record<string, string | number> },
-  fn: (stamped: I[]) => Promise<R>,
+  fn: (stamp: TraceStamp | null) => Promise<R>,
 ): Promise<R> => {
   // The header's context, unless the active one already continues that trace (an instrumented HTTP
   // server's span, itself a child of the same header): then the enqueue span nests under it.
@@ -104,15 +118,9 @@ export const withEnqueueSpan = async <I extends Traced, R>(
     parent,
   );
   const own = traceparentOfSpanContext(span.spanContext());
-  const ownTraceId = own ? parseTraceparent(own)!.traceId : undefined;
-  const stamped = inputs.map((input) => {
-    if (input.traceparent !== undefined)
-      return input.trace_id === undefined ? ({ ...input, trace_id: parseTraceparent(input.traceparent)?.traceId } as I) : input;
-    if (input.trace_id !== undefined || own === null) return input;
-    return { ...input, traceparent: own, trace_id: ownTraceId } as I;
-  });
+  const stamp = own ? { traceparent: own, traceId: span.spanContext().traceId } : null;
   try {
-    const result = await context.with(trace.setSpan(parent, span), () => fn(stamped));
+    const result = await context.with(trace.setSpan(parent, span), () => fn(stamp));
     span.end();
     return result;
   } catch (error) {

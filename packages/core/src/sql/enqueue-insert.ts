@@ -108,9 +108,9 @@ export const chunkArrays = (chunk: Prepared[], vfts: number[] | undefined, now: 
     cols[11]![i] = p.deadlineAt ? p.deadlineAt.toISOString() : "NULL";
     cols[12]![i] = p.runAt.getTime() === nowMs ? "NULL" : p.runAt.toISOString();
     cols[13]![i] = p.createdAt.getTime() === nowMs ? "NULL" : p.createdAt.toISOString();
-    cols[14]![i] = input.trace_id === undefined ? "NULL" : elem(input.trace_id);
+    cols[14]![i] = elem(p.traceId);
     cols[15]![i] = vfts ? vfts[p.ord]! : "NULL";
-    cols[16]![i] = input.traceparent === undefined ? "NULL" : elem(input.traceparent);
+    cols[16]![i] = elem(p.traceparent);
   }
   return cols.map(list);
 };

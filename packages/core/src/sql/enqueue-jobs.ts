@@ -2,7 +2,7 @@ import type { TEnqueueResult } from "@porter/contracts";
 import pg from "pg";
 import type { PolicyCache } from "../control-plane/policy-cache";
 import type { Db } from "../db";
-import { withEnqueueSpan } from "../tracing";
+import { type TraceStamp, withEnqueueSpan } from "../tracing";
 import { enqueueCoalesced } from "./enqueue-coalesce";
 import { insertBatch, reserveVirtualTime } from "./enqueue-insert";
 import { type EnqueueInput, prepareEnqueue } from "./enqueue-prepare";
@@ -42,12 +42,12 @@ export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: Enque
   if (inputs.length === 0) return [];
   const first = inputs[0]!;
   const attributes: Record<string, string> = inputs.length === 1 ? { "porter.job_type": first.job_type, "porter.tenant_id": first.tenant_id } : {};
-  return withEnqueueSpan(inputs, { traceparent: options.traceparent, attributes }, (stamped) => enqueueStamped(db, stamped, options));
+  return withEnqueueSpan(inputs, { traceparent: options.traceparent, attributes }, (stamp) => enqueueTraced(db, inputs, stamp, options));
 };
 
-const enqueueStamped = async (db: Db, inputs: EnqueueInput[], options: EnqueueOptions): Promise<TEnqueueResult[]> => {
+const enqueueTraced = async (db: Db, inputs: EnqueueInput[], stamp: TraceStamp | null, options: EnqueueOptions): Promise<TEnqueueResult[]> => {
   const now = options.now ?? new Date();
-  const prepared = await prepareEnqueue(db, inputs, { now, maxPayloadBytes: options.maxPayloadBytes, policyCache: options.policyCache });
+  const prepared = await prepareEnqueue(db, inputs, { now, maxPayloadBytes: options.maxPayloadBytes, policyCache: options.policyCache, stamp });
 
   // Virtual time is reserved in its own short statement when we own the transaction, so the
   // (queue, tenant) clock row is locked for microseconds, not until the enqueue commits: concurrent
