@@ -13,6 +13,8 @@ const ZEnv = z.object({
   PORTER_DRAIN_GRACE_MS: z.coerce.number().int().min(0).optional(),
   /** A PEM file of extra certificate authorities the alert webhook's TLS trusts (besides the system's); verification stays on. */
   PORTER_WEBHOOK_CA_FILE: z.string().min(1).optional(),
+  /** Port of the worker's Prometheus endpoint (`--metrics-port` wins); unset: none. */
+  PORTER_WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

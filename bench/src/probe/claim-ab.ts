@@ -5,6 +5,9 @@
 // LIMITED=1: the queue gets a concurrency cap far above the worker's slots (the limited path,
 // never cut). Reports jobs/s, this database's backend CPU per job, and the claim call's time
 // per row at the driver (ratios to the first variant at the end).
+// AB_STRIP_FLOW=name[,name]: in those variants the statements of core (enqueue, ack, fail) run
+// without their flow-rollup CTEs (sql/flow-write.ts), rewritten here at the driver; give them a
+// claim routine without its flow CTEs too, for the burn-down without rollups (issue 14).
 import { readFileSync } from "node:fs";
 import { enqueueJobs } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
@@ -22,6 +25,12 @@ const variants = process.argv.slice(4).map((a) => {
   return { name: name!, sql: readFileSync(file!, "utf8") };
 });
 const concurrency = 24;
+const stripFlowFor = new Set((process.env.AB_STRIP_FLOW ?? "").split(",").filter(Boolean));
+// AB_STRIP_HIST=name[,name]: only the histogram CTEs (INSERT INTO flow_histograms) are taken out.
+const stripHistFor = new Set((process.env.AB_STRIP_HIST ?? "").split(",").filter(Boolean));
+let current = "";
+// A flow CTE: `, flow… AS (INSERT INTO flow_… ON CONFLICT (…) DO UPDATE SET x = flow_….x + EXCLUDED.x, …)`.
+const FLOW_CTE = /,\s*flow\w* AS \(INSERT INTO flow_\w+[\s\S]*?DO UPDATE SET (?:\w+ = flow_\w+\.\w+ \+ EXCLUDED\.\w+(?:, )?)+\s*\)/g;
 const limited = process.env.LIMITED === "1";
 
 // Claim time at the driver: every porter_claim statement, dispatch to result.
@@ -32,6 +41,13 @@ const original = pg.Client.prototype.query as unknown as (...a: unknown[]) => un
 (pg.Client.prototype as unknown as { query: unknown }).query = function (this: pg.Client, ...args: unknown[]) {
   const first = args[0] as { text?: string } | string;
   const text = typeof first === "string" ? first : first?.text;
+  if (stripFlowFor.has(current) && typeof first === "object" && text?.includes("INSERT INTO flow_")) {
+    args[0] = { ...first, text: text.replace(FLOW_CTE, "") };
+    if ((args[0] as { text: string }).text.includes("flow_")) throw new Error(`flow CTE left in: ${text}`);
+  } else if (stripHistFor.has(current) && typeof first === "object" && text?.includes("INSERT INTO flow_histograms")) {
+    args[0] = { ...first, text: text.replace(FLOW_CTE, (cte) => (cte.includes("INSERT INTO flow_histograms") ? "" : cte)) };
+    if ((args[0] as { text: string }).text.includes("flow_histograms")) throw new Error(`histogram CTE left in: ${text}`);
+  }
   if (!text?.includes("porter_claim(")) return original.apply(this, args);
   const t0 = performance.now();
   const record = (r: { rowCount?: number } | undefined) => {
@@ -111,6 +127,7 @@ const runOne = async (v: { name: string; sql: string }): Promise<Result> => {
   await admin(`CREATE DATABASE ${DB} TEMPLATE ${TPL}`);
   const pool = createPool(URL, { max: concurrency + 2 });
   await pool.query(v.sql);
+  current = v.name;
   claimMs = 0;
   claimRows = 0;
   claims = 0;

@@ -130,6 +130,10 @@ export const QUEUE = entity({
     max_runtime_s: { kind: "int", label: "Max runtime", min: 1, max: 7 * DAY_S, default: 3600, unit: "s", help: "heartbeats never extend a lease past it" },
     retention_s: { kind: "int", label: "Retention of finished jobs", min: 0, max: 365 * DAY_S, default: 7 * DAY_S, unit: "s" },
     aging_s: nullableInt("Priority aging", 1, 30 * DAY_S, { unit: "s", help: "a waiting job reaches top priority after this; empty = off" }),
+    target_wait_s: nullableInt("Wait target", 1, 30 * DAY_S, {
+      unit: "s",
+      help: "a queue whose projected wait exceeds it is at risk (porter stats); empty = none",
+    }),
     resource_key_id: { kind: "ref", to: "resource_key", label: "Resource key", isNullable: true, default: null },
     admission: {
       kind: "enum",

@@ -68,6 +68,11 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   // packages/core/src/sql/routines/stream.sql (as the writing role), read by the StreamHub,
   // pruned by maintenance after an hour.
   job_stream: ["SELECT", "INSERT", "DELETE"],
+  // Flow rollups (issue 14): upserted by the job paths (enqueue, claim, ack, fail, rescue, expiry,
+  // cancel), folded into hours and pruned by maintenance (core sql/flow-write.ts, flow-fold.ts).
+  flow_rollups: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  flow_histograms: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  flow_retry_codes: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],

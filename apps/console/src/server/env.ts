@@ -15,6 +15,8 @@ const ZEnv = z
     HOST: z.string().min(1).default("127.0.0.1"),
     /** Bearer token for /api/metrics; without it the endpoint is open only when HOST is loopback. */
     PORTER_METRICS_TOKEN: z.string().min(16, "at least 16 characters").optional(),
+    /** Tenants labelled by id in /api/metrics (the top N by live jobs); the rest are tenant="other". */
+    PORTER_METRICS_TOP_TENANTS: z.coerce.number().int().min(0).max(1000).default(20),
     /** Producer calls per second of an API key without its own rate (token bucket, burst = rate). */
     PORTER_API_KEY_RATE: z.coerce.number().positive().default(500),
     /** Ceiling of a whole request body to /api/trpc, refused with 413 before parsing. */

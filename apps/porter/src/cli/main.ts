@@ -14,6 +14,7 @@ import { keysCreateCommand, keysRevokeCommand } from "./commands/keys";
 import { migrateCommand } from "./commands/migrate";
 import { pauseCommand, resumeCommand } from "./commands/queue-control";
 import { seedCommand } from "./commands/seed";
+import { statsCommand } from "./commands/stats";
 import { tenantsLinkCommand, tenantsLinksCommand, tenantsRevokeLinkCommand } from "./commands/status-links";
 import { usersCreateCommand } from "./commands/users";
 import { WEBHOOK_COMMANDS } from "./commands/webhooks";
@@ -48,6 +49,7 @@ export const COMMANDS: readonly Command[] = [
   drainCommand,
   queuesCommand,
   workersCommand,
+  statsCommand,
   usersCreateCommand,
   tenantsLinkCommand,
   tenantsLinksCommand,

@@ -1,5 +1,6 @@
 // One worker process for one pool: `porter-worker --pool <name>` (the bin entry, porter-worker.mjs)
 // or `npm run worker -- --pool <name>`, which execs the same entry.
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { runtimeDatabaseUrl, runtimeLoginHint } from "@porter/db/runtime-role";
@@ -8,6 +9,8 @@ import type { AnyHandler } from "@porter/sdk";
 import { parseEnv } from "../env";
 import { HandlerSetupError, loadHandlerModule } from "../handlers/own-handlers";
 import { createLogger } from "../logger";
+import { startMetricsServer } from "../metrics/metrics-server";
+import { WorkerMetrics } from "../metrics/worker-metrics";
 import { type StartedWorker, startWorker } from "../runtime/start-worker";
 import { createStopSignals } from "../runtime/stop-signals";
 
@@ -35,6 +38,9 @@ Options:
   --skip-other-pools     leave out --handlers' handlers of job types in other pools instead of
                          refusing to start (one module for every pool's worker, as npm start does)
   --no-maintenance       never take the maintenance leadership
+  --metrics-port <n>     serve Prometheus metrics of this process on GET /metrics at this port
+                         (default: PORTER_WORKER_METRICS_PORT; unset: no endpoint; 0: a free port)
+  --metrics-host <host>  interface of the metrics endpoint (default 127.0.0.1; 0.0.0.0 to widen)
   -h, --help             show this help
 
 Environment:
@@ -44,6 +50,7 @@ Environment:
   PORTER_APP_PASSWORD    password of porter_app when derived from DATABASE_URL
   PORTER_WORKER_VERSION  version recorded with the worker and in errors (default: package version)
   PORTER_DRAIN_GRACE_MS  drain grace period in ms
+  PORTER_WORKER_METRICS_PORT  port of the metrics endpoint (the --metrics-port flag wins)
   PORTER_WEBHOOK_CA_FILE  PEM file of extra CAs the alert webhook (webhook.deliver) trusts besides
                          the system's (a private CA); TLS verification is never turned off
   LOG_LEVEL              fatal|error|warn|info|debug|trace|silent (default info)
@@ -88,6 +95,8 @@ const main = async (): Promise<void> => {
         handlers: { type: "string" },
         "skip-other-pools": { type: "boolean" },
         "no-maintenance": { type: "boolean" },
+        "metrics-port": { type: "string" },
+        "metrics-host": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -101,6 +110,8 @@ const main = async (): Promise<void> => {
   const concurrency = positiveInt("concurrency", values.concurrency);
   const hangGraceMs = positiveInt("hang-grace-ms", values["hang-grace-ms"], 0);
   const prefetch = positiveInt("prefetch", values.prefetch, 0);
+  const flagMetricsPort = positiveInt("metrics-port", values["metrics-port"], 0);
+  if (flagMetricsPort !== undefined && flagMetricsPort > 65_535) fail(`--metrics-port must be ≤ 65535, got "${values["metrics-port"]}"`);
 
   const env = orFail(() => parseEnv());
   const graceMs = positiveInt("grace-ms", values["grace-ms"], 0) ?? env.PORTER_DRAIN_GRACE_MS;
@@ -115,6 +126,10 @@ const main = async (): Promise<void> => {
   });
 
   const logger = createLogger({ level: env.LOG_LEVEL });
+  const metricsPort = flagMetricsPort ?? env.PORTER_WORKER_METRICS_PORT;
+  // The id is chosen here so the metrics carry it from the first scrape (the worker records the same one).
+  const workerId = randomUUID();
+  const metrics = metricsPort === undefined ? undefined : new WorkerMetrics({ pool: values.pool, workerId });
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
   const version = env.PORTER_WORKER_VERSION ?? pkg.version;
   let webhookCa: Buffer | undefined;
@@ -200,11 +215,24 @@ const main = async (): Promise<void> => {
       prefetch,
       maintenance: !values["no-maintenance"],
       webhook: { ca: webhookCa },
+      workerId,
+      ...(metrics ? { probe: metrics.probe } : {}),
     });
   } catch (error) {
     if (error instanceof HandlerSetupError) return setupFailed(error);
     logger.fatal("worker could not start", { err: error, hint: runtimeLoginHint(error) });
     process.exit(1);
+  }
+
+  if (metrics && metricsPort !== undefined) {
+    metrics.attach(worker);
+    const host = values["metrics-host"] ?? "127.0.0.1";
+    try {
+      const server = await startMetricsServer(metrics, { host, port: metricsPort, logger });
+      logger.info("metrics endpoint listening", { url: `http://${host.includes(":") ? `[${host}]` : host}:${server.port}/metrics` });
+    } catch (error) {
+      logger.error("metrics endpoint could not listen; the worker runs without it", { err: error, host, port: metricsPort });
+    }
   }
 
   if (isStopPending) {

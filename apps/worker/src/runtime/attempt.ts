@@ -22,6 +22,7 @@ import type { Logger } from "../logger";
 import type { Completer } from "./completer";
 import { AttemptClosedError, LeaseLostError } from "./errors";
 import { buildFailure } from "./failure";
+import { failureOutcome, type WorkerProbe } from "./worker-probe";
 
 /**
  * A progress report makes the attempt's heartbeat due within this long of its last one (if it is
@@ -45,6 +46,8 @@ export type AttemptDeps = {
   heartbeat: (attempt: Attempt) => Promise<void>;
   /** Called once a retry was recorded, with the time it becomes claimable. */
   onRetryScheduled?: (runAt: Date) => void;
+  /** Counts outcomes by job type (in memory; the worker's metrics). */
+  probe?: WorkerProbe;
 };
 
 type Settlement =
@@ -379,6 +382,7 @@ export class Attempt {
     }
     if (this.deps.logger.isLevelEnabled("debug")) this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });
     this.endSpan("succeeded");
+    this.deps.probe?.onOutcome(this.job.jobType, "succeeded");
     const completion = { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result, progress: this.pendingProgress ?? null };
     void this.deps.completer.ack(completion, () =>
       this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()),
@@ -397,6 +401,7 @@ export class Attempt {
     });
     this.endSpan(item.next.state.toLowerCase(), item.error.code);
     const { next } = item;
+    this.deps.probe?.onOutcome(this.job.jobType, failureOutcome(next.state));
     if (error instanceof RetryableError && error.isThrottle && this.job.resourceKeyId) {
       // The provider behind the resource key said "slow down": slow the key down for everyone.
       const resourceKeyId = this.job.resourceKeyId;

@@ -5,6 +5,7 @@ import type { Logger } from "../logger";
 import type { PrefetchBuffer } from "./prefetch-buffer";
 import type { Slots } from "./slots";
 import { jitter, sleep, Waker } from "./waker";
+import type { WorkerProbe } from "./worker-probe";
 
 export type ClaimLoopOptions = {
   db: pg.Pool;
@@ -23,6 +24,8 @@ export type ClaimLoopOptions = {
   notifyDebounceMs: number;
   /** After a claim that took jobs (committed): wakes the live status stream. */
   onClaimed?: () => void;
+  /** Counts claims and their batch sizes (in memory; the worker's metrics). */
+  probe?: WorkerProbe;
 };
 
 /**
@@ -179,6 +182,7 @@ export class ClaimLoop {
           continue;
         }
         this.isClaiming = false;
+        this.options.probe?.onClaim(jobs.length);
         if (jobs.length > 0) this.options.onClaimed?.();
         if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         this.buffer.accept(jobs);

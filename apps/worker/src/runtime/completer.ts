@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { Logger } from "../logger";
 import { isConnectionError } from "./errors";
 import { sleep } from "./waker";
+import type { WorkerProbe } from "./worker-probe";
 
 /** How a buffered result ended: written, refused by the fence (lease no longer held), or given up. */
 export type FlushResult = "applied" | "stale" | "dropped";
@@ -20,6 +21,8 @@ export type CompleterOptions = {
   maxTries?: number;
   /** Called after each write of results (their RUNNING rows are gone: capacity under caps is free again). */
   onWritten?: () => void;
+  /** Counts written batches and their sizes (in memory; the worker's metrics). */
+  probe?: WorkerProbe;
 };
 
 /**
@@ -109,12 +112,12 @@ export class Completer {
         const outcomes = await Promise.all([
           this.writeGroup(
             acks,
-            (items) => completeJobs(this.db, items).then((r) => r.stale),
+            (items) => completeJobs(this.db, items).then((r) => this.written("ack", items.length, r.stale)),
             (items, isCountingTry) => this.requeueAcks(items, isCountingTry),
           ),
           this.writeGroup(
             fails,
-            (items) => failJobs(this.db, items).then((r) => r.stale),
+            (items) => failJobs(this.db, items).then((r) => this.written("fail", items.length, r.stale)),
             (items, isCountingTry) => this.requeueFails(items, isCountingTry),
           ),
         ]);
@@ -132,6 +135,11 @@ export class Completer {
       this.idleWaiters = [];
       for (const waiter of waiters) waiter();
     }
+  }
+
+  private written(kind: "ack" | "fail", rows: number, stale: string[]): string[] {
+    this.options.probe?.onWrite(kind, rows);
+    return stale;
   }
 
   /**

@@ -2,6 +2,7 @@ import { extendLeases } from "@porter/core";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import type { Attempt } from "./attempt";
+import type { WorkerProbe } from "./worker-probe";
 
 /**
  * Heartbeats for a whole process: one batched `extendLeases` for every open attempt whenever one
@@ -27,6 +28,8 @@ export class LeaseKeeper {
     private readonly tickMs = 250,
     /** After a heartbeat batch that carried progress (committed): wakes the live status stream. */
     private readonly onProgressWritten?: () => void,
+    /** Counts heartbeat batches (in memory; the worker's metrics). */
+    private readonly probe?: WorkerProbe,
   ) {}
 
   start(): void {
@@ -47,6 +50,7 @@ export class LeaseKeeper {
       this.db,
       open.map((a, i) => ({ ...a.ref, progress: sent[i] ?? null })),
     );
+    this.probe?.onHeartbeat(open.length);
     if (sent.some((p) => p != null)) this.onProgressWritten?.();
     const byId = new Map(open.map((a, i) => [a.job.id, { attempt: a, progress: sent[i] }]));
     const now = Date.now();

@@ -41,6 +41,16 @@ export class PrefetchBuffer {
   private isStartScheduled = false;
   private bufferTimer: NodeJS.Timeout | undefined;
 
+  /** Claimed jobs waiting for a slot now. */
+  get depth(): number {
+    return this.buffer.length;
+  }
+
+  /** The prefetch in force (jobs held ahead of free slots at most). */
+  get prefetchLimit(): number {
+    return this.prefetchNow;
+  }
+
   constructor(
     private readonly slots: Slots,
     private readonly db: pg.Pool,

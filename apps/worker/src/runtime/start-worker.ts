@@ -32,7 +32,7 @@ export type StartWorkerOptions = {
    * every pool's worker, as `npm start` runs them). Default "error".
    */
   otherPools?: "error" | "skip";
-} & Pick<WorkerOptions, "version" | "workerId" | "graceMs" | "hangGraceMs" | "prefetch" | "maintenance" | "startTimeoutMs" | "webhook">;
+} & Pick<WorkerOptions, "version" | "workerId" | "graceMs" | "hangGraceMs" | "prefetch" | "maintenance" | "startTimeoutMs" | "webhook" | "probe">;
 
 /** A running worker: `drain()` stops it (claims stop, in-flight work finishes or is handed back, its connections close). */
 export type StartedWorker = {
@@ -40,6 +40,10 @@ export type StartedWorker = {
   readonly concurrency: number;
   /** Attempts running now. */
   readonly running: number;
+  /** Claimed jobs waiting in the prefetch buffer for a slot. */
+  readonly buffered: number;
+  /** The prefetch in force. */
+  readonly prefetchLimit: number;
   /** Graceful drain (PorterWorker.drain), then the worker's own connections are closed. Idempotent. */
   drain: (options?: { graceMs?: number }) => Promise<DrainReport>;
   /** Ends a drain's grace period now: unfinished work is handed back at once. */
@@ -86,6 +90,7 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
       maintenance: options.maintenance,
       webhook: options.webhook,
       startTimeoutMs,
+      probe: options.probe,
     });
   } catch (error) {
     await db.end().catch(() => undefined);
@@ -106,6 +111,12 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
     concurrency: worker.concurrency,
     get running() {
       return worker.running;
+    },
+    get buffered() {
+      return worker.buffered;
+    },
+    get prefetchLimit() {
+      return worker.prefetchLimit;
     },
     drain: (drainOptions) =>
       (drained ??= worker.drain(drainOptions).then(async (report) => {

@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { HandlerMap } from "../handlers";
 import type { Logger } from "../logger";
 import type { MaintenanceLeaderOptions } from "./maintenance-leader";
+import type { WorkerProbe } from "./worker-probe";
 
 export type WorkerOptions = {
   /** pg.Pool for claims, acks, heartbeats and effects; owned by the caller (the worker never ends it). */
@@ -65,6 +66,8 @@ export type WorkerOptions = {
   startTimeoutMs?: number;
   /** The real `webhook.deliver` (alert webhooks): extra trusted CAs (PEM) and the request timeout. */
   webhook?: { ca?: string | Buffer | undefined; timeoutMs?: number | undefined };
+  /** Told of claims, result batches, heartbeats and outcomes, in memory (the worker's metrics, `--metrics-port`). Default: nothing. */
+  probe?: WorkerProbe;
   /** Take part in maintenance leadership. Default true. */
   maintenance?: boolean | Pick<MaintenanceLeaderOptions, "acquireEveryMs" | "runEveryMs" | "vacuumEveryMs" | "alertsEveryMs">;
 };

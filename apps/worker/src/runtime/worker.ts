@@ -70,6 +70,7 @@ export class PorterWorker {
       logger: this.logger,
       flushIntervalMs: options.flushIntervalMs,
       maxBatch: options.flushBatch,
+      probe: options.probe,
       onWritten: () => {
         this.streamNotifier.touch();
         this.claimLoop.onWritten();
@@ -86,6 +87,7 @@ export class PorterWorker {
         hangGraceMs: options.hangGraceMs ?? DEFAULTS.hangGraceMs,
         heartbeat: (a) => this.leaseKeeper.extend([a]),
         onRetryScheduled: (runAt) => this.claimLoop.wakeAt(runAt.getTime()),
+        probe: options.probe,
       },
       logger: this.logger,
       // A freed slot takes a buffered job first, then the loop claims if more work is likely.
@@ -106,6 +108,7 @@ export class PorterWorker {
       () => this.slots.values(),
       undefined,
       () => this.streamNotifier.touch(),
+      options.probe,
     );
     this.listener = new NotificationListener({
       connectionString: options.connectionString,
@@ -128,6 +131,7 @@ export class PorterWorker {
       disconnectedPollIntervalMs: options.disconnectedPollIntervalMs ?? DEFAULTS.disconnectedPollIntervalMs,
       notifyDebounceMs: options.notifyDebounceMs ?? DEFAULTS.notifyDebounceMs,
       onClaimed: () => this.streamNotifier.touch(),
+      probe: options.probe,
     });
     const maintenance = options.maintenance ?? true;
     this.leader = maintenance
@@ -155,6 +159,16 @@ export class PorterWorker {
   /** Attempts running now. */
   get running(): number {
     return this.slots.size;
+  }
+
+  /** Claimed jobs waiting in the prefetch buffer for a free slot. */
+  get buffered(): number {
+    return this.buffer.depth;
+  }
+
+  /** The prefetch in force: the most jobs held ahead of free slots now. */
+  get prefetchLimit(): number {
+    return this.buffer.prefetchLimit;
   }
 
   get isDraining(): boolean {

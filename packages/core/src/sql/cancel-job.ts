@@ -2,6 +2,7 @@ import { AppError, type TJobState } from "@porter/contracts";
 import { writeAudit } from "../control-plane/audit";
 import { type Db, inTransaction } from "../db";
 import { insertFinished } from "./finish";
+import { flowUpsertSql } from "./flow-write";
 
 /** Channel on which workers hear cancel requests for running jobs; the payload is the row id. */
 export const CANCEL_CHANNEL = "porter_cancel";
@@ -36,7 +37,7 @@ const IN_SCOPE = `j.job_id = ANY($1::uuid[]) AND ($2::text[] IS NULL OR j.tenant
 /**
  * Transition `cancel` (sql/transitions.ts): READY/RETRY_WAIT → CANCELLED, at once. The queued
  * rows leave the hot table and are finished as CANCELLED in one statement, with their `cancelled`
- * timeline events. Returns the job ids cancelled (others were not queued, or out of scope).
+ * timeline events and the flow rollups' count. Returns the job ids cancelled (others were not queued, or out of scope).
  */
 export const cancelQueuedJobs = async (client: Db, scope: CancelScope): Promise<string[]> => {
   const { rows } = await client.query<{ job_id: string }>(
@@ -44,7 +45,8 @@ export const cancelQueuedJobs = async (client: Db, scope: CancelScope): Promise<
      done AS (
        DELETE FROM jobs j WHERE ${IN_SCOPE} AND j.state IN ('READY', 'RETRY_WAIT')
        RETURNING j.*
-     ), fin AS (${insertFinished({ state: "'CANCELLED'", finishedAt: "(SELECT t FROM at)" })})
+     ), fin AS (${insertFinished({ state: "'CANCELLED'", finishedAt: "(SELECT t FROM at)" })}
+     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { cancelled: "count(*)" })})
      INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
      SELECT job_id, (SELECT t FROM at), 'cancelled', attempt, $4, jsonb_build_object('reason', $3::text) FROM done
      RETURNING job_id::text`,

@@ -1,6 +1,10 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
 import { insertFinished } from "./finish";
+import { flowHistogramSql, flowUpsertSql, msBetween } from "./flow-write";
+
+// The attempt's run time: start (or claim, for a row never marked started) → the ack.
+const RUN_MS = msBetween("coalesce(s.started_at, s.claimed_at)", "(SELECT t FROM at)");
 
 export type Completion = LeaseRef & {
   result: unknown;
@@ -17,7 +21,8 @@ export type CompleteOutcome = { completed: string[]; stale: string[] };
  * attempt needs no `job_attempts` row: the finished row holds its claim time, worker and end
  * (the timeline reads them from there), which saves a write and two index entries per job.
  * A progress report no heartbeat carried yet goes with the ack (the finished row keeps the last
- * value). Transition `complete` (sql/transitions.ts).
+ * value). The flow rollups (succeeded, run time) are added in the same statement (flow-write.ts).
+ * Transition `complete` (sql/transitions.ts).
  */
 export const completeJobs = async (db: Db, items: Completion[], now?: Date): Promise<CompleteOutcome> => {
   if (items.length === 0) return { completed: [], stale: [] };
@@ -36,7 +41,9 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
        result: "done.result::jsonb",
        partial: "false",
        progress: "coalesce(done.last_progress::jsonb, done.progress)",
-     })})
+     })}
+     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { succeeded: "count(*)", runs: "count(*)", run_ms_sum: `sum(${RUN_MS})` })}
+     ), flow_run AS (${flowHistogramSql("done", "(SELECT t FROM at)", "r", RUN_MS)})
      SELECT id::text FROM done`,
     values: [
       items.map((i) => i.id),

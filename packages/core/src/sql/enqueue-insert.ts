@@ -3,6 +3,7 @@ import { type Db, inTransaction } from "../db";
 import { admit } from "./admission";
 import type { Prepared } from "./enqueue-prepare";
 import { reserveClocksSql } from "./fair-clock";
+import { flowUpsertSql } from "./flow-write";
 
 /** Channel a worker LISTENs on; the payload is the pool id. */
 export const READY_CHANNEL = "porter_ready";
@@ -166,7 +167,8 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
               -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
               coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $18), ${reserve ? "tm.vft" : "i.vft"}, i.traceparent
          FROM input i JOIN keys k ON k.job_id = i.job_id${reserve ? " JOIN timed tm ON tm.job_id = i.job_id" : ""}
-       RETURNING job_id
+       RETURNING job_id, queue_id, job_type, tenant_id, created_at
+     ), flow AS (${flowUpsertSql("ins", "s.created_at", { arrivals: "count(*)" })}
      ), notified AS (
        SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($19::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
      )

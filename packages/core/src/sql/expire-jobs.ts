@@ -1,11 +1,12 @@
 import type { Db } from "../db";
 import { insertFinished } from "./finish";
+import { flowUpsertSql } from "./flow-write";
 
 /**
  * Moves queued work whose deadline passed to EXPIRED (running work is bounded by its lease, which
  * never outlives the deadline, and is expired by lease rescue). Also promotes RETRY_WAIT jobs whose
  * `run_at` was reached to READY, so counts by state tell the truth (claims take both anyway).
- * Transitions `expire` and `promote` (sql/transitions.ts).
+ * Expiries are added to the flow rollups in the same statement. Transitions `expire` and `promote` (sql/transitions.ts).
  */
 export const expireJobs = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ expired: number; promoted: number }> => {
   const { rows } = await db.query<{ expired: string; promoted: string }>(
@@ -27,6 +28,7 @@ export const expireJobs = async (db: Db, params: { now?: Date; batch?: number } 
      ), ev AS (
        INSERT INTO job_events (job_id, at, kind, attempt, data)
        SELECT job_id, (SELECT t FROM at), 'expired', attempt, jsonb_build_object('deadline_at', deadline_at) FROM done
+     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { expired: "count(*)" })}
      ), promoted AS (
        UPDATE jobs SET state = 'READY'
         WHERE id IN (SELECT id FROM jobs WHERE state = 'RETRY_WAIT' AND run_at <= (SELECT t FROM at)

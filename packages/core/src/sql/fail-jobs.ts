@@ -3,6 +3,14 @@ import type { Db } from "../db";
 import type { FailureDecision } from "../policy/decide";
 import type { LeaseRef } from "./extend-leases";
 import { insertAttempt, insertFinished } from "./finish";
+import { flowHistogramSql, flowRetryCodesSql, flowUpsertSql, msBetween } from "./flow-write";
+
+// Both outcomes of the batch, for the flow rollups: state reached, error code, run time.
+const ENDED = `(SELECT r.queue_id, r.job_type, r.tenant_id, 'RETRY_WAIT' AS next_state, r.err::jsonb ->> 'code' AS code,
+                       ${msBetween("coalesce(r.started_at, r.claimed_at)", "(SELECT t FROM at)")} AS run_ms FROM retried r
+                UNION ALL
+                SELECT d.queue_id, d.job_type, d.tenant_id, d.next_state, d.err::jsonb ->> 'code',
+                       ${msBetween("coalesce(d.started_at, d.claimed_at)", "(SELECT t FROM at)")} FROM done d)`;
 
 export type Failure = LeaseRef & {
   /** How the attempt ended. */
@@ -21,7 +29,8 @@ export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision[
  * structured error, marked partial when they recorded effects. Fenced like the ack: only a RUNNING
  * row under the same token and attempt changes; the rest are reported stale. The last attempt's owner and
  * token stay on a retrying row as history; no check accepts them once the state left RUNNING.
- * A progress report no heartbeat carried yet is recorded too. Transition `fail` (sql/transitions.ts).
+ * A progress report no heartbeat carried yet is recorded too. The flow rollups (outcomes, throttles,
+ * retries by code, run time) are added in the same statement (flow-write.ts). Transition `fail` (sql/transitions.ts).
  */
 export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
   if (items.length === 0) return { applied: [], stale: [] };
@@ -55,6 +64,17 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
        SELECT done.job_id, (SELECT t FROM at), lower(done.next_state), done.attempt, done.lease_owner,
               jsonb_build_object('code', done.err::jsonb ->> 'code', 'class', done.err::jsonb ->> 'class')
          FROM done
+     ), flow AS (${flowUpsertSql(ENDED, "(SELECT t FROM at)", {
+       retried: "count(*) FILTER (WHERE s.next_state = 'RETRY_WAIT')",
+       dead: "count(*) FILTER (WHERE s.next_state = 'DEAD')",
+       cancelled: "count(*) FILTER (WHERE s.next_state = 'CANCELLED')",
+       expired: "count(*) FILTER (WHERE s.next_state = 'EXPIRED')",
+       throttles: "count(*) FILTER (WHERE s.code = 'RATE_LIMITED')",
+       runs: "count(*)",
+       run_ms_sum: "sum(s.run_ms)",
+     })}
+     ), flow_run AS (${flowHistogramSql(ENDED, "(SELECT t FROM at)", "r", "s.run_ms")}
+     ), flow_codes AS (${flowRetryCodesSql(`(SELECT * FROM ${ENDED} e WHERE e.next_state = 'RETRY_WAIT')`, "(SELECT t FROM at)", "s.code")}
      )
      SELECT id::text, 'RETRY_WAIT' AS state FROM retried
      UNION ALL SELECT id::text, next_state FROM done`,

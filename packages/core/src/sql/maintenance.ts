@@ -4,6 +4,7 @@ import { pruneStream } from "../stream/log";
 import { pruneWebhookDeliveries } from "../webhooks/deliveries";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
+import { foldFlowHours, pruneFlow } from "./flow-fold";
 import { pruneFinished } from "./prune-finished";
 import { type RescueOutcome, rescueExpiredLeases } from "./rescue-expired-leases";
 import { rescueLostWorkers } from "./rescue-lost-workers";
@@ -29,12 +30,15 @@ export type MaintenanceReport = RescueOutcome & {
   webhookDeliveriesPruned: number;
   /** Status-stream events past retention (core STREAM_RETENTION_MS, one hour). */
   streamPruned: number;
+  /** Flow rollups: hours folded from minutes, rows pruned past retention (14 days of minutes, 90 of hours). */
+  flowHoursFolded: number;
+  flowPruned: number;
 };
 
 /**
  * One maintenance pass: release the jobs of lost workers (worker-liveness.ts), rescue expired leases, expire passed deadlines (and promote due retries),
  * age waiting priorities, recover throttled resource keys' limits, prune finished jobs past
- * retention, forgotten workers and webhook delivery log rows past 14 days. Each step is batched and safe to run
+ * retention, forgotten workers and webhook delivery log rows past 14 days; fold the flow rollups' completed hours and prune them. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
 export const runMaintenance = async (
@@ -61,6 +65,8 @@ export const runMaintenance = async (
   const dlq = await pruneDlq(db, { now: params.now });
   const webhookDeliveriesPruned = await pruneWebhookDeliveries(db, { now: params.now });
   const stream = await pruneStream(db, { now: params.now });
+  const flowFold = await foldFlowHours(db, { now: params.now });
+  const flowPrune = await pruneFlow(db, { now: params.now });
   return {
     ...rescue,
     fromLostWorkers,
@@ -74,6 +80,8 @@ export const runMaintenance = async (
     dlqDeathsPruned: dlq.deaths,
     webhookDeliveriesPruned,
     streamPruned: stream.pruned,
+    flowHoursFolded: flowFold.hours,
+    flowPruned: flowPrune.pruned,
   };
 };
 

@@ -1,4 +1,9 @@
 import { insertAttempt, insertFinished } from "./finish";
+import { flowUpsertSql } from "./flow-write";
+
+// Every rescued row, for the flow rollups: the state it reached and whether its attempt had started.
+const RESCUED = `(SELECT r.queue_id, r.job_type, r.tenant_id, 'READY' AS next_state, r.is_started FROM requeued r
+                  UNION ALL SELECT d.queue_id, d.job_type, d.tenant_id, d.next_state, d.is_started FROM done d)`;
 
 /**
  * The rescue of RUNNING jobs whose worker is gone, shared by `rescueExpiredLeases` (the lease ran
@@ -12,6 +17,9 @@ import { insertAttempt, insertFinished } from "./finish";
  * still in its worker's buffer) is not counted: READY with the attempt number back, recorded as
  * `not_started`. Every rescued attempt gets its `job_attempts` row. The structured error carries the
  * job's last durable checkpoint (`last_checkpoint`), which stays on the row for the next attempt.
+ *
+ * The flow rollups count the started attempts rescued as lease expiries (worker loss) and the jobs
+ * finished here by outcome; a not-started release is neither (flow-write.ts).
  *
  * Parameters: $1 now (null: the clock), $2 batch size, then the caller's. `select` is a predicate
  * on `j` (the job row) and `(SELECT t FROM at)`; `code` and `message` are SQL expressions for the
@@ -78,6 +86,12 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
     INSERT INTO job_events (job_id, at, kind, attempt, actor, data)
     SELECT job_id, (SELECT t FROM at), lower(next_state), attempt, lease_owner,
            jsonb_build_object('code', err ->> 'code') FROM done
+  ), flow AS (${flowUpsertSql(RESCUED, "(SELECT t FROM at)", {
+    lease_expiries: "count(*) FILTER (WHERE s.is_started)",
+    dead: "count(*) FILTER (WHERE s.next_state = 'DEAD')",
+    cancelled: "count(*) FILTER (WHERE s.next_state = 'CANCELLED')",
+    expired: "count(*) FILTER (WHERE s.next_state = 'EXPIRED')",
+  })}
   )
   SELECT 'READY' AS state, count(*)::text AS n, count(*) FILTER (WHERE NOT is_started)::text AS not_started FROM requeued
   UNION ALL SELECT next_state, count(*)::text, count(*) FILTER (WHERE NOT is_started)::text FROM done GROUP BY next_state`;

@@ -32,8 +32,11 @@ type Subscriber = StreamDelivery & {
   scope: StreamScope;
   after: StreamCursor;
   types: ReadonlySet<string> | null;
-  /** The snapshot's state: the first live event repeating it (the change the snapshot already showed) is skipped. */
-  shown?: { state: string; attempt: number } | null;
+  /**
+   * A `?job_id=` snapshot's horizon: the job's events up to this cursor were committed when the
+   * snapshot was read, which already shows their outcome — the live fan-out skips them.
+   */
+  shownUntil?: StreamCursor | null;
 };
 
 export type StreamSubscription = { close: () => void };
@@ -157,10 +160,10 @@ export class StreamHub {
   private async snapshot(db: Db, sub: Subscriber, head: StreamCursor, allLive: boolean): Promise<void> {
     const id = `${head.xid}-${head.id}`;
     if (sub.scope.jobId) {
-      const row = await currentJobRow(db, sub.scope.jobId, head);
-      if (row && inScope(sub, row)) {
-        sub.onEvent(row, id);
-        sub.shown = { state: row.state, attempt: row.attempt };
+      const current = await currentJobRow(db, sub.scope.jobId, head);
+      if (current && inScope(sub, current.row)) {
+        sub.onEvent(current.row, id);
+        sub.shownUntil = current.shownUntil;
       }
       return;
     }
@@ -170,8 +173,8 @@ export class StreamHub {
       [sub.scope.tenantId, sub.types ? [...sub.types] : null, RESET_SNAPSHOT_LIMIT],
     );
     for (const r of rows) {
-      const row = await currentJobRow(db, r.job_id, head);
-      if (row && inScope(sub, row)) sub.onEvent(row, id);
+      const current = await currentJobRow(db, r.job_id, head);
+      if (current && inScope(sub, current.row)) sub.onEvent(current.row, id);
     }
   }
 
@@ -259,9 +262,10 @@ export class StreamHub {
       for (const row of rows) {
         for (const sub of this.subscribers) {
           if (!inScope(sub, row) || compareCursor(row.cursor, sub.after) <= 0) continue;
-          const shown = sub.shown;
-          sub.shown = null;
-          if (shown && row.kind === "state" && row.state === shown.state && row.attempt === shown.attempt) continue;
+          if (sub.shownUntil) {
+            if (compareCursor(row.cursor, sub.shownUntil) <= 0) continue; // the snapshot showed it
+            sub.shownUntil = null;
+          }
           try {
             sub.onEvent(row);
           } catch (error) {

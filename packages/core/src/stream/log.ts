@@ -178,27 +178,43 @@ export const streamEventData = (row: StreamRow, id = formatCursor(row.cursor)): 
 /**
  * The job's current state as a (synthetic) state event, for a new `?job_id=` subscriber, or null
  * when no such job exists. `cursor` is the reader's position taken BEFORE this read, so every
- * change after it is delivered too (the snapshot may repeat one; it never misses one).
+ * change after it is delivered too. `shownUntil`: the last of the job's events after `cursor`
+ * already committed (read in the same statement, so in the same snapshot as the row): the row shows
+ * their outcome, so the live fan-out skips the job's events up to it — without this, a reader held
+ * back by the xmin bound would deliver them after the snapshot, older states after the current one.
+ * null when the snapshot is at or before the cursor (nothing to skip).
  */
-export const currentJobRow = async (db: Db, jobId: string, cursor: StreamCursor): Promise<StreamRow | null> => {
-  const { rows } = await db.query<Omit<RawRow, "xid" | "id" | "kind">>(
-    `SELECT job_id::text AS job_id, tenant_id, job_type, state, attempt, progress,
-            CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS failure, coalesce(heartbeat_at, claimed_at, created_at) AS at
-       FROM jobs WHERE job_id = $1::uuid
-     UNION ALL
-     SELECT job_id::text, tenant_id, job_type, state, attempt, progress, error, finished_at
-       FROM finished_jobs WHERE job_id = $1::uuid
-     LIMIT 1`,
-    [jobId],
+export const currentJobRow = async (db: Db, jobId: string, cursor: StreamCursor): Promise<{ row: StreamRow; shownUntil: StreamCursor | null } | null> => {
+  const { rows } = await db.query<Omit<RawRow, "xid" | "id" | "kind"> & { shown_xid: string | null; shown_id: string | null }>(
+    `SELECT j.*, s.xid::text AS shown_xid, s.id::text AS shown_id
+       FROM (SELECT job_id::text AS job_id, tenant_id, job_type, state, attempt, progress,
+                    CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS failure, coalesce(heartbeat_at, claimed_at, created_at) AS at
+               FROM jobs WHERE job_id = $1::uuid
+             UNION ALL
+             SELECT job_id::text, tenant_id, job_type, state, attempt, progress, error, finished_at
+               FROM finished_jobs WHERE job_id = $1::uuid
+             LIMIT 1) j
+       LEFT JOIN LATERAL (
+         SELECT xid, id FROM job_stream
+          WHERE (xid, id) > ($2::xid8, $3::bigint) AND job_id = $1::uuid
+          ORDER BY xid DESC, id DESC LIMIT 1) s ON true`,
+    [jobId, String(cursor.xid), String(cursor.id)],
   );
   const r = rows[0];
   if (!r) return null;
   const f = r.failure as Record<string, unknown> | null;
-  return rowOf({
-    ...r,
+  const row = rowOf({
+    job_id: r.job_id,
+    tenant_id: r.tenant_id,
+    job_type: r.job_type,
+    state: r.state,
+    attempt: r.attempt,
+    progress: r.progress,
+    at: r.at,
     xid: String(cursor.xid),
     id: String(cursor.id),
     kind: "state",
     failure: f ? { code: f.code, class: f.class, message: f.message } : null,
   });
+  return { row, shownUntil: r.shown_xid === null ? null : { xid: BigInt(r.shown_xid), id: BigInt(r.shown_id!) } };
 };

@@ -36,6 +36,7 @@ export type QueueRow = {
   max_runtime_s?: number;
   retention_s?: number;
   aging_s?: number | null;
+  target_wait_s?: number | null;
   paused?: boolean;
   resource_key_id?: string | null;
   admission?: string;

@@ -1,15 +1,12 @@
-import { countsByState } from "@porter/core";
 import { refuseMetrics } from "../../../lib/metrics-auth";
-import { getPool } from "../../../server/db";
 import { getEnv } from "../../../server/env";
-import { getLogger } from "../../../server/logger";
+import { getConsoleMetrics } from "../../../server/metrics/instance";
 
 export const dynamic = "force-dynamic";
 
-const label = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-
 /**
- * Prometheus text: jobs by queue and state, and whether the database answered the scrape.
+ * Prometheus text from the console's own prom-client registry (server/metrics/console-metrics.ts;
+ * docs/observability.md "Prometheus" lists every metric and its cost).
  * Bearer `PORTER_METRICS_TOKEN`; open without one only while the console listens on loopback.
  */
 export async function GET(request: Request): Promise<Response> {
@@ -28,19 +25,6 @@ export async function GET(request: Request): Promise<Response> {
       },
     });
   }
-  const lines = ["# HELP porter_up Whether the console could read the database for this scrape.", "# TYPE porter_up gauge"];
-  try {
-    const counts = await countsByState(getPool());
-    lines.push("porter_up 1");
-    lines.push("# HELP porter_jobs Jobs by queue and state (live and retained finished jobs).", "# TYPE porter_jobs gauge");
-    for (const { queue_id, state, count } of counts) {
-      lines.push(`porter_jobs{queue="${label(queue_id)}",state="${label(state)}"} ${count}`);
-    }
-  } catch (error) {
-    getLogger().warn("metrics scrape could not read the database", { err: (error as Error).message });
-    lines.push("porter_up 0");
-  }
-  return new Response(`${lines.join("\n")}\n`, {
-    headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8", "cache-control": "no-store" },
-  });
+  const { body, contentType } = await getConsoleMetrics().render();
+  return new Response(body, { headers: { "content-type": contentType, "cache-control": "no-store" } });
 }

@@ -1,0 +1,91 @@
+import { type Db, inOwnTransaction } from "../db";
+
+/** Minute rollups are kept this long (docs/observability.md "Rollups"). */
+export const FLOW_MINUTE_RETENTION_MS = 14 * 24 * 3_600_000;
+/** Hour rollups are kept this long. */
+export const FLOW_HOUR_RETENTION_MS = 90 * 24 * 3_600_000;
+/** At most this many hours folded per pass (a database that was down catches up over passes). */
+const MAX_HOURS_PER_PASS = 48;
+/** How long after an hour ends its fold is redone (a batch stamped in its last minute commits later). */
+const LATE_MS = 5 * 60_000;
+
+const isFolded = async (db: Db, hour: Date): Promise<boolean> => {
+  const { rowCount } = await db.query("SELECT 1 FROM flow_rollups WHERE grain = 60 AND at = $1 LIMIT 1", [hour]);
+  return (rowCount ?? 0) > 0;
+};
+
+const TABLES = [
+  {
+    name: "flow_rollups",
+    key: "queue_id, job_type, tenant_id",
+    sums: "arrivals, starts, succeeded, retried, dead, cancelled, expired, lease_expiries, throttles, wait_ms_sum, runs, run_ms_sum",
+  },
+  { name: "flow_histograms", key: "queue_id, job_type, tenant_id, kind, bucket", sums: "n" },
+  { name: "flow_retry_codes", key: "queue_id, job_type, tenant_id, code", sums: "n" },
+] as const;
+
+/**
+ * Folds the minute rollups of completed hours into hour rows (grain 60, shard 0), idempotently:
+ * per pass, the hours from the last hour folded (again: a batch that began in its last minute may
+ * have committed after that fold) up to the hour before `now`, at most 48, deleted and re-inserted
+ * from the minutes in one transaction. The minutes stay (14 days), so a fold can always be redone.
+ * Both bounds come from the primary keys' ends (grain, at): O(1). Returns the hours folded.
+ */
+export const foldFlowHours = async (db: Db, params: { now?: Date } = {}): Promise<{ hours: number }> => {
+  const { rows } = await db.query<{ from: Date | null; to: Date }>(
+    `WITH b AS (
+       SELECT coalesce((SELECT max(at) FROM flow_rollups WHERE grain = 60),
+                       (SELECT date_trunc('hour', min(at)) FROM flow_rollups WHERE grain = 1)) AS "from",
+              date_trunc('hour', coalesce($1::timestamptz, now())) AS "to"
+     )
+     SELECT "from", least("to", "from" + $2 * interval '1 hour') AS "to" FROM b`,
+    [params.now ?? null, MAX_HOURS_PER_PASS],
+  );
+  const range = rows[0];
+  if (!range?.from || range.from >= range.to) return { hours: 0 };
+  const { from, to } = range;
+  // Only new hours, or the last one again while its late batches may still commit (5 minutes).
+  const isOnlyRefold = to.getTime() - from.getTime() === 3_600_000 && (params.now ?? new Date()).getTime() - to.getTime() > LATE_MS;
+  if (isOnlyRefold && (await isFolded(db, from))) return { hours: 0 };
+  await inOwnTransaction(db, async (client) => {
+    for (const t of TABLES) {
+      await client.query(`DELETE FROM ${t.name} WHERE grain = 60 AND at >= $1 AND at < $2`, [from, to]);
+      const sums = t.sums.split(", ").map((c) => `sum(${c})`);
+      await client.query(
+        `INSERT INTO ${t.name} (grain, at, shard, ${t.key}, ${t.sums})
+         SELECT 60, date_trunc('hour', at), 0, ${t.key}, ${sums.join(", ")}
+           FROM ${t.name}
+          WHERE grain = 1 AND at >= $1 AND at < $2
+          GROUP BY date_trunc('hour', at), ${t.key}`,
+        [from, to],
+      );
+    }
+  });
+  return { hours: Math.round((to.getTime() - from.getTime()) / 3_600_000) };
+};
+
+/**
+ * Retention: minute rows past 14 days and hour rows past 90 days, deleted in batches from the old
+ * end of the primary key (grain, at): each batch is a range scan of the index, no table scan.
+ */
+export const pruneFlow = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ pruned: number }> => {
+  const batch = params.batch ?? 10_000;
+  const now = params.now ?? new Date();
+  let pruned = 0;
+  for (const t of TABLES) {
+    for (const [grain, keepMs] of [
+      [1, FLOW_MINUTE_RETENTION_MS],
+      [60, FLOW_HOUR_RETENTION_MS],
+    ] as const) {
+      for (;;) {
+        const { rowCount } = await db.query(
+          `DELETE FROM ${t.name} WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${t.name} WHERE grain = $1 AND at < $2 LIMIT $3))`,
+          [grain, new Date(now.getTime() - keepMs), batch],
+        );
+        pruned += rowCount ?? 0;
+        if ((rowCount ?? 0) < batch) break;
+      }
+    }
+  }
+  return { pruned };
+};

@@ -1,0 +1,78 @@
+/**
+ * SQL fragments that write the flow rollups (docs/observability.md "Rollups") from inside the
+ * statements that already touch each job: one more data-modifying CTE, an aggregated
+ * `INSERT … SELECT … GROUP BY … ON CONFLICT DO UPDATE` that adds to the row of (minute, queue, job
+ * type, tenant, shard). One row per group per statement, never one per job; the rows are inserted
+ * in key order, so two statements upserting several groups lock them in the same order (no
+ * deadlock between them).
+ *
+ * The shard is the writing connection's `pg_backend_pid() % 16`: a worker's claim and its
+ * completer's ack run on different connections, so they rarely wait on each other's row lock inside
+ * their transactions (keyed by worker id they would share it). Readers sum over shards.
+ *
+ * The claim routine (routines/claim.sql) writes the same rows by hand: keep the two in step.
+ */
+
+/** Shards per group (see the file comment). */
+export const FLOW_SHARDS = 16;
+/** The last histogram bucket: ≥ 2^27 ms (~37 h). Bucket 0 is < 1 ms, bucket k is [2^(k-1), 2^k) ms. */
+export const FLOW_LAST_BUCKET = 28;
+
+/** The histogram bucket of a duration in milliseconds (an SQL expression over `ms`). */
+export const bucketSql = (ms: string): string =>
+  `(CASE WHEN (${ms}) < 1 THEN 0 ELSE least(${FLOW_LAST_BUCKET}, floor(ln(${ms}) / ln(2.0::float8))::int + 1) END)::int`;
+
+/** The counters of `flow_rollups` a writer may add to. */
+export type FlowCounter =
+  | "arrivals"
+  | "starts"
+  | "succeeded"
+  | "retried"
+  | "dead"
+  | "cancelled"
+  | "expired"
+  | "lease_expiries"
+  | "throttles"
+  | "wait_ms_sum"
+  | "runs"
+  | "run_ms_sum";
+
+const SHARD = `(pg_backend_pid() % ${FLOW_SHARDS})::int`;
+const KEY = "grain, at, queue_id, job_type, tenant_id, shard";
+
+/**
+ * Adds to `flow_rollups` from a row source `s` with columns queue_id, job_type, tenant_id: `at` is
+ * the time expression (truncated to its minute; it may read the row), each counter an aggregate over the source
+ * (`count(*)`, `count(*) FILTER (WHERE …)`, `sum(…)`).
+ */
+export const flowUpsertSql = (source: string, at: string, counters: Partial<Record<FlowCounter, string>>): string => {
+  const names = Object.keys(counters) as FlowCounter[];
+  return `INSERT INTO flow_rollups (${KEY}, ${names.join(", ")})
+    SELECT 1, date_trunc('minute', ${at}), s.queue_id, s.job_type, s.tenant_id, ${SHARD}, ${names.map((n) => counters[n]).join(", ")}
+      FROM ${source} s
+     GROUP BY 2, 3, 4, 5
+     ORDER BY 2, 3, 4, 5
+    ON CONFLICT (${KEY}) DO UPDATE SET ${names.map((n) => `${n} = flow_rollups.${n} + EXCLUDED.${n}`).join(", ")}`;
+};
+
+/**
+ * Adds a histogram of `ms` (an SQL expression over the source's row `s`) to `flow_histograms`;
+ * rows where `ms` is null are left out.
+ */
+export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string => `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
+    SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, '${kind}', h.bucket, count(*)
+      FROM (SELECT s.queue_id, s.job_type, s.tenant_id, ${bucketSql(ms)} AS bucket FROM ${source} s WHERE (${ms}) IS NOT NULL) h
+     GROUP BY h.queue_id, h.job_type, h.tenant_id, h.bucket
+     ORDER BY h.queue_id, h.job_type, h.tenant_id, h.bucket
+    ON CONFLICT (${KEY}, kind, bucket) DO UPDATE SET n = flow_histograms.n + EXCLUDED.n`;
+
+/** Adds retries by error code (`code`, an SQL expression over `s`) to `flow_retry_codes`. */
+export const flowRetryCodesSql = (source: string, at: string, code: string): string => `INSERT INTO flow_retry_codes (${KEY}, code, n)
+    SELECT 1, date_trunc('minute', ${at}), c.queue_id, c.job_type, c.tenant_id, ${SHARD}, c.code, count(*)
+      FROM (SELECT s.queue_id, s.job_type, s.tenant_id, coalesce(${code}, 'UNKNOWN') AS code FROM ${source} s) c
+     GROUP BY c.queue_id, c.job_type, c.tenant_id, c.code
+     ORDER BY c.queue_id, c.job_type, c.tenant_id, c.code
+    ON CONFLICT (${KEY}, code) DO UPDATE SET n = flow_retry_codes.n + EXCLUDED.n`;
+
+/** Milliseconds between two timestamptz SQL expressions. */
+export const msBetween = (from: string, to: string): string => `(extract(epoch FROM (${to}) - (${from})) * 1000)::float8`;
