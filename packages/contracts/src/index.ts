@@ -3,3 +3,4 @@ export * from "./errors";
 export * from "./job";
 export * from "./storable";
 export * from "./tenant-status";
+export * from "./trace";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { payloadIssue, ZDateTime, ZStorableText } from "./storable";
+import { parseTraceparent, ZTraceparent } from "./trace";
 
 /** Wire name and version of the job contract. */
 export const JOB_CONTRACT = "job.v1" as const;
@@ -50,8 +51,17 @@ export const ZEnqueueRequest = z
     not_before: ZDateTime.optional(),
     deadline_at: ZDateTime.optional(),
     trace_id: ZStorableText.min(1).max(128).optional(),
+    /**
+     * The W3C traceparent the job is enqueued under (a `traceparent` header applies to the jobs of
+     * a call that carry neither this nor `trace_id`). The job's trace_id is its trace id.
+     */
+    traceparent: ZTraceparent.optional(),
   })
   .superRefine((request, ctx) => {
+    const parent = parseTraceparent(request.traceparent);
+    if (parent && request.trace_id !== undefined && request.trace_id !== parent.traceId) {
+      ctx.addIssue({ code: "custom", path: ["trace_id"], message: "must be the traceparent's trace id (or be omitted: it is taken from the traceparent)" });
+    }
     if (request.not_before && request.deadline_at && Date.parse(request.deadline_at) <= Date.parse(request.not_before)) {
       ctx.addIssue({ code: "custom", path: ["deadline_at"], message: "must be later than not_before: the job could never run" });
     }
@@ -119,6 +129,8 @@ export const ZJobEnvelope = z.object({
   not_before: z.string().nullable(),
   deadline_at: z.string().nullable(),
   trace_id: z.string(),
+  /** The W3C traceparent the job was enqueued under, null if none. Absent from older servers. */
+  traceparent: z.string().nullish(),
   created_at: z.string(),
 });
 export type TJobEnvelope = z.infer<typeof ZJobEnvelope>;

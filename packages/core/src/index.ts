@@ -63,6 +63,7 @@ export * from "./sql/vacuum-hot-table";
 export * from "./sql/workers";
 export * from "./state";
 export * from "./stream";
+export * from "./tracing";
 export * from "./uuid";
 export * from "./webhooks/allowlist";
 export * from "./webhooks/deliveries";

@@ -1,4 +1,4 @@
-import { APP_ERROR_STATUS, type AppError, type TEnqueueRequest, type TEnqueueResult, ZEnqueueBatchRequest } from "@porter/contracts";
+import { APP_ERROR_STATUS, type AppError, type TEnqueueRequest, type TEnqueueResult, ZEnqueueBatchRequest, ZTraceparent } from "@porter/contracts";
 import { type EnqueueInput, enqueueJobs } from "@porter/core/sql/enqueue-jobs";
 import type pg from "pg";
 import { ProducerError } from "./producer";
@@ -13,6 +13,12 @@ export type TransactionalEnqueueRequest = TEnqueueRequest & { tenant_id: string 
 export type TransactionalEnqueueOptions = {
   /** Ceiling of a payload's serialized size (413 past it). Default 64 KiB, as the HTTP API's. */
   maxPayloadBytes?: number;
+  /**
+   * The W3C traceparent the jobs are enqueued under (those that carry neither a `traceparent` nor
+   * a `trace_id` of their own), parent of the `porter.enqueue` span. Default: the active
+   * OpenTelemetry context.
+   */
+  traceparent?: string;
 };
 
 /** Name of the savepoint that makes one enqueue all-or-nothing inside the caller's transaction. */
@@ -47,9 +53,12 @@ export const enqueue = async (
     throw new TypeError("enqueue(client, jobs) takes the client of your transaction (pool.connect(), then BEGIN), not a pool");
   }
   const inputs = validate(jobs);
+  if (options.traceparent !== undefined && !ZTraceparent.safeParse(options.traceparent).success) {
+    throw new ProducerError(`invalid traceparent option: ${options.traceparent}`, { status: 400, code: "BAD_REQUEST", details: { option: "traceparent" } });
+  }
   await beginSavepoint(client);
   try {
-    const results = await enqueueJobs(client, inputs, { maxPayloadBytes: options.maxPayloadBytes });
+    const results = await enqueueJobs(client, inputs, { maxPayloadBytes: options.maxPayloadBytes, traceparent: options.traceparent });
     await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
     return results;
   } catch (error) {

@@ -30,6 +30,24 @@ export type Job<P = UnknownPayload> = {
   priority: number;
 };
 
+/**
+ * The attempt's trace context (`ctx.trace`). With an OpenTelemetry SDK registered in the worker it
+ * is the attempt's own `porter.attempt` span (a child of the job's stored traceparent); without
+ * one, the stored traceparent itself. Pass `traceparent` on outgoing calls to continue the trace.
+ */
+export type JobTrace = {
+  /** The trace id: the traceparent's, else the job's trace_id (then any text the producer gave). */
+  traceId: string;
+  /** The attempt span's id, else the stored parent's; null with neither. */
+  spanId: string | null;
+  /** The W3C traceparent of the attempt's span, else the stored one; null with neither. */
+  traceparent: string | null;
+  /** The traceparent the job was enqueued under (the attempt span's parent), null if none. */
+  parent: string | null;
+  /** True when an OpenTelemetry SDK records the attempt's span. */
+  isRecording: boolean;
+};
+
 /** What the worker gives a handler for one attempt. */
 export type HandlerContext = {
   /**
@@ -46,8 +64,13 @@ export type HandlerContext = {
    * Refused (throws) once this attempt no longer holds its lease.
    */
   effect: <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>) => Promise<T>;
-  /** pino child logger bound to jobId, jobType, tenantId, attempt, workerId and traceId. */
+  /** pino child logger bound to jobId, jobType, tenantId, attempt, workerId, trace_id and span_id (of `trace`). */
   logger: Logger;
+  /**
+   * The attempt's trace context. The handler runs inside the attempt span's OpenTelemetry context,
+   * so spans it starts nest under `porter.attempt <job_type>`.
+   */
+  trace: JobTrace;
   /**
    * Records this attempt's progress: last value wins (console job page, finished job). Validated at
    * once (fraction 0..1, message ≤ 200 chars, step ≤ 100 chars; a HandlerContextError otherwise,

@@ -1,5 +1,15 @@
+import { trace } from "@opentelemetry/api";
 import type { AppRouter } from "@porter/api";
-import type { StreamEvent, StreamEventData, TEnqueueRequest, TEnqueueResult, TJobState, TJobStatus } from "@porter/contracts";
+import {
+  formatTraceparent,
+  type StreamEvent,
+  type StreamEventData,
+  type TEnqueueRequest,
+  type TEnqueueResult,
+  type TJobState,
+  type TJobStatus,
+  ZTraceparent,
+} from "@porter/contracts";
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import { type WatchOptions, waitForJob, watchJob } from "./watch";
 
@@ -13,12 +23,22 @@ export type ProducerClientOptions = {
   fetch?: typeof fetch;
 };
 
+/** Options of one enqueue call. */
+export type EnqueueCallOptions = {
+  /**
+   * The W3C traceparent the call's jobs are enqueued under (those that carry neither a
+   * `traceparent` nor a `trace_id` of their own), sent as the `traceparent` header. Default: the
+   * active OpenTelemetry span's context, if any (no header without one).
+   */
+  traceparent?: string;
+};
+
 /** A producer's view of Porter: enqueue, read status, cancel. Every failure is a {@link ProducerError}. */
 export type ProducerClient = {
   /** Enqueues one job; the same idempotency_key and payload returns the same job (`deduplicated`). */
-  enqueue: (request: TEnqueueRequest) => Promise<TEnqueueResult>;
+  enqueue: (request: TEnqueueRequest, options?: EnqueueCallOptions) => Promise<TEnqueueResult>;
   /** Enqueues up to 1000 jobs in one transaction (all or none); results are in input order. */
-  enqueueBatch: (jobs: TEnqueueRequest[]) => Promise<TEnqueueResult[]>;
+  enqueueBatch: (jobs: TEnqueueRequest[], options?: EnqueueCallOptions) => Promise<TEnqueueResult[]>;
   /** The job with its status, result or error, and timeline; 404 for an unknown job. */
   get: (jobId: string) => Promise<TJobStatus>;
   /** Cancels a job: queued work at once (CANCELLED), running work cooperatively (RUNNING). */
@@ -108,6 +128,24 @@ const withJsonErrors =
   };
 
 /**
+ * The traceparent header of an enqueue call: the caller's (checked here, so a bad one fails before
+ * any request), else the active span's context (OpenTelemetry's W3C propagation, without needing
+ * a propagator registered), else none.
+ */
+export const callTraceparent = (options: EnqueueCallOptions | undefined): string | undefined => {
+  if (options?.traceparent !== undefined) {
+    if (!ZTraceparent.safeParse(options.traceparent).success) {
+      throw new ProducerError(`invalid traceparent option: ${options.traceparent}`, { status: 400, code: "BAD_REQUEST", details: { option: "traceparent" } });
+    }
+    return options.traceparent;
+  }
+  const active = trace.getActiveSpan()?.spanContext();
+  return active && trace.isSpanContextValid(active)
+    ? formatTraceparent({ traceId: active.traceId, spanId: active.spanId, flags: active.traceFlags })
+    : undefined;
+};
+
+/**
  * A typed client of the producer API (tRPC over plain JSON). Queries are GETs, mutations POSTs,
  * one HTTP request per call (no batching), so proxies and logs see one procedure per request.
  */
@@ -119,7 +157,10 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
       httpLink({
         url,
         fetch: withJsonErrors(options.fetch ?? globalThis.fetch),
-        headers: { authorization: `Bearer ${options.apiKey}` },
+        headers: ({ op }) => {
+          const traceparent = op.context.traceparent;
+          return typeof traceparent === "string" ? { authorization: `Bearer ${options.apiKey}`, traceparent } : { authorization: `Bearer ${options.apiKey}` };
+        },
       }),
     ],
   });
@@ -131,8 +172,9 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
     }
   };
   return {
-    enqueue: (request) => call(() => trpc.producer.enqueue.mutate(request)),
-    enqueueBatch: (jobs) => call(async () => (await trpc.producer.enqueueBatch.mutate({ jobs })).results),
+    enqueue: (request, callOptions) => call(() => trpc.producer.enqueue.mutate(request, { context: { traceparent: callTraceparent(callOptions) } })),
+    enqueueBatch: (jobs, callOptions) =>
+      call(async () => (await trpc.producer.enqueueBatch.mutate({ jobs }, { context: { traceparent: callTraceparent(callOptions) } })).results),
     // The server validates the output with ZJobStatus; tRPC's JSON typing only loosens `unknown`
     // fields (result, last_checkpoint) to optional ones.
     get: (jobId) => call(async () => (await trpc.producer.get.query({ job_id: jobId })) as TJobStatus),

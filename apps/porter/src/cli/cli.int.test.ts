@@ -200,6 +200,13 @@ describe("porter CLI", () => {
     const key = (await getJob(db.pool, (generated.json as { job_id: string }).job_id))?.idempotency_key;
     expect(key).toMatch(/^cli-[0-9a-f-]{36}$/);
 
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const traced = await porter("enqueue", "--type", "diag.sleep", "--tenant", "tenant_A", "--traceparent", traceparent, "--json");
+    expect(traced.code, traced.stderr).toBe(0);
+    const shown = await porter("jobs", "get", (traced.json as { job_id: string }).job_id);
+    expect(shown.stdout).toMatch(/trace_id:?\s+4bf92f3577b34da6a3ce929d0e0e4736\n/);
+    expect(shown.stdout).toMatch(/traceparent:?\s+00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n/);
+
     const missing = await porter("jobs", "get", "00000000-0000-4000-8000-000000000000", "--json");
     expect(missing.code).toBe(1);
     expect(missing.json).toMatchObject({ error: { code: "NOT_FOUND" } });

@@ -14,6 +14,7 @@ const context = (signal: AbortSignal): HandlerContext => ({
   checkpoint: async () => undefined,
   progress: () => undefined,
   lastCheckpoint: null,
+  trace: { traceId: "trace", spanId: null, traceparent: null, parent: null, isRecording: false },
   heartbeat: async () => undefined,
   effect: async () => {
     throw new Error("no effects in unit tests");

@@ -1,15 +1,21 @@
+import { type Context, context, ROOT_CONTEXT, type Span, SpanKind, trace } from "@opentelemetry/api";
 import {
   applyEffect,
   CancelledError,
   type ClaimedJob,
+  contextOfStoredTraceparent,
+  endSpanWithError,
   type Failure,
+  isTracingEnabled,
   type LeaseRef,
+  porterTracer,
   reportThrottle,
   StaleLeaseError,
   saveCheckpoint,
   TimeoutError,
+  traceparentOfSpanContext,
 } from "@porter/core";
-import { encodeCheckpoint, type HandlerContext, type Job, PermanentError, RetryableError, validateProgress } from "@porter/sdk";
+import { encodeCheckpoint, type HandlerContext, type Job, type JobTrace, PermanentError, RetryableError, validateProgress } from "@porter/sdk";
 import type pg from "pg";
 import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
@@ -30,7 +36,7 @@ export type AttemptDeps = {
   db: pg.Pool;
   workerId: string;
   version: string;
-  /** The worker's logger, already bound to workerId; attempts add jobId, jobType, tenantId, attempt, traceId. */
+  /** The worker's logger, already bound to workerId; attempts add jobId, jobType, tenantId, attempt, trace_id, span_id. */
   logger: Logger;
   handlers: HandlerMap;
   completer: Completer;
@@ -82,6 +88,8 @@ export class Attempt {
   private timeoutTimer: NodeJS.Timeout | undefined;
   private hangTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
+  /** The attempt's `porter.attempt <type>` span and its context (the handler runs in it); made on first use. */
+  private attemptSpan: { span: Span | undefined; context: Context | undefined; trace: JobTrace } | undefined;
 
   constructor(
     readonly job: ClaimedJob,
@@ -101,14 +109,75 @@ export class Attempt {
 
   get logger(): Logger {
     const { job } = this;
+    const { trace: jobTrace } = this.traced;
     this.childLogger ??= this.deps.logger.child({
       jobId: job.jobId,
       jobType: job.jobType,
       tenantId: job.tenantId,
       attempt: job.attempt,
-      traceId: job.traceId,
+      trace_id: jobTrace.traceId,
+      ...(jobTrace.spanId ? { span_id: jobTrace.spanId } : {}),
     });
     return this.childLogger;
+  }
+
+  /**
+   * The attempt's span, child of the job's stored traceparent (a root without one): a no-op span
+   * carrying that parent's context unless the host registered an OpenTelemetry SDK.
+   */
+  private get traced(): { span: Span | undefined; context: Context | undefined; trace: JobTrace } {
+    if (this.attemptSpan) return this.attemptSpan;
+    const { job } = this;
+    if (!isTracingEnabled()) {
+      // No SDK: no span to make (it would be a no-op carrying its parent), and the stored
+      // traceparent is the attempt's trace context as it is — read by position, nothing formatted.
+      const hasParent = job.traceparent?.length === 55;
+      const jobTrace: JobTrace = {
+        traceId: hasParent ? job.traceparent!.slice(3, 35) : job.traceId,
+        spanId: hasParent ? job.traceparent!.slice(36, 52) : null,
+        traceparent: hasParent ? job.traceparent : null,
+        parent: job.traceparent,
+        isRecording: false,
+      };
+      this.attemptSpan = { span: undefined, context: undefined, trace: jobTrace };
+      return this.attemptSpan;
+    }
+    const parent = job.traceparent ? contextOfStoredTraceparent(job.traceparent) : ROOT_CONTEXT;
+    const span = porterTracer().startSpan(
+      `porter.attempt ${job.jobType}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          "porter.job_id": job.jobId,
+          "porter.job_type": job.jobType,
+          "porter.queue": job.queueId,
+          "porter.tenant_id": job.tenantId,
+          "porter.attempt": job.attempt,
+          "porter.worker_id": this.deps.workerId,
+        },
+      },
+      parent,
+    );
+    const spanContext = span.spanContext();
+    const traceparent = traceparentOfSpanContext(spanContext);
+    const jobTrace: JobTrace = {
+      traceId: traceparent ? spanContext.traceId : job.traceId,
+      spanId: traceparent ? spanContext.spanId : null,
+      traceparent,
+      parent: job.traceparent,
+      isRecording: span.isRecording(),
+    };
+    this.attemptSpan = { span, context: trace.setSpan(parent, span), trace: jobTrace };
+    return this.attemptSpan;
+  }
+
+  /** Ends the attempt's span with its outcome (the job's next state, lowercased, or `succeeded`/`discarded`). */
+  private endSpan(outcome: string, errorCode?: string): void {
+    const { span } = this.traced;
+    if (!span) return;
+    span.setAttribute("porter.outcome", outcome);
+    if (errorCode === undefined) span.end();
+    else endSpanWithError(span, undefined, errorCode);
   }
 
   /** True while the attempt may still record an outcome, run effects and heartbeat. */
@@ -138,6 +207,7 @@ export class Attempt {
     if (this.checkpointChain && (settlement.kind === "ok" || settlement.kind === "error")) await this.checkpointChain;
     if (settlement.kind === "discarded") {
       this.logger.info("attempt discarded", { why: settlement.why });
+      this.endSpan("discarded");
       return;
     }
     if (settlement.kind === "abandoned") {
@@ -220,12 +290,13 @@ export class Attempt {
       idempotency_key: job.idempotencyKey,
       priority: job.priority,
     };
-    Promise.resolve()
-      .then(() => handler.run(view, this.context()))
-      .then(
-        (result) => this.settle?.({ kind: "ok", result }),
-        (error: unknown) => this.settle?.({ kind: "error", error }),
-      );
+    // The handler runs in the attempt span's context (when an SDK made one): its own spans nest under it.
+    const spanContext = this.traced.context;
+    const running = () => Promise.resolve().then(() => handler.run(view, this.context()));
+    (spanContext ? context.with(spanContext, running) : running()).then(
+      (result) => this.settle?.({ kind: "ok", result }),
+      (error: unknown) => this.settle?.({ kind: "error", error }),
+    );
   }
 
   private context(): HandlerContext {
@@ -242,6 +313,7 @@ export class Attempt {
         return attempt.logger;
       },
       lastCheckpoint: job.lastCheckpoint ?? null,
+      trace: this.traced.trace,
       progress: (progress) => {
         const json = JSON.stringify(validateProgress(progress));
         if (!this.isOpen) return;
@@ -309,6 +381,7 @@ export class Attempt {
       return;
     }
     if (this.deps.logger.isLevelEnabled("debug")) this.logger.debug("attempt succeeded", { durationMs: Date.now() - this.startedAt });
+    this.endSpan("succeeded");
     this.deps.probe?.onOutcome(this.job.jobType, "succeeded");
     const completion = { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result, progress: this.pendingProgress ?? null };
     void this.deps.completer.ack(completion, () =>
@@ -326,6 +399,7 @@ export class Attempt {
       next: item.next.state,
       durationMs: Date.now() - this.startedAt,
     });
+    this.endSpan(item.next.state.toLowerCase(), item.error.code);
     const { next } = item;
     this.deps.probe?.onOutcome(this.job.jobType, failureOutcome(next.state));
     if (error instanceof RetryableError && error.isThrottle && this.job.resourceKeyId) {

@@ -1,4 +1,5 @@
-import { type ClaimedJob, claimJobs } from "@porter/core";
+import { ROOT_CONTEXT, SpanKind } from "@opentelemetry/api";
+import { type ClaimedJob, claimJobs, endSpanWithError, porterTracer } from "@porter/core";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import type { PrefetchBuffer } from "./prefetch-buffer";
@@ -157,13 +158,22 @@ export class ClaimLoop {
         let jobs: ClaimedJob[];
         const claimStartedAt = performance.now();
         const nudgesBefore = this.nudges;
+        // One `porter.claim` span per claim statement (a root: a batch serves many traces).
+        const span = porterTracer().startSpan(
+          "porter.claim",
+          { kind: SpanKind.CLIENT, attributes: { "porter.pool": poolId, "porter.worker_id": workerId, "porter.claim.limit": free } },
+          ROOT_CONTEXT,
+        );
         try {
           // The jobs for free slots start at once and are marked started by the claim itself; the
           // prefetched rest are marked when they leave the buffer (PrefetchBuffer.pump).
           jobs = await claimJobs(db, { poolId, workerId, limit: free, start: this.buffer.startable() });
+          span.setAttribute("porter.claim.count", jobs.length);
+          span.end();
           errors = 0;
           logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
         } catch (error) {
+          endSpanWithError(span, error, "CLAIM_FAILED");
           errors += 1;
           const retryInMs = jitter(Math.min(250 * 2 ** errors, 5000));
           logger.warn("claim failed; retrying", { err: error, retryInMs });

@@ -26,5 +26,6 @@ export const claimedJob = (over: Partial<ClaimedJob> = {}, now = new Date("2026-
   resourceKeyId: null,
   isStarted: true,
   lastCheckpoint: null,
+  traceparent: null,
   ...over,
 });

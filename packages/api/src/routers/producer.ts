@@ -8,6 +8,7 @@ import {
   ZEnqueueResult,
   ZGetJobRequest,
   ZJobStatus,
+  ZTraceparent,
 } from "@porter/contracts";
 import { type ApiKeyScope, cancelJob, type EnqueueInput, enqueueJobs, getJob } from "@porter/core";
 import { z } from "zod";
@@ -51,6 +52,24 @@ export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest
   return { ...request, tenant_id: tenantId };
 };
 
+/**
+ * The call's W3C `traceparent` header (docs/observability.md "Traces"): the parent of its
+ * `porter.enqueue` span and the trace of its jobs that carry neither `traceparent` nor `trace_id`.
+ * An invalid one is a 400 naming the header (nothing is stored), as an invalid field is.
+ */
+export const traceparentHeader = (req: Request): string | undefined => {
+  const value = req.headers.get("traceparent");
+  if (value === null) return undefined;
+  const parsed = ZTraceparent.safeParse(value.trim());
+  if (!parsed.success) {
+    throw new AppError("BAD_REQUEST", {
+      message: `traceparent header: ${parsed.error.issues[0]?.message ?? "invalid"}`,
+      details: { header: "traceparent" },
+    });
+  }
+  return parsed.data;
+};
+
 /** The producer API (DESIGN "Producer procedures"): enqueue, enqueueBatch, get, cancel. */
 export const producerRouter = createTRPCRouter({
   /** Enqueues one job; the same (tenant, idempotency_key) and payload returns the same job. */
@@ -59,7 +78,8 @@ export const producerRouter = createTRPCRouter({
     .output(ZEnqueueResult)
     .mutation(async ({ ctx, input }) => {
       const scoped = scopeEnqueueRequest(ctx.apiKey, input);
-      const [result] = await enqueueJobs(ctx.db, [scoped], { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
+      const traceparent = traceparentHeader(ctx.req);
+      const [result] = await enqueueJobs(ctx.db, [scoped], { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes, traceparent });
       return result!;
     }),
 
@@ -69,7 +89,8 @@ export const producerRouter = createTRPCRouter({
     .output(z.object({ results: z.array(ZEnqueueResult) }))
     .mutation(async ({ ctx, input }) => {
       const scoped = input.jobs.map((job, index) => scopeEnqueueRequest(ctx.apiKey, job, index));
-      const results = await enqueueJobs(ctx.db, scoped, { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes });
+      const traceparent = traceparentHeader(ctx.req);
+      const results = await enqueueJobs(ctx.db, scoped, { policyCache: ctx.policyCache, maxPayloadBytes: ctx.maxPayloadBytes, traceparent });
       return { results };
     }),
 

@@ -19,6 +19,7 @@ type JobRow = {
   deadline_at: Date | null;
   run_at: Date | null;
   trace_id: string;
+  traceparent: string | null;
   contract_version: string;
   created_at: Date;
   claimed_at: Date | null;
@@ -57,13 +58,13 @@ export const getJob = async (
             CASE WHEN state = 'RUNNING' THEN heartbeat_at END AS heartbeat_at,
             cancel_requested_at, NULL::timestamptz AS finished_at, NULL::jsonb AS result,
             CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS error, false AS partial, NULL AS last_worker,
-            progress, checkpoint
+            progress, checkpoint, traceparent
        FROM jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2)) AND ($3::text[] IS NULL OR job_type = ANY($3))
      UNION ALL
      SELECT job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, attempt, max_attempts,
             timeout_s, not_before, deadline_at, NULL, trace_id, contract_version, created_at, claimed_at,
             NULL, NULL, NULL, cancel_requested_at, finished_at, result, error, partial, last_worker,
-            progress, checkpoint
+            progress, checkpoint, traceparent
        FROM finished_jobs WHERE job_id = $1 AND ($2::text[] IS NULL OR tenant_id = ANY($2)) AND ($3::text[] IS NULL OR job_type = ANY($3))`,
     [jobId, scope, types],
   );
@@ -106,6 +107,7 @@ export const getJob = async (
     not_before: iso(job.not_before),
     deadline_at: iso(job.deadline_at),
     trace_id: job.trace_id,
+    traceparent: job.traceparent,
     created_at: job.created_at.toISOString(),
     status: job.state,
     queue_id: job.queue_id,

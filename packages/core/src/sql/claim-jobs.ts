@@ -34,6 +34,8 @@ export type ClaimedJob = {
   isStarted: boolean;
   /** The job's last durable checkpoint (`ctx.checkpoint` of an earlier attempt), null if none: `ctx.lastCheckpoint`. */
   lastCheckpoint: unknown;
+  /** The W3C traceparent the job was enqueued under (its attempts' spans are children of it), null if none. */
+  traceparent: string | null;
 };
 
 /**
@@ -61,7 +63,7 @@ const claimTypes = {
 const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
                   max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
                   lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started,
-                  last_checkpoint`;
+                  last_checkpoint, traceparent`;
 
 // biome-ignore format: the tuple reads against CLAIM_COLUMNS, several columns a line
 type ClaimRow = [
@@ -69,7 +71,7 @@ type ClaimRow = [
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
   deadlineAt: Date | null, traceId: string, createdAt: Date, claimedAt: Date, leaseToken: string, leaseUntil: Date,
   leaseSeconds: number, backoffBaseMs: number, backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null,
-  isStarted: boolean, lastCheckpoint: unknown,
+  isStarted: boolean, lastCheckpoint: unknown, traceparent: string | null,
 ];
 
 const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
@@ -97,6 +99,7 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   resourceKeyId: r[21],
   isStarted: r[22],
   lastCheckpoint: r[23],
+  traceparent: r[24],
 });
 
 /**

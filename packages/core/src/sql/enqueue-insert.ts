@@ -91,7 +91,7 @@ const list = (values: Array<string | number | null>): string => `{${values.join(
 export const chunkArrays = (chunk: Prepared[], vfts: number[] | undefined, now: Date): string[] => {
   const nowMs = now.getTime();
   const n = chunk.length;
-  const cols: Array<Array<string | number | null>> = Array.from({ length: 16 }, () => new Array(n));
+  const cols: Array<Array<string | number | null>> = Array.from({ length: 17 }, () => new Array(n));
   for (let i = 0; i < n; i++) {
     const p = chunk[i]!;
     const input = p.input;
@@ -109,8 +109,9 @@ export const chunkArrays = (chunk: Prepared[], vfts: number[] | undefined, now: 
     cols[11]![i] = p.deadlineAt ? p.deadlineAt.toISOString() : "NULL";
     cols[12]![i] = p.runAt.getTime() === nowMs ? "NULL" : p.runAt.toISOString();
     cols[13]![i] = p.createdAt.getTime() === nowMs ? "NULL" : p.createdAt.toISOString();
-    cols[14]![i] = input.trace_id === undefined ? "NULL" : elem(input.trace_id);
+    cols[14]![i] = elem(p.traceId);
     cols[15]![i] = vfts ? vfts[p.ord]! : "NULL";
+    cols[16]![i] = elem(p.traceparent);
   }
   return cols.map(list);
 };
@@ -134,9 +135,9 @@ export const insertChunk = async (db: Db, columns: string[], now: Date, notifyPo
 const insertSql = (reserve: boolean): string => `WITH input AS (
        SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::text[],
                             $9::int[], $10::int[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[],
-                            $14::timestamptz[], $15::text[], $16::float8[])
+                            $14::timestamptz[], $15::text[], $16::float8[], $17::text[])
          AS t(ord, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, max_attempts, timeout_s,
-              not_before, deadline_at, run_at, created_at, trace_id, vft)
+              not_before, deadline_at, run_at, created_at, trace_id, vft, traceparent)
      )${
        reserve
          ? `, groups AS (
@@ -151,7 +152,7 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
          : ""
      }, keys AS (
        INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
-       SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $17)
+       SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $18)
          FROM input${reserve ? " CROSS JOIN (SELECT count(*) FROM clocks) AS clocks_first" : ""}
        -- One lock order for all producers (no deadlock): clock rows first (their reservation reads
        -- them all before a key is inserted), then keys by (tenant, key); first occurrence wins.
@@ -160,16 +161,16 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
        RETURNING job_id
      ), ins AS (
        INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
-                         timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft)
+                         timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft, traceparent)
        SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
-              i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $17),
+              i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $18),
               -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
-              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $17), ${reserve ? "tm.vft" : "i.vft"}
+              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $18), ${reserve ? "tm.vft" : "i.vft"}, i.traceparent
          FROM input i JOIN keys k ON k.job_id = i.job_id${reserve ? " JOIN timed tm ON tm.job_id = i.job_id" : ""}
        RETURNING job_id, queue_id, job_type, tenant_id, created_at
      ), flow AS (${flowUpsertSql("ins", "s.created_at", { arrivals: "count(*)" })}
      ), notified AS (
-       SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($18::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
+       SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($19::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
      )
      -- A plain CTE runs only if read: the cross join with its one-row count reads it (a LEFT JOIN
      -- nothing selects from would be removed by the planner, and with it every NOTIFY).

@@ -2,6 +2,7 @@ import type { TEnqueueResult } from "@porter/contracts";
 import pg from "pg";
 import type { PolicyCache } from "../control-plane/policy-cache";
 import type { Db } from "../db";
+import { type TraceStamp, withEnqueueSpan } from "../tracing";
 import { enqueueCoalesced } from "./enqueue-coalesce";
 import { insertBatch, reserveVirtualTime } from "./enqueue-insert";
 import { type EnqueueInput, prepareEnqueue } from "./enqueue-prepare";
@@ -15,6 +16,12 @@ export type EnqueueOptions = {
   policyCache?: PolicyCache;
   /** NOTIFY waiting workers (once per pool per call). Default true. */
   notify?: boolean;
+  /**
+   * The W3C traceparent of the call (the producer's `traceparent` header): the parent of its
+   * `porter.enqueue` span, and the trace of its jobs that name neither a traceparent nor a
+   * trace_id. Default: the active OpenTelemetry context.
+   */
+  traceparent?: string;
 };
 
 /**
@@ -29,11 +36,18 @@ export type EnqueueOptions = {
  * Three steps, one file each: prepare (enqueue-prepare.ts: validate, resolve the policy → rows),
  * then either coalesce (enqueue-coalesce.ts: a single job on Porter's pool joins the other single
  * enqueues in flight) or insert (enqueue-insert.ts: the unnest array insert, with the reservation).
+ * All of it inside the call's `porter.enqueue` span (tracing.ts), which stamps the jobs' traceparent.
  */
 export const enqueueJobs = async (db: Db, inputs: EnqueueInput[], options: EnqueueOptions = {}): Promise<TEnqueueResult[]> => {
   if (inputs.length === 0) return [];
+  const first = inputs[0]!;
+  const attributes: Record<string, string> = inputs.length === 1 ? { "porter.job_type": first.job_type, "porter.tenant_id": first.tenant_id } : {};
+  return withEnqueueSpan(inputs, { traceparent: options.traceparent, attributes }, (stamp) => enqueueTraced(db, inputs, stamp, options));
+};
+
+const enqueueTraced = async (db: Db, inputs: EnqueueInput[], stamp: TraceStamp | null, options: EnqueueOptions): Promise<TEnqueueResult[]> => {
   const now = options.now ?? new Date();
-  const prepared = await prepareEnqueue(db, inputs, { now, maxPayloadBytes: options.maxPayloadBytes, policyCache: options.policyCache });
+  const prepared = await prepareEnqueue(db, inputs, { now, maxPayloadBytes: options.maxPayloadBytes, policyCache: options.policyCache, stamp });
 
   // Virtual time is reserved in its own short statement when we own the transaction, so the
   // (queue, tenant) clock row is locked for microseconds, not until the enqueue commits: concurrent

@@ -2,6 +2,7 @@ import { AppError, DEFAULT_MAX_PAYLOAD_BYTES, type TEnqueueRequest } from "@port
 import { PolicyCache, policyKey } from "../control-plane/policy-cache";
 import type { Db } from "../db";
 import { clampEnvelope, type EnqueuePolicy } from "../policy/clamp";
+import { jobTraceOf, type TraceStamp } from "../tracing";
 import { uuidv7 } from "../uuid";
 
 /** An enqueue request whose tenant has been resolved from the caller's credential. */
@@ -23,6 +24,9 @@ export type Prepared = {
   runAt: Date;
   createdAt: Date;
   policy: EnqueuePolicy;
+  /** The stored trace (tracing.ts `jobTraceOf`): traceparent, and trace_id (null: derived from the job id). */
+  traceparent: string | null;
+  traceId: string | null;
 };
 
 /**
@@ -34,7 +38,7 @@ export type Prepared = {
 export const prepareEnqueue = async (
   db: Db,
   inputs: EnqueueInput[],
-  options: { now: Date; maxPayloadBytes?: number | undefined; policyCache?: PolicyCache | undefined },
+  options: { now: Date; maxPayloadBytes?: number | undefined; policyCache?: PolicyCache | undefined; stamp?: TraceStamp | null },
 ): Promise<Prepared[]> => {
   const now = options.now;
   const maxBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
@@ -75,6 +79,7 @@ export const prepareEnqueue = async (
       deadlineAt,
       runAt: notBefore && notBefore > now ? notBefore : now,
       createdAt: now,
+      ...jobTraceOf(input, options.stamp ?? null),
     });
   });
   return prepared;

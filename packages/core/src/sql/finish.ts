@@ -19,14 +19,14 @@ export const insertFinished = (exprs: {
                              idempotency_key, state, attempt, max_attempts, timeout_s, not_before, deadline_at,
                              run_at, trace_id, contract_version, created_at, claimed_at, last_worker,
                              cancel_requested_at, cancel_reason, redrive_count, finished_at, result, error, partial,
-                             progress, checkpoint)
+                             progress, checkpoint, traceparent)
   SELECT done.id, done.job_id, done.job_type, done.queue_id, done.tenant_id, done.payload,
          coalesce(done.base_priority, done.priority), done.idempotency_key, (${exprs.state})::job_state, ${exprs.attempt ?? "done.attempt"}, done.max_attempts,
          done.timeout_s, done.not_before, done.deadline_at, done.run_at, done.trace_id, done.contract_version,
          done.created_at, done.claimed_at, done.lease_owner, done.cancel_requested_at, done.cancel_reason,
          done.redrive_count, ${exprs.finishedAt}, ${exprs.result ?? "NULL"}, ${exprs.error ?? "NULL"},
          ${exprs.partial ?? "EXISTS (SELECT 1 FROM job_effects e WHERE e.job_id = done.job_id)"},
-         ${exprs.progress ?? "done.progress"}, done.checkpoint
+         ${exprs.progress ?? "done.progress"}, done.checkpoint, done.traceparent
     FROM done`;
 
 /** The attempt row recorded when a running attempt ends; reads `done` (or any row source aliased so). */

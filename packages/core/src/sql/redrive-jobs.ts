@@ -61,13 +61,14 @@ export const moveDeadJobs = async (client: Db, params: MoveDeadJobsParams): Prom
      ), back AS (
        INSERT INTO jobs (id, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key,
                          state, attempt, max_attempts, timeout_s, not_before, deadline_at, run_at, trace_id,
-                         contract_version, created_at, last_error, redrive_count, vft, checkpoint)
+                         contract_version, created_at, last_error, redrive_count, vft, checkpoint, traceparent)
        SELECT f.id, f.job_id, f.job_type, f.queue_id, f.tenant_id, f.payload, f.priority, f.idempotency_key,
               'READY', 0, f.max_attempts, f.timeout_s, f.not_before,
               CASE WHEN f.deadline_at <= (SELECT t FROM at) THEN NULL ELSE f.deadline_at END,
               (SELECT t FROM at), f.trace_id, f.contract_version, f.created_at, f.error, f.redrive_count + 1,
               c.last_vft - (f.n - f.k)::float8 / c.weight,
-              f.checkpoint -- the redriven job resumes from its last checkpoint, as a retry would
+              f.checkpoint, -- the redriven job resumes from its last checkpoint, as a retry would
+              f.traceparent -- and its attempts stay in the job's trace
          FROM fresh f
          JOIN clocks c ON c.queue_id = f.queue_id AND c.tenant_id = f.tenant_id
        RETURNING job_id, queue_id

@@ -26,6 +26,7 @@ export const enqueueCommand = defineCommand({
     "deadline-at": { type: "string", arg: "<iso>", help: "give up (EXPIRED) after this instant" },
     "not-before": { type: "string", arg: "<iso>", help: "do not start before this instant" },
     "trace-id": { type: "string", arg: "<id>", help: "trace id to carry (default: generated)" },
+    traceparent: { type: "string", arg: "<w3c>", help: "W3C traceparent the job's attempts are children of (its trace id is the job's)" },
   },
   run: async (ctx, { cmd, values }) => {
     const payload = parsePayload(values.payload ?? "{}");
@@ -40,6 +41,7 @@ export const enqueueCommand = defineCommand({
       deadline_at: isoOption(cmd, "deadline-at", values["deadline-at"]),
       not_before: isoOption(cmd, "not-before", values["not-before"]),
       trace_id: values["trace-id"],
+      traceparent: values.traceparent,
     };
     const parsed = ZEnqueueRequest.safeParse(Object.fromEntries(Object.entries(candidate).filter(([, v]) => v !== undefined)));
     if (!parsed.success) {

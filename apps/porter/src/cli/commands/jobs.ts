@@ -37,6 +37,7 @@ export const formatJob = (job: TJobStatus): string[] => {
     ["trace_id", job.trace_id],
     ["created_at", job.created_at],
   ];
+  if (job.traceparent) fields.splice(fields.length - 1, 0, ["traceparent", job.traceparent]);
   if (job.not_before) fields.push(["not_before", job.not_before]);
   if (job.deadline_at) fields.push(["deadline_at", job.deadline_at]);
   if (job.run_at) fields.push(["run_at", job.run_at]);

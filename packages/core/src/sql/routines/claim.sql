@@ -45,7 +45,8 @@
 -- Its signature changed twice (4 → 5 arguments): the migrator drops an overload this file no
 -- longer creates. A change of the returned columns needs `DROP FUNCTION IF EXISTS` first (CREATE OR
 -- REPLACE cannot change a return type): the returned columns changed when the claim began to
--- return the job's last checkpoint (20261202000700_progress), hence the DROP below.
+-- return the job's last checkpoint (20261202000700_progress) and again when it began to return the
+-- job's traceparent (20261202001200_traceparent), hence the DROP below.
 DROP FUNCTION IF EXISTS porter_claim(text, text, integer, timestamptz, integer);
 CREATE OR REPLACE FUNCTION porter_claim(p_pool text, p_worker text, p_limit integer, p_now timestamptz, p_start integer)
 RETURNS TABLE (
@@ -53,7 +54,7 @@ RETURNS TABLE (
   idempotency_key text, attempt integer, max_attempts integer, timeout_s integer, deadline_at timestamptz,
   trace_id text, created_at timestamptz, claimed_at timestamptz, lease_token bigint, lease_until timestamptz,
   lease_seconds integer, backoff_base_ms integer, backoff_cap_ms integer, cancel_requested boolean,
-  resource_key_id text, started boolean, last_checkpoint jsonb
+  resource_key_id text, started boolean, last_checkpoint jsonb, traceparent text
 ) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -259,7 +260,7 @@ BEGIN
               j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
               j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
               q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at, picked.rn,
-              j.checkpoint, j.run_at
+              j.checkpoint, j.traceparent, j.run_at
   ), stream AS (
     -- The status stream's RUNNING events (routines/stream.sql: the claim writes its own, so no
     -- trigger has to look at every UPDATE of jobs), in claim order.
@@ -302,7 +303,7 @@ BEGIN
   SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
          c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
          c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
-         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL, c.checkpoint
+         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL, c.checkpoint, c.traceparent
     FROM claimed c
    ORDER BY c.rn; -- claim order, whatever order the join above produced
 END

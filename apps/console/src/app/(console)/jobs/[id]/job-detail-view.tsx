@@ -3,6 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { StateBadge, Tag } from "../../../../components/badges";
+import { CopyId } from "../../../../components/copy-id";
 import { type Column, DataTable, rowsList } from "../../../../components/data-table";
 import { useJobActions } from "../../../../components/job-actions";
 import { Page } from "../../../../components/page";
@@ -179,7 +180,17 @@ export function JobDetailView({ jobId }: { jobId: string }) {
             <dd className="mono break">{j.idempotency_key}</dd>
             <dt>Trace id</dt>
             <dd className="mono break">
-              <Link href={`/jobs?trace=${encodeURIComponent(j.trace_id)}`}>{j.trace_id}</Link>
+              <Link href={`/jobs?trace=${encodeURIComponent(j.trace_id)}`}>{j.trace_id}</Link> <CopyId id={j.trace_id} label="trace id" />
+            </dd>
+            <dt>Traceparent</dt>
+            <dd className="mono break" data-testid="job-traceparent">
+              {j.traceparent ? (
+                <>
+                  {j.traceparent} <CopyId id={j.traceparent} label="traceparent" />
+                </>
+              ) : (
+                "—"
+              )}
             </dd>
             <dt>Created</dt>
             <dd>{dateTime(j.created_at)}</dd>
