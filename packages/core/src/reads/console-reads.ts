@@ -2,6 +2,7 @@ import { JOB_STATES, type TJobState } from "@porter/contracts";
 import type { ControlDb } from "@porter/db/prisma";
 import type { Db } from "../db";
 import { isWorkerLost } from "../policy/worker-liveness";
+import { oldestClaimableRunAtSql } from "./oldest-claimable";
 
 /** One queue on the console's overview. */
 export type QueueOverview = {
@@ -20,15 +21,14 @@ export type QueueOverview = {
 
 /**
  * Per queue: counts by state, running vs cap, age of the oldest claimable job, and recent
- * completions. The oldest-ready probe runs per queue against the claim index (queue_id, …, run_at)
- * restricted to claimable work; recent completions use finished_jobs' finished_at index.
+ * completions. The oldest claimable job per queue is a couple of index probes
+ * (oldest-claimable.ts); recent completions use finished_jobs' finished_at index.
  */
 export const queueOverview = async (db: Db): Promise<QueueOverview[]> => {
   const [queues, counts] = await Promise.all([
     db.query<{ id: string; pool_id: string; paused: boolean; concurrency_cap: number | null; oldest_s: number | null; recent: string }>(
       `SELECT q.id, q.pool_id, q.paused, q.concurrency_cap,
-              (SELECT extract(epoch FROM now() - min(j.run_at))::float8 FROM jobs j
-                WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= now()) AS oldest_s,
+              extract(epoch FROM now() - ${oldestClaimableRunAtSql("q.id", "now()")})::float8 AS oldest_s,
               (SELECT count(*) FROM finished_jobs f WHERE f.queue_id = q.id AND f.finished_at > now() - interval '5 minutes')::text AS recent
          FROM queues q ORDER BY q.id`,
     ),

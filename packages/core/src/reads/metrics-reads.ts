@@ -5,6 +5,7 @@
 import { inOwnTransaction } from "@porter/db/pool";
 import type { Db } from "../db";
 import { WORKER_LOST_AFTER_MS } from "../policy/worker-liveness";
+import { oldestClaimableRunAtSql } from "./oldest-claimable";
 
 /**
  * Runs one scrape read in a transaction of its own with `statement_timeout` (a scrape never waits
@@ -44,32 +45,13 @@ export type OldestReady = { queue_id: string; oldest_s: number | null };
 
 /**
  * Per queue, seconds since the oldest claimable job (READY, or RETRY_WAIT whose `run_at` came)
- * became claimable, by index probes only, via LATERAL over `queues`:
- * - below the top priority: the first entry of the queue's range of `jobs_aging_idx`
- *   (queue_id, run_at) WHERE claimable AND priority < 100 — `ORDER BY run_at LIMIT 1`, O(1);
- * - at priority 100 (aged or urgent work, claimed first): per tenant that ever enqueued to the
- *   queue (`fair_clocks`), the `priority = 100` range of the claim index `jobs_claim_idx`
- *   (queue_id, tenant_id, priority DESC, vft, id) — O(tenants + jobs at priority 100), which the
- *   claim drains first.
- * The plan is pinned in metrics-reads.int.test.ts (EXPLAIN: index scans, no Seq Scan on jobs).
+ * became claimable, by index probes only (oldest-claimable.ts, the one home of the rule the
+ * console's overview and the signals use too). The plan is pinned in metrics-reads.int.test.ts
+ * (EXPLAIN: index scans, no Seq Scan on jobs).
  */
 export const OLDEST_READY_SQL = `SELECT q.id AS queue_id,
-         extract(epoch FROM now() - least(lo.run_at, hi.run_at))::float8 AS oldest_s
+         extract(epoch FROM now() - ${oldestClaimableRunAtSql("q.id", "now()")})::float8 AS oldest_s
     FROM queues q
-    LEFT JOIN LATERAL (
-      SELECT j.run_at FROM jobs j
-       WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT') AND j.priority < 100 AND j.run_at <= now()
-       ORDER BY j.run_at LIMIT 1
-    ) lo ON true
-    LEFT JOIN LATERAL (
-      SELECT min(t.run_at) AS run_at FROM fair_clocks fc
-       CROSS JOIN LATERAL (
-         SELECT min(j.run_at) AS run_at FROM jobs j
-          WHERE j.queue_id = q.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
-            AND j.priority = 100 AND j.run_at <= now()
-       ) t
-       WHERE fc.queue_id = q.id
-    ) hi ON true
    ORDER BY q.id`;
 
 /** See {@link OLDEST_READY_SQL}. */

@@ -4,6 +4,7 @@
 // job tables whole.
 import type { Db } from "../db";
 import { addFlow, emptyFlow, type FlowRow, type FlowTotals, histogramQuantile, readFlow } from "./flow";
+import { oldestClaimableRunAtSql } from "./oldest-claimable";
 
 /** Ready jobs are counted up to this many per queue (an index-only range scan); past it the count is a lower bound. */
 export const READY_COUNT_BOUND = 100_000;
@@ -204,15 +205,7 @@ export const readSignals = async (db: Db, params: { now?: Date; windowS?: number
            SELECT count(*)::int AS n, coalesce(sum(wk.concurrency), 0)::int AS c FROM workers wk
             WHERE wk.pool_id = q.pool_id AND wk.stopped_at IS NULL AND NOT wk.draining AND wk.heartbeat_at > $1::timestamptz - $2 * interval '1 millisecond'
          ) w
-         CROSS JOIN LATERAL (
-           SELECT least(
-             (SELECT min(j.run_at) FROM jobs j WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT') AND j.priority < 100 HAVING min(j.run_at) <= $1::timestamptz),
-             (SELECT min(t.m) FROM fair_clocks fc CROSS JOIN LATERAL (
-                SELECT min(j.run_at) AS m FROM jobs j
-                 WHERE j.queue_id = fc.queue_id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
-                   AND j.priority >= 100 AND j.run_at <= $1::timestamptz) t
-               WHERE fc.queue_id = q.id)) AS oldest
-         ) o
+         CROSS JOIN LATERAL (SELECT ${oldestClaimableRunAtSql("q.id", "$1::timestamptz")} AS oldest) o
          CROSS JOIN LATERAL (
            -- Below the top priority: an index-only range scan of jobs_aging_idx; the top priority per tenant.
            SELECT (SELECT count(*) FROM (
