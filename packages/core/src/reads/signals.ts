@@ -181,8 +181,9 @@ type QueueRow = {
  * of jobs_aging_idx (queue_id, run_at) — O(1); the top-priority ones (priority 100, claimed first,
  * so few) come from jobs_claim_idx per (queue, tenant) in fair_clocks. Ready: counted up to
  * {@link READY_COUNT_BOUND} from the same two indexes (at a 1M backlog: 0.04 ms for the oldest age,
- * ~26 ms for a count that hits the bound; docs/observability.md "Signals"). DLQ: the dead jobs of finished_jobs by its
- * (queue_id, state, finished_at) index; unowned = their failure group has no owner.
+ * ~26 ms for a count that hits the bound; docs/observability.md "Signals"). DLQ: the failure groups'
+ * dead_now of the queue's job types (O(groups)); unowned = in a group without an owner; the oldest
+ * dead job by one probe of finished_jobs' (queue_id, state, finished_at) index.
  */
 export const readSignals = async (db: Db, params: { now?: Date; windowS?: number; queueId?: string; tenantId?: string } = {}): Promise<Signals> => {
   const now = params.now ?? new Date();
@@ -218,10 +219,15 @@ export const readSignals = async (db: Db, params: { now?: Date; windowS?: number
                     WHERE fc.queue_id = q.id) AS n
          ) r
          CROSS JOIN LATERAL (
-           SELECT count(*) AS n, min(f.finished_at) AS oldest,
-                  count(*) FILTER (WHERE g.id IS NULL OR g.owner_id IS NULL) AS unowned
-             FROM finished_jobs f LEFT JOIN dlq_groups g ON g.fingerprint = f.dlq_fingerprint
-            WHERE f.queue_id = q.id AND f.state = 'DEAD'
+           -- O(failure groups), not O(dead jobs): the groups' dead_now (kept by the DLQ triggers) of
+           -- the queue's job types, and the oldest dead job by one probe of finished_jobs'
+           -- (queue_id, state, finished_at) index.
+           SELECT coalesce(sum(g.dead_now), 0) AS n,
+                  coalesce(sum(g.dead_now) FILTER (WHERE g.owner_id IS NULL), 0) AS unowned,
+                  (SELECT f.finished_at FROM finished_jobs f WHERE f.queue_id = q.id AND f.state = 'DEAD'
+                    ORDER BY f.finished_at LIMIT 1) AS oldest
+             FROM job_types jt JOIN dlq_groups g ON g.job_type = jt.id AND g.dead_now > 0
+            WHERE jt.queue_id = q.id
          ) d
         WHERE $4::text IS NULL OR q.id = $4
         ORDER BY q.id`,
