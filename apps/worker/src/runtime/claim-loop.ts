@@ -158,22 +158,32 @@ export class ClaimLoop {
         let jobs: ClaimedJob[];
         const claimStartedAt = performance.now();
         const nudgesBefore = this.nudges;
-        // One `porter.claim` span per claim statement (a root: a batch serves many traces).
-        const span = porterTracer().startSpan(
-          "porter.claim",
-          { kind: SpanKind.CLIENT, attributes: { "porter.pool": poolId, "porter.worker_id": workerId, "porter.claim.limit": free } },
-          ROOT_CONTEXT,
-        );
+        // One `porter.claim` span per claim statement that claimed work or failed (a root: a batch
+        // serves many traces); an idle poll records none, so an idle worker fills no trace store.
+        const claimStartedAtEpoch = Date.now();
+        const claimSpan = () =>
+          porterTracer().startSpan(
+            "porter.claim",
+            {
+              kind: SpanKind.CLIENT,
+              startTime: claimStartedAtEpoch,
+              attributes: { "porter.pool": poolId, "porter.worker_id": workerId, "porter.claim.limit": free },
+            },
+            ROOT_CONTEXT,
+          );
         try {
           // The jobs for free slots start at once and are marked started by the claim itself; the
           // prefetched rest are marked when they leave the buffer (PrefetchBuffer.pump).
           jobs = await claimJobs(db, { poolId, workerId, limit: free, start: this.buffer.startable() });
-          span.setAttribute("porter.claim.count", jobs.length);
-          span.end();
+          if (jobs.length > 0) {
+            const span = claimSpan();
+            span.setAttribute("porter.claim.count", jobs.length);
+            span.end();
+          }
           errors = 0;
           logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
         } catch (error) {
-          endSpanWithError(span, error, "CLAIM_FAILED");
+          endSpanWithError(claimSpan(), error, "CLAIM_FAILED");
           errors += 1;
           const retryInMs = jitter(Math.min(250 * 2 ** errors, 5000));
           logger.warn("claim failed; retrying", { err: error, retryInMs });
