@@ -5,9 +5,10 @@
 // prints is also written to e2eStackLogPath(), which logs-carry-no-secrets.spec.ts greps.
 // DATABASE_URL is the owner's (migrations); the launcher runs the seed, console and workers as the
 // runtime role porter_app, so e2e exercises the least-privilege grants end to end.
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createWriteStream, mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { writeSelfSignedCert } from "@porter/core/testing/self-signed-cert";
 import pg from "pg";
 import { credentialsPath, E2E_DATABASE, e2eAdminUrl, e2eDatabaseUrl, e2eStackLogPath, e2eWebhookCertDir } from "./env";
 
@@ -23,28 +24,7 @@ rmSync(credentialsPath(), { force: true });
 // The webhook receiver's certificate (tenant-webhooks.spec.ts), trusted by this stack's workers.
 const certDir = e2eWebhookCertDir();
 rmSync(certDir, { recursive: true, force: true });
-mkdirSync(certDir, { recursive: true });
-execFileSync(
-  "openssl",
-  [
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-keyout",
-    join(certDir, "key.pem"),
-    "-out",
-    join(certDir, "cert.pem"),
-    "-days",
-    "2",
-    "-subj",
-    "/CN=127.0.0.1",
-    "-addext",
-    "subjectAltName=IP:127.0.0.1",
-  ],
-  { stdio: "ignore" },
-);
+writeSelfSignedCert(certDir);
 const log = createWriteStream(e2eStackLogPath(), { flags: "w", mode: 0o600 });
 const child = spawn(process.execPath, ["apps/porter/src/bin/porter-start.mjs"], {
   stdio: ["inherit", "pipe", "pipe"],

@@ -2,9 +2,8 @@
 // tenant's jobs, the finished_jobs trigger, the maintenance leader's outbox drain, the real
 // webhook.deliver handler in a real worker, and a real HTTPS receiver on 127.0.0.1 (a self-signed
 // certificate trusted through `webhook.ca`; 127.0.0.1/32 allow-listed for the SSRF guard).
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -22,6 +21,7 @@ import {
   rotateTenantWebhookSecret,
 } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
+import { writeSelfSignedCert } from "@porter/core/testing/self-signed-cert";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { verifyWebhook, WebhookVerifyError } from "@porter/sdk";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
@@ -47,29 +47,9 @@ let endpointB: { id: string; secret: string };
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "porter-tenant-webhook-"));
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-      "-days",
-      "1",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1",
-    ],
-    { stdio: "ignore" },
-  );
-  const cert = readFileSync(join(dir, "cert.pem"), "utf8");
-  server = https.createServer({ key: readFileSync(join(dir, "key.pem")), cert }, (req, res) => {
+  const tls = writeSelfSignedCert(dir);
+  const cert = tls.cert;
+  server = https.createServer({ key: tls.key, cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {

@@ -2,9 +2,8 @@
 // worker, against a local HTTPS server with a self-signed certificate (generated here with
 // openssl, trusted through the worker's `webhook.ca` option: verification stays on). The received
 // signature verifies with `standardwebhooks`; a tampered body does not; 500 → retried, 410 → dead.
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -12,6 +11,7 @@ import { join } from "node:path";
 import type { TJobError } from "@porter/contracts";
 import { addAllowedNetwork, claimJobs, enqueueJobs, evaluateAlerts, failJobs, saveAlertRule, setAlertWebhook } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
+import { writeSelfSignedCert } from "@porter/core/testing/self-signed-cert";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type { HandlerContext, Job } from "@porter/sdk";
 import { Webhook, WebhookVerificationError } from "standardwebhooks";
@@ -38,29 +38,9 @@ let worker: StartedWorker;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "porter-webhook-"));
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-      "-days",
-      "1",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    ],
-    { stdio: "ignore" },
-  );
-  cert = readFileSync(join(dir, "cert.pem"), "utf8");
-  server = https.createServer({ key: readFileSync(join(dir, "key.pem")), cert }, (req, res) => {
+  const tls = writeSelfSignedCert(dir);
+  cert = tls.cert;
+  server = https.createServer({ key: tls.key, cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
