@@ -5,22 +5,8 @@ import { actorOf } from "../actor";
 import { ZConfigId, ZPoolCreate, ZPoolRow, ZPoolUpdate, ZReason } from "../schemas/control-plane";
 import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../trpc";
 import { configRouter } from "./config";
-
-export const ZWorkerRow = z.object({
-  id: z.string(),
-  pool_id: z.string(),
-  host: z.string(),
-  pid: z.number().int(),
-  version: z.string(),
-  concurrency: z.number().int(),
-  running: z.number().int(),
-  draining: z.boolean(),
-  started_at: z.string(),
-  heartbeat_at: z.string(),
-  stopped_at: z.string().nullable(),
-  heartbeat_age_s: z.number(),
-  status: z.enum(["live", "lost", "stopped"]),
-});
+import { ZWorkerRow } from "./worker-row";
+import { workersRouter } from "./workers";
 
 const ZPoolOverview = ZPoolRow.and(
   z.object({
@@ -43,6 +29,9 @@ const queuesOf = async (prisma: Parameters<typeof listConfig>[0], poolId: string
 /** Lanes/pools with their queues and live workers; config (admin); drain/resume a whole pool (operator). */
 export const poolsRouter = createTRPCRouter({
   ...configRouter("pool", { row: ZPoolRow, create: ZPoolCreate, update: ZPoolUpdate })._def.record,
+
+  /** pools.workers.running / get / attempts: what each worker runs now and what it ran. */
+  workers: workersRouter,
 
   /**
    * Every pool with its queues (paused, running) and its workers: live ones with host, pid,

@@ -1,3 +1,5 @@
+import { AppError } from "@porter/contracts";
+import { readTenantUsage } from "@porter/core";
 import {
   ZJobTypeCreate,
   ZJobTypeRow,
@@ -9,7 +11,8 @@ import {
   ZTenantRow,
   ZTenantUpdate,
 } from "../schemas/control-plane";
-import { createTRPCRouter, mergeRouters } from "../trpc";
+import { ZTenantUsage, ZTenantUsageInput } from "../schemas/usage";
+import { createTRPCRouter, mergeRouters, viewerProcedure } from "../trpc";
 import { configRouter } from "./config";
 import { statusLinksRouter } from "./status-links";
 
@@ -19,8 +22,19 @@ export const jobTypesRouter = configRouter("job_type", { row: ZJobTypeRow, creat
 /** Tenants: fair-share weight, running quota, admission rate and backlog caps, ceilings. */
 export const tenantsRouter = mergeRouters(
   configRouter("tenant", { row: ZTenantRow, create: ZTenantCreate, update: ZTenantUpdate }),
-  // tenants.links.*: the tenant's status links (issue 13).
-  createTRPCRouter({ links: statusLinksRouter }),
+  // tenants.links.*: the tenant's status links (issue 13); tenants.usage: its usage against the policy (issue 14).
+  createTRPCRouter({
+    links: statusLinksRouter,
+    /** Per pool its actual share against its weight share, running vs quota, throttling, resource keys in use; NOT_FOUND for an unknown tenant. */
+    usage: viewerProcedure
+      .input(ZTenantUsageInput)
+      .output(ZTenantUsage)
+      .query(async ({ ctx, input }) => {
+        const usage = await readTenantUsage(ctx.db, { tenantId: input.tenant_id, windowS: input.window_s });
+        if (!usage) throw new AppError("NOT_FOUND", { message: `tenant ${input.tenant_id} not found` });
+        return usage;
+      }),
+  }),
 );
 
 /** Resource keys: shared scarce resources with their concurrency and rate limits. */

@@ -119,7 +119,7 @@ export type WorkerRow = {
  * `WORKER_LOST_AFTER_MS` (a few heartbeat intervals, {@link isWorkerLost}) without stopping, judged
  * against the database's clock, which stamps the heartbeats.
  */
-export const listWorkers = async (db: Db, params: { poolId?: string; includeStopped?: boolean } = {}): Promise<WorkerRow[]> => {
+export const listWorkers = async (db: Db, params: { poolId?: string; workerId?: string; includeStopped?: boolean } = {}): Promise<WorkerRow[]> => {
   const { rows } = await db.query<
     Omit<WorkerRow, "started_at" | "heartbeat_at" | "stopped_at" | "status" | "heartbeat_age_s"> & {
       started_at: Date;
@@ -130,9 +130,9 @@ export const listWorkers = async (db: Db, params: { poolId?: string; includeStop
   >(
     `SELECT id, pool_id, host, pid, version, concurrency, running, draining, started_at, heartbeat_at, stopped_at, now() AS now
        FROM workers
-      WHERE ($1::text IS NULL OR pool_id = $1) AND ($2::boolean OR stopped_at IS NULL)
+      WHERE ($1::text IS NULL OR pool_id = $1) AND ($2::boolean OR stopped_at IS NULL) AND ($3::text IS NULL OR id = $3)
       ORDER BY stopped_at IS NOT NULL, pool_id, started_at`,
-    [params.poolId ?? null, params.includeStopped ?? false],
+    [params.poolId ?? null, params.includeStopped ?? false, params.workerId ?? null],
   );
   return rows.map(({ now, ...r }) => ({
     ...r,
@@ -207,8 +207,13 @@ export type AttemptView = {
   /** Redrives that came before this run (0 for the job's first life). */
   redrive: number;
   worker_id: string | null;
+  /** When the job became claimable for this run: enqueue (or `not_before`), the previous run's retry time, its end (a hand-back) or a redrive. */
+  available_at: string;
+  /** available_at → started_at, ms. */
+  wait_ms: number;
   started_at: string;
   finished_at: string | null;
+  /** started_at → finished_at, ms; null while running. */
   duration_ms: number | null;
   heartbeat_at: string | null;
   outcome: string;
@@ -253,11 +258,33 @@ export const listAttempts = async (db: Db, jobId: string): Promise<AttemptView[]
       ORDER BY r.ord`,
     [jobId],
   );
+  const [base, redrives] = await Promise.all([
+    db.query<{ available_at: Date }>(
+      `SELECT greatest(created_at, not_before) AS available_at FROM jobs WHERE job_id = $1
+       UNION ALL SELECT greatest(created_at, not_before) FROM finished_jobs WHERE job_id = $1 LIMIT 1`,
+      [jobId],
+    ),
+    db.query<{ at: Date }>(`SELECT at FROM job_events WHERE job_id = $1 AND kind = 'redriven' ORDER BY at`, [jobId]),
+  ]);
+  const enqueuedAt = base.rows[0]?.available_at ?? rows[0]?.started_at ?? new Date(0);
+  // When each run became claimable: a redrive since the previous run ended, else that run's retry
+  // time or (a hand-back, a rescue) its end, else the enqueue.
+  const availableAt = (i: number): Date => {
+    const r = rows[i]!;
+    const prev = i > 0 ? rows[i - 1] : undefined;
+    const from = prev?.finished_at?.getTime() ?? Number.NEGATIVE_INFINITY;
+    const redrive = redrives.rows.findLast((e) => e.at.getTime() >= from && e.at.getTime() <= r.started_at.getTime());
+    if (redrive) return redrive.at;
+    if (!prev) return enqueuedAt;
+    return prev.retry_at ?? prev.finished_at ?? enqueuedAt;
+  };
   return rows.map((r, i) => ({
     run: i + 1,
     attempt: r.attempt,
     redrive: r.redrive,
     worker_id: r.worker_id,
+    available_at: availableAt(i).toISOString(),
+    wait_ms: Math.max(0, r.started_at.getTime() - availableAt(i).getTime()),
     started_at: r.started_at.toISOString(),
     finished_at: r.finished_at?.toISOString() ?? null,
     duration_ms: r.finished_at ? r.finished_at.getTime() - r.started_at.getTime() : null,

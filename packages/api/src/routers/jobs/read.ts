@@ -29,6 +29,8 @@ const ZAttempt = z.object({
   attempt: z.number().int(),
   redrive: z.number().int(),
   worker_id: z.string().nullable(),
+  available_at: z.string(),
+  wait_ms: z.number(),
   started_at: z.string(),
   finished_at: z.string().nullable(),
   duration_ms: z.number().nullable(),
