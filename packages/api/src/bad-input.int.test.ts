@@ -203,6 +203,21 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
       }),
   },
   { path: "tenants.links.revoke", type: "mutation", numRuns: 15, input: () => orNasty(optional({ id: nastyString(), reason: nastyString() })) },
+  // Tenant usage and the worker pages (issue 14): unknown tenants and workers, odd windows and cursors.
+  {
+    path: "tenants.usage",
+    type: "query",
+    numRuns: 20,
+    input: () => orNasty(optional({ tenant_id: text(), window_s: orNasty(fc.integer({ min: -10, max: 100_000 }), nastyNumber) })),
+  },
+  { path: "pools.workers.running", type: "query", numRuns: 10, input: () => orNasty(optional({ pool_id: text() })) },
+  { path: "pools.workers.get", type: "query", numRuns: 15, input: () => orNasty(optional({ id: orNasty(fc.constantFrom("w-1", "x"), nastyString()) })) },
+  {
+    path: "pools.workers.attempts",
+    type: "query",
+    numRuns: 20,
+    input: () => orNasty(optional({ id: orNasty(fc.constantFrom("w-1", "x"), nastyString()), cursor, limit })),
+  },
   { path: "users.update", type: "mutation", numRuns: 15, input: () => optional({ id: nastyString(), name: nastyString(), reason: nastyString() }) },
   {
     path: "dlq.alerts.list",

@@ -36,6 +36,9 @@ const EXPECTED: Record<string, Policy> = {
   "pools.update": "admin",
   "pools.drain": "operator",
   "pools.resume": "operator",
+  "pools.workers.running": "viewer",
+  "pools.workers.get": "viewer",
+  "pools.workers.attempts": "viewer",
   "queues.list": "viewer",
   "queues.get": "viewer",
   "queues.create": "admin",
@@ -52,6 +55,7 @@ const EXPECTED: Record<string, Policy> = {
   "tenants.links.list": "viewer",
   "tenants.links.create": "operator",
   "tenants.links.revoke": "operator",
+  "tenants.usage": "viewer",
   "resourceKeys.list": "viewer",
   "resourceKeys.create": "admin",
   "resourceKeys.update": "admin",
@@ -113,6 +117,9 @@ const SAMPLES: Record<string, () => unknown> = {
   "pools.update": () => ({ id: "mx-pool", patch: { description: `d ${unique()}` } }),
   "pools.drain": () => ({ id: "mx-pool" }),
   "pools.resume": () => ({ id: "mx-pool" }),
+  "pools.workers.running": () => ({ pool_id: "mx-pool" }),
+  "pools.workers.get": () => ({ id: "mx-worker" }),
+  "pools.workers.attempts": () => ({ id: "mx-worker" }),
   "queues.get": () => ({ id: "mx-q" }),
   "queues.create": () => ({ id: `mx-q-${unique()}`, pool_id: "mx-pool" }),
   "queues.update": () => ({ id: "mx-q", patch: { lease_seconds: 20 } }),
@@ -126,6 +133,7 @@ const SAMPLES: Record<string, () => unknown> = {
   "tenants.links.list": () => ({ tenant_id: "mx_t" }),
   "tenants.links.create": () => ({ tenant_id: "mx_t", expires_in_s: 3600 }),
   "tenants.links.revoke": () => ({ id: "sl_000000000000000000" }),
+  "tenants.usage": () => ({ tenant_id: "mx_t" }),
   "resourceKeys.create": () => ({ id: `mx-rk-${unique()}`, concurrency_limit: 2 }),
   "resourceKeys.update": () => ({ id: "mx-rk", patch: { burst: 5 } }),
   "apiKeys.create": () => ({ tenant_ids: ["mx_t"], job_types: ["*"] }),
@@ -170,6 +178,7 @@ let producerKey: string;
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: "mx-pool", queues: [{ id: "mx-q" }], tenants: [{ id: "mx_t" }] });
   await db.pool.query(`INSERT INTO resource_keys (id) VALUES ('mx-rk')`);
+  await db.pool.query(`INSERT INTO workers (id, pool_id, host, pid, version, concurrency) VALUES ('mx-worker', 'mx-pool', 'h', 1, 't', 1)`);
   producerKey = (await createApiKey(db.prisma, { tenantIds: ["mx_t"], jobTypes: ["*"], actor: "test" })).key;
 });
 
