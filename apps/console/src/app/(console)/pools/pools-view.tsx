@@ -15,6 +15,7 @@ import { useAction } from "../../../components/use-action";
 import { ago, count, dateTime, duration } from "../../../lib/format";
 import { pageOf } from "../../../lib/paging";
 import { type RouterOutputs, useTRPC } from "../../../lib/trpc";
+import { type RunningJob, WorkerJobsTable, workerHref } from "./worker-jobs";
 
 type Pool = RouterOutputs["pools"]["overview"][number];
 type Worker = Pool["workers"][number];
@@ -23,7 +24,15 @@ type PoolActionResult = RouterOutputs["pools"]["drain"];
 const FIELDS = entityFields(POOL);
 
 const WORKER_COLUMNS: ReadonlyArray<Column<Worker>> = [
-  { header: "Worker", className: "mono", cell: (w) => w.id },
+  {
+    header: "Worker",
+    className: "mono",
+    cell: (w) => (
+      <Link href={workerHref(w.id)} data-testid="worker-link">
+        {w.id}
+      </Link>
+    ),
+  },
   {
     header: "Status",
     cell: (w) => (
@@ -55,6 +64,8 @@ export function PoolsView() {
   const [page, setPage] = useState(0);
   const pools = useQuery({ ...trpc.pools.overview.queryOptions({ include_stopped: showStopped }), refetchInterval: 3_000 });
   const overview = useQuery({ ...trpc.overview.queues.queryOptions(), refetchInterval: 5_000 });
+  const running = useQuery({ ...trpc.pools.workers.running.queryOptions(), refetchInterval: 3_000 });
+  const runningOf = (workerId: string): RunningJob[] => (running.data ?? []).filter((j) => j.worker_id === workerId);
   const refreshes = [trpc.pools, trpc.queues, trpc.overview];
   const drain = useAction(trpc.pools.drain.mutationOptions(), { refreshes, success: queuesChanged("Draining") });
   const resume = useAction(trpc.pools.resume.mutationOptions(), { refreshes, success: queuesChanged("Resumed") });
@@ -200,6 +211,16 @@ export function PoolsView() {
                           </p>
                         }
                       />
+                      {p.workers
+                        .filter((w) => runningOf(w.id).length > 0)
+                        .map((w) => (
+                          <details key={w.id} className="worker-running" open data-testid={`worker-running-${w.id}`}>
+                            <summary>
+                              Running on <Link href={workerHref(w.id)}>{w.id}</Link>: {count(runningOf(w.id).length)}
+                            </summary>
+                            <WorkerJobsTable workerId={w.id} jobs={runningOf(w.id)} />
+                          </details>
+                        ))}
                     </article>
                   );
                 })}

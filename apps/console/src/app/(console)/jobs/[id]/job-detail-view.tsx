@@ -9,7 +9,7 @@ import { useJobActions } from "../../../../components/job-actions";
 import { Page } from "../../../../components/page";
 import { useViewer } from "../../../../components/providers";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
-import { ago, dateTime, duration, pretty } from "../../../../lib/format";
+import { ago, dateTime, pretty } from "../../../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
 import { JobTriage } from "./job-triage";
 import { CheckpointPanel, ProgressBar } from "./progress";
@@ -268,14 +268,45 @@ export function JobDetailView({ jobId }: { jobId: string }) {
 const outcomeTone = (outcome: Attempt["outcome"]) =>
   outcome === "succeeded" ? "ok" : outcome === "running" ? "info" : outcome === "handed_back" || outcome === "not_started" ? "neutral" : "bad";
 
+/** An instant to the millisecond (ISO, UTC), its local rendering as the title. */
+const instant = (iso: string | null) =>
+  iso ? (
+    <time dateTime={iso} title={new Date(iso).toLocaleString()}>
+      {iso}
+    </time>
+  ) : (
+    "—"
+  );
+
 const ATTEMPT_COLUMNS: ReadonlyArray<Column<Attempt>> = [
   { header: "Run", cell: runLabel },
-  { header: "Worker", className: "mono", cell: (a) => a.worker_id ?? "—" },
-  { header: "Started", cell: (a) => dateTime(a.started_at) },
   {
-    header: "Duration",
+    header: "Worker",
+    className: "mono",
+    cell: (a) => (a.worker_id ? <Link href={`/pools/workers/${encodeURIComponent(a.worker_id)}`}>{a.worker_id}</Link> : "—"),
+  },
+  { header: "Available", cell: (a) => instant(a.available_at) },
+  { header: "Started", cell: (a) => instant(a.started_at) },
+  { header: "Ended", cell: (a) => instant(a.finished_at) },
+  {
+    header: "Wait",
     isNumeric: true,
-    cell: (a) => (a.duration_ms === null ? `${duration(Date.now() - new Date(a.started_at).getTime())} so far` : duration(a.duration_ms)),
+    cell: (a) => (
+      <span title="Available (enqueue, the retry's time, a hand-back or a redrive) → start" data-testid="attempt-wait">
+        {a.wait_ms.toLocaleString("en-US")} ms
+      </span>
+    ),
+  },
+  {
+    header: "Run time",
+    isNumeric: true,
+    cell: (a) => (
+      <span data-testid="attempt-run">
+        {a.duration_ms === null
+          ? `running for ${(Date.now() - new Date(a.started_at).getTime()).toLocaleString("en-US")} ms`
+          : `${a.duration_ms.toLocaleString("en-US")} ms`}
+      </span>
+    ),
   },
   {
     header: "Outcome",
@@ -290,7 +321,7 @@ const ATTEMPT_COLUMNS: ReadonlyArray<Column<Attempt>> = [
       </>
     ),
   },
-  { header: "Last heartbeat", cell: (a) => (a.heartbeat_at ? dateTime(a.heartbeat_at) : "—") },
+  { header: "Last heartbeat", cell: (a) => instant(a.heartbeat_at) },
   { header: "Error", isWrapping: true, className: "break", cell: (a) => (a.error ? `${String(a.error.code ?? "")} ${String(a.error.message ?? "")}` : "—") },
-  { header: "Retry at", cell: (a) => dateTime(a.retry_at) },
+  { header: "Retry at", cell: (a) => instant(a.retry_at) },
 ];

@@ -53,8 +53,11 @@ const COLUMNS: ReadonlyArray<Column<StatusLink>> = [
   },
 ];
 
-/** A tenant's page in the console: its status links — issue one (shown once), list, revoke — then the page's other sections (`children`). */
-export function TenantStatusLinksView({ tenantId, children }: { tenantId: string; children?: ReactNode }) {
+/**
+ * A tenant's page in the console: `top` first (its usage), then its status links — issue one
+ * (shown once), list, revoke — then the page's other sections (`children`).
+ */
+export function TenantStatusLinksView({ tenantId, top, children }: { tenantId: string; top?: ReactNode; children?: ReactNode }) {
   const trpc = useTRPC();
   const viewer = useViewer();
   const links = useQuery(trpc.tenants.links.list.queryOptions({ tenant_id: tenantId }));
@@ -87,6 +90,7 @@ export function TenantStatusLinksView({ tenantId, children }: { tenantId: string
         <Link href="/tenants">All tenants</Link> · <Link href={`/jobs?tenant=${encodeURIComponent(tenantId)}`}>This tenant's jobs</Link> ·{" "}
         <a href={`/status/${encodeURIComponent(tenantId)}`}>Status page (operator view)</a>
       </p>
+      {top}
       <h2>Status links</h2>
       {created ? (
         <section className="panel secret" aria-label="New status link">
