@@ -1,18 +1,21 @@
 /**
  * A small bar for one ratio (`value` of `max`) with its text, as the overview's running/cap bar:
- * full (warning colour) at or above the max; with no max, the value alone and `noMax`.
+ * a limit (`isLimit`, the default) shows full in the warning colour; with no max, the value alone
+ * and `noMax`.
  */
 export function RatioBar({
   value,
   max,
   text,
   noMax = "no limit",
+  isLimit = true,
   testId,
 }: {
   value: number;
   max: number | null;
   text: string;
   noMax?: string;
+  isLimit?: boolean;
   testId?: string;
 }) {
   if (max === null || max <= 0)
@@ -25,7 +28,7 @@ export function RatioBar({
   return (
     <span className="capbar" title={`${text}: ${Math.round((value / max) * 100)}%`} data-testid={testId}>
       <span className="capbar-track" aria-hidden="true">
-        <span className={`capbar-fill${value >= max ? " full" : ""}`} style={{ width: `${ratio * 100}%` }} />
+        <span className={`capbar-fill${isLimit && value >= max ? " full" : ""}`} style={{ width: `${ratio * 100}%` }} />
       </span>
       {text}
     </span>

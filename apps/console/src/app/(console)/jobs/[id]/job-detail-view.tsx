@@ -285,14 +285,11 @@ const ATTEMPT_COLUMNS: ReadonlyArray<Column<Attempt>> = [
     className: "mono",
     cell: (a) => (a.worker_id ? <Link href={`/pools/workers/${encodeURIComponent(a.worker_id)}`}>{a.worker_id}</Link> : "—"),
   },
-  { header: "Available", cell: (a) => instant(a.available_at) },
-  { header: "Started", cell: (a) => instant(a.started_at) },
-  { header: "Ended", cell: (a) => instant(a.finished_at) },
   {
     header: "Wait",
     isNumeric: true,
     cell: (a) => (
-      <span title="Available (enqueue, the retry's time, a hand-back or a redrive) → start" data-testid="attempt-wait">
+      <span title={`Available ${a.available_at} (enqueue, the retry's time, a hand-back or a redrive) → started ${a.started_at}`} data-testid="attempt-wait">
         {a.wait_ms.toLocaleString("en-US")} ms
       </span>
     ),
@@ -308,6 +305,8 @@ const ATTEMPT_COLUMNS: ReadonlyArray<Column<Attempt>> = [
       </span>
     ),
   },
+  { header: "Started", cell: (a) => instant(a.started_at) },
+  { header: "Ended", cell: (a) => instant(a.finished_at) },
   {
     header: "Outcome",
     cell: (a) => (

@@ -23,13 +23,20 @@ const POOL_COLUMNS: ReadonlyArray<Column<PoolUsage>> = [
         max={p.pool_running}
         text={`${percent(p.running_share)} (${count(p.running)} of ${count(p.pool_running)})`}
         noMax="nothing running"
+        isLimit={false}
       />
     ),
   },
   {
     header: "Start share",
     cell: (p) => (
-      <RatioBar value={p.starts} max={p.pool_starts} text={`${percent(p.start_share)} (${count(p.starts)} of ${count(p.pool_starts)})`} noMax="no starts" />
+      <RatioBar
+        value={p.starts}
+        max={p.pool_starts}
+        text={`${percent(p.start_share)} (${count(p.starts)} of ${count(p.pool_starts)})`}
+        noMax="no starts"
+        isLimit={false}
+      />
     ),
   },
   {
@@ -43,6 +50,7 @@ const POOL_COLUMNS: ReadonlyArray<Column<PoolUsage>> = [
         <RatioBar
           value={p.weight_share}
           max={1}
+          isLimit={false}
           text={`${percent(p.weight_share)} (weight of ${count(p.active_weight)}, ${count(p.active_tenants)} active)`}
           testId={`weight-share-${p.pool_id}`}
         />
