@@ -84,7 +84,7 @@ export function TenantStatusLinksView({ tenantId, top, children }: { tenantId: s
   return (
     <Page
       title={`Tenant ${tenantId}`}
-      description="Status links let the tenant see its own jobs at /status/<tenant> without a console account. A link is shown once; only a hash of its token is stored."
+      description="What this tenant uses of each pool against its weight and quota, its flow, and how it sees its own jobs: status links and webhooks."
     >
       <p>
         <Link href="/tenants">All tenants</Link> · <Link href={`/jobs?tenant=${encodeURIComponent(tenantId)}`}>This tenant's jobs</Link> ·{" "}
@@ -92,6 +92,10 @@ export function TenantStatusLinksView({ tenantId, top, children }: { tenantId: s
       </p>
       {top}
       <h2>Status links</h2>
+      <p className="muted">
+        A status link lets the tenant see its own jobs at /status/&lt;tenant&gt; without a console account. A link is shown once; only a hash of its token is
+        stored.
+      </p>
       {created ? (
         <section className="panel secret" aria-label="New status link">
           <h3>Link {created.id} issued — copy it now</h3>
