@@ -1,4 +1,5 @@
 import { type Db, inOwnTransaction } from "../db";
+import { absorbFlowTotals, flowTotalsMarkSql } from "./flow-totals";
 
 /** Minute rollups are kept this long (docs/observability.md "Rollups"). */
 export const FLOW_MINUTE_RETENTION_MS = 14 * 24 * 3_600_000;
@@ -30,8 +31,10 @@ const TABLES = [
  * have committed after that fold) up to the hour before `now`, at most 48, deleted and re-inserted
  * from the minutes in one transaction. The minutes stay (14 days), so a fold can always be redone.
  * Both bounds come from the primary keys' ends (grain, at): O(1). Returns the hours folded.
+ * First the counters' totals take the minutes past the late window (flow-totals.ts, own transaction).
  */
 export const foldFlowHours = async (db: Db, params: { now?: Date } = {}): Promise<{ hours: number }> => {
+  await absorbFlowTotals(db, params);
   const { rows } = await db.query<{ from: Date | null; to: Date }>(
     `WITH b AS (
        SELECT coalesce((SELECT max(at) FROM flow_rollups WHERE grain = 60),
@@ -67,6 +70,7 @@ export const foldFlowHours = async (db: Db, params: { now?: Date } = {}): Promis
 /**
  * Retention: minute rows past 14 days and hour rows past 90 days, deleted in batches from the old
  * end of the primary key (grain, at): each batch is a range scan of the index, no table scan.
+ * Minutes the counters' totals have not absorbed yet stay (flow-totals.ts).
  */
 export const pruneFlow = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ pruned: number }> => {
   const batch = params.batch ?? 10_000;
@@ -79,7 +83,7 @@ export const pruneFlow = async (db: Db, params: { now?: Date; batch?: number } =
     ] as const) {
       for (;;) {
         const { rowCount } = await db.query(
-          `DELETE FROM ${t.name} WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${t.name} WHERE grain = $1 AND at < $2 LIMIT $3))`,
+          `DELETE FROM ${t.name} WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${t.name} WHERE grain = $1 AND at < $2 AND (grain = 60 OR at < ${flowTotalsMarkSql}) LIMIT $3))`,
           [grain, new Date(now.getTime() - keepMs), batch],
         );
         pruned += rowCount ?? 0;
