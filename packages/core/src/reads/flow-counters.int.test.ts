@@ -17,7 +17,15 @@ import { addFlow, emptyFlow, readFlow } from "./flow";
 import { type FlowCounters, readFlowCounters } from "./flow-counters";
 
 const db = useTestDatabase();
-const error = (code: string, permanent: boolean): TJobError => ({ code, class: permanent ? "permanent" : "retryable", message: code.toLowerCase() });
+const error = (code: string, permanent: boolean): TJobError => ({
+  code,
+  class: permanent ? "permanent" : "retryable",
+  message: code.toLowerCase(),
+  worker_version: "test",
+  attempt: 1,
+  trace_id: "0af7651916cd43dd8448eb211c80319c",
+  last_checkpoint: null,
+});
 
 /** Every series of the counters as "name{labels}" → value, for comparisons across phases. */
 const series = (c: FlowCounters): Map<string, number> => {
