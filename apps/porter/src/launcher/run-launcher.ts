@@ -217,9 +217,11 @@ export const runLauncher = async (): Promise<number> => {
     if (!existsSync(workerScript)) warn(`${relative(root, workerScript)} is missing: no worker started`);
     else if (pools.length === 0) warn("no pools are configured: no worker started");
     else {
+      // A port in use (another stack on this machine): that worker runs without its endpoint.
       for (const [poolId, port] of metricsPorts) {
         if (!(await isPortFree(port))) {
-          throw new Error(`port ${port} (the metrics of worker:${poolId}) is in use: set PORTER_WORKER_METRICS_PORT to another first port, or off`);
+          warn(`port ${port} is in use: worker:${poolId} starts without its metrics endpoint (set PORTER_WORKER_METRICS_PORT to another first port, or off)`);
+          metricsPorts.delete(poolId);
         }
       }
       // The worker reads PORTER_WORKER_METRICS_PORT itself (a number only, one port): the flag says
