@@ -11,7 +11,8 @@ import { createPool } from "@porter/db/pool";
 import pg from "pg";
 
 const URL = "postgres://postgres@127.0.0.1:5432/porter_prom_scrape";
-const [Q, T, N, S, M, R] = [10, 5, 50, 4, 6, 20].map((d, i) => Number(process.argv[2 + i] ?? d));
+const arg = (i: number, fallback: number) => Number(process.argv[2 + i] ?? fallback);
+const [Q, T, N, S, M, R] = [arg(0, 10), arg(1, 5), arg(2, 50), arg(3, 4), arg(4, 6), arg(5, 20)] as const;
 
 const admin = new pg.Client("postgres://postgres@127.0.0.1:5432/postgres");
 await admin.connect();
