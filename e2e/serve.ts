@@ -33,6 +33,8 @@ const child = spawn(process.execPath, ["apps/porter/src/bin/porter-start.mjs"], 
     DATABASE_URL: e2eDatabaseUrl(),
     PORTER_ADMIN_PASSWORD: "e2e-admin-password",
     PORTER_WEBHOOK_CA_FILE: process.env.PORTER_WEBHOOK_CA_FILE ?? join(certDir, "cert.pem"),
+    // No worker metrics ports (npm start's default 9464 up): e2e stacks may run side by side.
+    PORTER_WORKER_METRICS_PORT: process.env.PORTER_WORKER_METRICS_PORT ?? "off",
   },
 });
 child.stdout.on("data", (chunk: Buffer) => {

@@ -26,6 +26,7 @@ export * from "./policy/worker-liveness";
 export * from "./policy/worker-liveness";
 export * from "./reads/console-reads";
 export * from "./reads/flow";
+export * from "./reads/flow-counters";
 export * from "./reads/get-job";
 export * from "./reads/job-counts";
 export * from "./reads/jobs-query";

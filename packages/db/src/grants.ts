@@ -73,6 +73,12 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   flow_rollups: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   flow_histograms: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   flow_retry_codes: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // Their never-pruned totals (the Prometheus counters): maintenance adds (core sql/flow-totals.ts)
+  // and moves the one mark row; the console reads.
+  flow_totals: ["SELECT", "INSERT", "UPDATE"],
+  flow_histogram_totals: ["SELECT", "INSERT", "UPDATE"],
+  flow_retry_code_totals: ["SELECT", "INSERT", "UPDATE"],
+  flow_totals_mark: ["SELECT", "UPDATE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],

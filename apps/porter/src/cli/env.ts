@@ -15,6 +15,14 @@ const ZCliEnv = z.object({
   PORT: z.preprocess((v) => (v === "" ? undefined : v), z.coerce.number().int().min(1).max(65_535).default(3000)),
   /** Interface the console binds (`next start -H`); loopback unless set. */
   HOST: z.preprocess((v) => (v === "" ? undefined : v), z.string().default("127.0.0.1")),
+  /**
+   * First port of the workers' Prometheus endpoints under `npm start` (the worker of the n-th pool
+   * listens on this + n, loopback); `0` or `off`: no endpoint. Default 9464 (the console is on PORT).
+   */
+  PORTER_WORKER_METRICS_PORT: z.preprocess(
+    (v) => (v === "" || v === undefined ? undefined : v === "off" ? 0 : v),
+    z.coerce.number().int().min(0).max(65_535).default(9464),
+  ),
   /** next-auth secret; generated into `.porter/auth-secret` by `npm start` when unset. */
   AUTH_SECRET: optional(z.string().min(16, "must be at least 16 characters")),
   /** The console's public origin, for links the CLI prints (`tenants link`); default NEXTAUTH_URL, then http://HOST:PORT. */

@@ -91,3 +91,42 @@ describe("the console's interface (HOST)", () => {
     expect(localHostOf("10.0.0.5")).toBe("10.0.0.5");
   });
 });
+
+describe("the workers' metrics endpoints (PORTER_WORKER_METRICS_PORT)", () => {
+  it("passes --metrics-port to each pool's worker from 9464 up, another first port when set, none when 0 or off", async () => {
+    const { parseCliEnv } = await import("../cli/env");
+    const { workerMetricsPorts, workerStartArgs } = await import("./worker-args");
+    const env = (vars: Record<string, string>) => parseCliEnv(vars as NodeJS.ProcessEnv);
+    const first = (value?: string) => env(value === undefined ? {} : { PORTER_WORKER_METRICS_PORT: value }).PORTER_WORKER_METRICS_PORT;
+    expect(first()).toBe(9464);
+    expect(first("")).toBe(9464);
+    expect(first("9500")).toBe(9500);
+    expect(first("off")).toBe(0);
+    expect(first("0")).toBe(0);
+    expect(() => first("70000")).toThrow(/PORTER_WORKER_METRICS_PORT/);
+    expect(() => first("nine")).toThrow(/PORTER_WORKER_METRICS_PORT/);
+    // Never the console's default port.
+    expect(first()).not.toBe(env({}).PORT);
+
+    const ports = workerMetricsPorts(first(), ["default", "email"]);
+    expect([...ports]).toEqual([
+      ["default", 9464],
+      ["email", 9465],
+    ]);
+    const args = (poolId: string, metricsPort?: number) => workerStartArgs({ preload: ["--import", "tsx"], workerScript: "worker.ts", poolId, metricsPort });
+    expect(args("email", ports.get("email"))).toEqual(["--import", "tsx", "worker.ts", "--pool", "email", "--metrics-port", "9465"]);
+    expect(workerMetricsPorts(first("off"), ["default"]).size).toBe(0);
+    expect(args("default", workerMetricsPorts(first("off"), ["default"]).get("default"))).toEqual(["--import", "tsx", "worker.ts", "--pool", "default"]);
+    expect(workerStartArgs({ preload: [], workerScript: "w.ts", poolId: "p", handlersModule: "/h.ts", metricsPort: 9464 })).toEqual([
+      "w.ts",
+      "--pool",
+      "p",
+      "--handlers",
+      "/h.ts",
+      "--skip-other-pools",
+      "--metrics-port",
+      "9464",
+    ]);
+    expect(() => workerMetricsPorts(65_535, ["a", "b"])).toThrow(/65535/);
+  });
+});

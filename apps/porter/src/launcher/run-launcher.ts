@@ -22,6 +22,7 @@ import { EMBEDDED_READY, type EmbeddedReady } from "./embedded-protocol";
 import { checkHandlersModule } from "./handlers-module";
 import { makePrefixer, renderLogLine } from "./prefix";
 import { type ChildExit, type ManagedChild, Supervisor } from "./supervisor";
+import { workerMetricsPorts, workerStartArgs } from "./worker-args";
 
 /** How long children get to stop on Ctrl-C (workers drain: 10 s grace by default) before SIGKILL. */
 const CHILD_STOP_TIMEOUT_MS = 30_000;
@@ -212,25 +213,33 @@ export const runLauncher = async (): Promise<number> => {
     });
 
     const workerScript = join(root, "apps/worker/src/bin/worker.ts");
+    const metricsPorts = workerMetricsPorts(env.PORTER_WORKER_METRICS_PORT, pools);
     if (!existsSync(workerScript)) warn(`${relative(root, workerScript)} is missing: no worker started`);
     else if (pools.length === 0) warn("no pools are configured: no worker started");
     else {
+      // A port in use (another stack on this machine): that worker runs without its endpoint.
+      for (const [poolId, port] of metricsPorts) {
+        if (!(await isPortFree(port))) {
+          warn(`port ${port} is in use: worker:${poolId} starts without its metrics endpoint (set PORTER_WORKER_METRICS_PORT to another first port, or off)`);
+          metricsPorts.delete(poolId);
+        }
+      }
+      // The worker reads PORTER_WORKER_METRICS_PORT itself (a number only, one port): the flag says
+      // it here, so the variable is left out (spawn skips undefined values).
+      const workerEnv = { ...guardedEnv, PORTER_WORKER_METRICS_PORT: undefined };
       for (const poolId of pools) {
         supervisor.start({
           name: `worker:${poolId}`,
           command: process.execPath,
-          args: [
-            "--import",
-            "tsx",
-            "--import",
-            guard,
+          args: workerStartArgs({
+            preload: ["--import", "tsx", "--import", guard],
             workerScript,
-            "--pool",
             poolId,
-            ...(handlersModule ? ["--handlers", handlersModule, "--skip-other-pools"] : []),
-          ],
+            handlersModule,
+            metricsPort: metricsPorts.get(poolId),
+          }),
           cwd: root,
-          env: guardedEnv,
+          env: workerEnv,
           restart: true,
         });
       }
@@ -274,6 +283,11 @@ export const runLauncher = async (): Promise<number> => {
             : []),
       ...credentials,
       `  workers:      ${pools.length ? pools.map((p) => `worker:${p}`).join(", ") : "none"}`,
+      ...(metricsPorts.size && pools.length
+        ? [
+            `  metrics:      ${[...metricsPorts].map(([p, port]) => `worker:${p} http://127.0.0.1:${port}/metrics`).join(", ")} (PORTER_WORKER_METRICS_PORT; off disables)`,
+          ]
+        : []),
       `  try:          npm run porter -- enqueue --type diag.sleep --tenant tenant_A --payload '{"ms":10}'`,
       "  stop:         Ctrl-C",
       "",

@@ -193,6 +193,9 @@ function expectedType(field: PrismaField, enumTypes: Map<string, string>): Expec
       Boolean: "boolean",
       Float: "double precision",
       "Float@DoublePrecision": "double precision",
+      // Unbounded numeric (flow_totals' exact sums).
+      Decimal: "numeric",
+      "Decimal@Decimal": "numeric",
       Json: "jsonb",
       "Json@JsonB": "jsonb",
       "Json@Json": "json",

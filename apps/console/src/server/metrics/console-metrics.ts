@@ -1,13 +1,14 @@
 import { type Db, deadByQueue, type LiveJobCount, liveJobCounts, oldestReady, workersByState } from "@porter/core";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { tenantLabeller } from "../../lib/tenant-labels";
+import { FLOW_METRICS } from "./flow-metrics";
 
 /** Settings of the console's registry (env: PORTER_METRICS_TOP_TENANTS). */
 export type ConsoleMetricsOptions = {
   db: Db;
   /** Tenants labelled by id (by live volume); the rest are `other`. */
   topTenants: number;
-  /** How long the live job counts are reused (the only read whose cost grows with the backlog). Default 5 000 ms. */
+  /** How long the live job counts, the rollup counters and the signals are reused across scrapes. Default 5 000 ms. */
   liveCacheMs?: number;
   /** statement_timeout of the live job counts. Default 2 000 ms. */
   liveTimeoutMs?: number;
@@ -18,6 +19,9 @@ export type ConsoleMetricsOptions = {
 /** One series: its labels and value. */
 export type Sample = { labels: Record<string, string>; value: number };
 
+/** One histogram series, precomputed: cumulative counts per upper bound `le` (seconds, ascending, without +Inf), the sum and the count. */
+export type HistogramSample = { labels: Record<string, string>; buckets: Array<{ le: number; count: number }>; sum: number; count: number };
+
 /** What every read of one scrape can see: the database and the cached live counts. */
 export type ScrapeContext = {
   db: Db;
@@ -25,6 +29,8 @@ export type ScrapeContext = {
   liveCounts: () => Promise<LiveJobCount[]>;
   /** Runs `read` once per scrape for all metrics that share it (by `key`). */
   once: <T>(key: string, read: () => Promise<T>) => Promise<T>;
+  /** Runs `read` once per `liveCacheMs` across scrapes (by `key`); a failed read is not kept. */
+  cached: <T>(key: string, read: () => Promise<T>) => Promise<T>;
   topTenants: number;
 };
 
@@ -33,13 +39,34 @@ export type ScrapeContext = {
  * needs, returning its samples. Adding a metric is adding one of these to {@link CONSOLE_METRICS}
  * (a counter built from rollup totals is a read of the monotonic totals with `type: "counter"`).
  */
-export type MetricDef = {
-  name: string;
-  help: string;
-  labelNames: readonly string[];
-  type?: "gauge" | "counter";
-  read: (ctx: ScrapeContext) => Promise<Sample[]>;
-};
+export type MetricDef =
+  | {
+      name: string;
+      help: string;
+      labelNames: readonly string[];
+      type?: "gauge" | "counter";
+      read: (ctx: ScrapeContext) => Promise<Sample[]>;
+    }
+  | {
+      name: string;
+      help: string;
+      labelNames: readonly string[];
+      /** Precomputed buckets (rollup histograms): exposed by a prom-client metric object whose get() returns them. */
+      type: "histogram";
+      read: (ctx: ScrapeContext) => Promise<HistogramSample[]>;
+    };
+
+/** One value of a prom-client metric object's get() (prom-client's own type is not exported). */
+type MetricValue = { metricName: string; labels: Record<string, string | number>; value: number };
+
+/** The exposition values of precomputed histogram samples (`_bucket` per bound and +Inf, `_sum`, `_count`). */
+const histogramValues = (name: string, samples: HistogramSample[]): MetricValue[] =>
+  samples.flatMap((s) => [
+    ...s.buckets.map((b) => ({ metricName: `${name}_bucket`, labels: { ...s.labels, le: b.le }, value: b.count })),
+    { metricName: `${name}_bucket`, labels: { ...s.labels, le: "+Inf" }, value: s.count },
+    { metricName: `${name}_sum`, labels: s.labels, value: s.sum },
+    { metricName: `${name}_count`, labels: s.labels, value: s.count },
+  ]);
 
 const queueState = (counts: LiveJobCount[]): Sample[] => {
   const byKey = new Map<string, Sample>();
@@ -106,6 +133,7 @@ export const CONSOLE_METRICS: readonly MetricDef[] = [
     labelNames: ["pool", "state"],
     read: async (ctx) => (await workersByState(ctx.db)).map((r) => ({ labels: { pool: r.pool_id, state: r.state }, value: r.count })),
   },
+  ...FLOW_METRICS,
 ];
 
 /**
@@ -117,7 +145,8 @@ export const CONSOLE_METRICS: readonly MetricDef[] = [
  */
 export class ConsoleMetrics {
   readonly registry = new Registry();
-  private readonly samples = new Map<string, Sample[]>();
+  private readonly samples = new Map<string, Sample[] | HistogramSample[]>();
+  private readonly cache = new Map<string, { at: number; value: Promise<unknown> }>();
   private isUp = false;
   private live: { at: number; value: Promise<LiveJobCount[]> } | undefined;
   private inFlight: Promise<void> | undefined;
@@ -139,8 +168,24 @@ export class ConsoleMetrics {
     });
     for (const def of defs) {
       const config = { name: def.name, help: def.help, labelNames: [...def.labelNames], registers };
-      const samples = () => self.samples.get(def.name) ?? [];
-      if (def.type === "counter") {
+      const samples = () => (self.samples.get(def.name) ?? []) as Sample[];
+      if (def.type === "histogram") {
+        // prom-client's Histogram observes values; these buckets are counted by the database, so
+        // a metric object whose get() returns them (the registry renders it like any histogram).
+        const { name, help } = def;
+        this.registry.registerMetric({
+          name,
+          help,
+          type: "histogram",
+          get: async () => ({
+            name,
+            help,
+            type: "histogram",
+            aggregator: "sum",
+            values: histogramValues(name, (self.samples.get(name) ?? []) as HistogramSample[]),
+          }),
+        } as unknown as Parameters<Registry["registerMetric"]>[0]);
+      } else if (def.type === "counter") {
         // A total the database keeps (a rollup): the counter is set to it at each scrape.
         new Counter({
           ...config,
@@ -173,6 +218,19 @@ export class ConsoleMetrics {
     return value;
   };
 
+  /** `read`'s result, reused for `liveCacheMs` (by `key`); a failed read is not cached. */
+  private cached = <T>(key: string, read: () => Promise<T>): Promise<T> => {
+    const now = Date.now();
+    const hit = this.cache.get(key);
+    if (hit && now - hit.at < (this.options.liveCacheMs ?? 5_000)) return hit.value as Promise<T>;
+    const value = read();
+    this.cache.set(key, { at: now, value });
+    value.catch(() => {
+      if (this.cache.get(key)?.value === value) this.cache.delete(key);
+    });
+    return value;
+  };
+
   /** Runs every read once (concurrent scrapes share one refresh). */
   refresh(): Promise<void> {
     this.inFlight ??= this.runRefresh().finally(() => {
@@ -190,9 +248,10 @@ export class ConsoleMetrics {
         if (!shared.has(key)) shared.set(key, read());
         return shared.get(key) as Promise<T>;
       },
+      cached: this.cached,
       topTenants: this.options.topTenants,
     };
-    const results = await Promise.allSettled(this.defs.map((def) => def.read(ctx)));
+    const results = await Promise.allSettled(this.defs.map((def): Promise<Sample[] | HistogramSample[]> => def.read(ctx)));
     let isUp = true;
     results.forEach((result, i) => {
       const def = this.defs[i]!;

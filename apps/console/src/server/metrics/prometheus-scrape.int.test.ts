@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { enqueueJobs } from "@porter/core";
+import { claimJobs, completeJobs, enqueueJobs, failJobs } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { checkMetrics, type PrometheusServer, queryUntil, startPrometheus } from "@porter/core/testing/prometheus";
 import { createPool } from "@porter/db/pool";
@@ -20,6 +20,35 @@ let base = "";
 
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: "mp", queues: [{ id: "mq" }, { id: "mr" }], tenants: ["tenant_A", "tenant_B", "tenant_C"] });
+  // Finished work on mr (before mq has jobs, so the claim takes only mr's): 2 succeed, 1 retries with BOOM.
+  await enqueueJobs(
+    db.pool,
+    [0, 1, 2].map((i) => ({ job_type: "mr.job", tenant_id: "tenant_A", payload: { i }, idempotency_key: `r${i}` })),
+    { notify: false },
+  );
+  const [a, b, c] = await claimJobs(db.pool, { poolId: "mp", workerId: "w1", limit: 3 });
+  await completeJobs(
+    db.pool,
+    [a!, b!].map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })),
+  );
+  await failJobs(db.pool, [
+    {
+      id: c!.id,
+      leaseToken: c!.leaseToken,
+      attempt: c!.attempt,
+      outcome: "failed",
+      error: {
+        code: "BOOM",
+        class: "retryable",
+        message: "boom",
+        worker_version: "test",
+        attempt: 1,
+        trace_id: "0af7651916cd43dd8448eb211c80319c",
+        last_checkpoint: null,
+      },
+      next: { state: "RETRY_WAIT", runAt: new Date(Date.now() + 3_600_000) },
+    },
+  ]);
   await enqueueJobs(
     db.pool,
     ["tenant_A", "tenant_A", "tenant_B", "tenant_C"].map((tenant_id, i) => ({ job_type: "mq.job", tenant_id, payload: { i }, idempotency_key: `m${i}` })),
@@ -75,6 +104,29 @@ describe("/api/metrics with Prometheus tooling", () => {
     expect(text).toContain('porter_workers{pool="mp",state="live"} 0');
     expect(text).toMatch(/^porter_console_process_cpu_seconds_total \d/m);
     expect(text).toMatch(/^porter_console_nodejs_eventloop_lag_seconds \d/m);
+    // The rollup-backed counters, histograms and signal gauges.
+    expect(text).toMatch(/^# TYPE porter_jobs_completed_total counter$/m);
+    expect(text).toContain('porter_jobs_completed_total{queue="mr",job_type="mr.job",outcome="succeeded"} 2');
+    expect(text).toContain('porter_jobs_completed_total{queue="mr",job_type="mr.job",outcome="dead"} 0');
+    expect(text).toContain('porter_job_retries_total{queue="mr",code="BOOM"} 1');
+    expect(text).toContain('porter_lease_expiries_total{queue="mr"} 0');
+    expect(text).toContain('porter_backlog_seconds{queue="mr"} 0');
+    expect(text).toMatch(/^porter_pool_desired_workers\{pool="mp"\} \d+$/m);
+    for (const [name, count] of [
+      ["porter_job_wait_seconds", 3],
+      ["porter_job_run_seconds", 3],
+    ] as const) {
+      expect(text).toMatch(new RegExp(`^# TYPE ${name} histogram$`, "m"));
+      const buckets = [...text.matchAll(new RegExp(`^${name}_bucket\\{queue="mr",le="([^"]+)"\\} (\\d+)$`, "gm"))].map((m) => [m[1]!, Number(m[2])] as const);
+      expect(buckets).toHaveLength(29);
+      expect(buckets.at(-1)).toEqual(["+Inf", count]);
+      expect(buckets[0]![0]).toBe("0.001");
+      // Cumulative: never decreasing with le, le ascending.
+      for (let i = 1; i < buckets.length; i++) expect(buckets[i]![1]).toBeGreaterThanOrEqual(buckets[i - 1]![1]);
+      for (let i = 1; i < buckets.length - 1; i++) expect(Number(buckets[i]![0])).toBeGreaterThan(Number(buckets[i - 1]![0]));
+      expect(text).toContain(`${name}_count{queue="mr"} ${count}`);
+      expect(text).toMatch(new RegExp(`^${name}_sum\\{queue="mr"\\} [0-9.e-]+$`, "m"));
+    }
   });
 
   it("with the database unreachable: porter_up 0, the database's metrics absent, the process metrics still there", async () => {
@@ -100,6 +152,24 @@ describe("/api/metrics with Prometheus tooling", () => {
     expect(up[0]!.value[1]).toBe("1");
     const jobs = await queryUntil(prometheus, 'porter_jobs{queue="mq",state="READY"}', (result) => result.length > 0);
     expect(jobs[0]!.value[1]).toBe("4");
+    const completed = await queryUntil(prometheus, 'porter_jobs_completed_total{queue="mr",outcome="succeeded"}', (result) => result.length > 0);
+    expect(completed[0]!.value[1]).toBe("2");
+    const count = await queryUntil(prometheus, 'porter_job_wait_seconds_count{queue="mr"}', (result) => result.length > 0);
+    expect(count[0]!.value[1]).toBe("3");
+    const p50 = await queryUntil(prometheus, 'histogram_quantile(0.5, porter_job_run_seconds_bucket{queue="mr"})', (result) => result.length > 0);
+    expect(Number(p50[0]!.value[1])).toBeGreaterThanOrEqual(0);
+    const names = await (await fetch(`${prometheus.url}/api/v1/label/__name__/values`)).json();
+    expect(names.data).toEqual(
+      expect.arrayContaining([
+        "porter_jobs_completed_total",
+        "porter_job_retries_total",
+        "porter_lease_expiries_total",
+        "porter_job_wait_seconds_bucket",
+        "porter_job_run_seconds_sum",
+        "porter_backlog_seconds",
+        "porter_pool_desired_workers",
+      ]),
+    );
     await prometheus.stop();
     expect(prometheus.child.exitCode !== null || prometheus.child.signalCode !== null).toBe(true);
   }, 60_000);
