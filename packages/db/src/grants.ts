@@ -73,6 +73,9 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   flow_rollups: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   flow_histograms: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   flow_retry_codes: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // Per-queue gauges once a minute (issue 14): inserted and pruned by the maintenance leader
+  // (core sql/queue-samples.ts), read by the console's charts.
+  queue_samples: ["SELECT", "INSERT", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],
