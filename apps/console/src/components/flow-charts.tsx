@@ -47,6 +47,9 @@ const ms = (v: number | null) => (v === null ? "—" : duration(v));
 const tooltipMs = (v: unknown) => (typeof v === "number" ? duration(v) : "—");
 const tooltipS = (v: unknown) => (typeof v === "number" ? duration(v * 1000) : "—");
 
+/** Lines over few points (a burst in one step) show their points, or a lone value would draw nothing. */
+const dotsFor = (values: Array<number | null>) => (values.filter((v) => v !== null && v !== 0).length <= 12 ? { r: 3 } : false);
+
 const hasFlow = (p: Point) => p.arrivals + p.starts + p.succeeded + p.dead + p.cancelled + p.expired + p.retried > 0;
 const hasGauge = (p: Point) => (p.ready ?? 0) + (p.running ?? 0) + (p.backlog_s ?? 0) + (p.oldest_claimable_age_s ?? 0) > 0;
 
@@ -153,7 +156,15 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
               isAnimationActive={false}
             />
           ))}
-          <Line dataKey="arrivals" name="arrivals" type="stepAfter" stroke={COLORS.arrivals} strokeWidth={2} dot={false} isAnimationActive={false} />
+          <Line
+            dataKey="arrivals"
+            name="arrivals"
+            type="stepAfter"
+            stroke={COLORS.arrivals}
+            strokeWidth={2}
+            dot={dotsFor(data.map((p) => p.arrivals))}
+            isAnimationActive={false}
+          />
         </ComposedChart>
       </Chart>
       <LatencyChart id="wait" title="Wait (ready → claim)" data={data} prefix="wait" axis={axis} />
@@ -163,9 +174,11 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
         title="Backlog seconds and oldest claimable age"
         summary={series.has_gauges ? "sampled once a minute per queue" : "per queue only"}
         note={
-          series.has_gauges
-            ? "The worst queue's sample in each step (queue_samples, written once a minute by the maintenance leader): backlog seconds = ready × mean run ÷ concurrency."
-            : "Backlog and oldest age are per queue: a tenant's or job type's share of a backlog is not sampled. Open the queue page for them."
+          series.has_gauges && !data.some((p) => p.backlog_s !== null || p.oldest_claimable_age_s !== null)
+            ? "No samples in this window yet: a worker's maintenance leader samples every queue once a minute (queue_samples)."
+            : series.has_gauges
+              ? "The worst queue's sample in each step (queue_samples, written once a minute by the maintenance leader): backlog seconds = ready × mean run ÷ concurrency."
+              : "Backlog and oldest age are per queue: a tenant's or job type's share of a backlog is not sampled. Open the queue page for them."
         }
         head={["Step", "Backlog", "Oldest", "Ready", "Running"]}
         rows={data.map((p) => [p.label, seconds(p.backlog_s), seconds(p.oldest_claimable_age_s), count(p.ready), count(p.running)])}
@@ -176,8 +189,22 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
           <YAxis tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v * 1000)} width={64} />
           <Tooltip formatter={tooltipS} />
           <Legend wrapperStyle={{ fontSize: 12 }} />
-          <Line dataKey="backlog_s" name="backlog" stroke={COLORS.arrivals} strokeWidth={2} dot={false} isAnimationActive={false} />
-          <Line dataKey="oldest_claimable_age_s" name="oldest age" stroke={COLORS.expired} strokeWidth={2} dot={false} isAnimationActive={false} />
+          <Line
+            dataKey="backlog_s"
+            name="backlog"
+            stroke={COLORS.arrivals}
+            strokeWidth={2}
+            dot={dotsFor(data.map((p) => p.backlog_s))}
+            isAnimationActive={false}
+          />
+          <Line
+            dataKey="oldest_claimable_age_s"
+            name="oldest age"
+            stroke={COLORS.expired}
+            strokeWidth={2}
+            dot={dotsFor(data.map((p) => p.oldest_claimable_age_s))}
+            isAnimationActive={false}
+          />
         </LineChart>
       </Chart>
     </div>
@@ -207,7 +234,15 @@ function LatencyChart({ id, title, data, prefix, axis }: { id: string; title: st
         <Tooltip formatter={tooltipMs} />
         <Legend wrapperStyle={{ fontSize: 12 }} />
         {(["p50", "p95", "p99"] as const).map((q) => (
-          <Line key={q} dataKey={`${prefix}_${q}`} name={q} stroke={COLORS[q]} strokeWidth={q === "p95" ? 2 : 1.5} dot={false} isAnimationActive={false} />
+          <Line
+            key={q}
+            dataKey={`${prefix}_${q}`}
+            name={q}
+            stroke={COLORS[q]}
+            strokeWidth={q === "p95" ? 2 : 1.5}
+            dot={dotsFor(data.map((p) => p[`${prefix}_${q}`] as number | null))}
+            isAnimationActive={false}
+          />
         ))}
       </LineChart>
     </Chart>

@@ -18,7 +18,10 @@ type Row = QueueRow & { signals?: QueueSignals };
 const jobsLink = (queue: string, state?: string) => `/jobs?queue=${encodeURIComponent(queue)}${state ? `&state=${state}` : ""}`;
 /** The queue page: signals, flow charts, tenants and job types. */
 export const queueLink = (queue: string) => `/queues/${encodeURIComponent(queue)}`;
-const seconds = (s: number | null | undefined) => (s === null || s === undefined ? "—" : duration(s * 1000));
+const seconds = (s: number | null | undefined) => (s === null || s === undefined ? "—" : s === 0 ? "0 s" : duration(s * 1000));
+
+/** Rates over the signals' window: per second when busy, per minute below 1/s. */
+const rate = (perS: number) => (perS >= 1 ? `${perS.toFixed(1)}/s` : `${(perS * 60).toFixed(1)}/min`);
 
 const COLUMNS: ReadonlyArray<Column<Row>> = [
   {
@@ -153,8 +156,8 @@ function NeedsAttention({
               <div className="numbers">
                 {count(q.ready)}
                 {q.is_ready_lower_bound ? "+" : ""} ready · {count(q.running)} running of {count(q.effective_concurrency)} · oldest{" "}
-                {seconds(q.oldest_claimable_age_s)} · backlog {seconds(q.backlog_s)} · {q.arrival_per_s.toFixed(2)}/s in, {q.completion_per_s.toFixed(2)}/s out
-                · drain {q.drain_s === null ? "never at this rate" : seconds(q.drain_s)}
+                {seconds(q.oldest_claimable_age_s)} · backlog {seconds(q.backlog_s)} · {rate(q.arrival_per_s)} in, {rate(q.completion_per_s)} out · drain{" "}
+                {q.drain_s === null ? "never at this rate" : seconds(q.drain_s)}
               </div>
             </li>
           ))}

@@ -14,7 +14,7 @@ type Share = QueueSignals["by_tenant"][number] | QueueSignals["by_job_type"][num
 type ByTenant = QueueSignals["by_tenant"][number];
 type ByJobType = QueueSignals["by_job_type"][number];
 
-const seconds = (s: number | null | undefined) => (s === null || s === undefined ? "—" : duration(s * 1000));
+const seconds = (s: number | null | undefined) => (s === null || s === undefined ? "—" : s === 0 ? "0 s" : duration(s * 1000));
 const ms = (v: number | null) => (v === null ? "—" : duration(v));
 const percent = (part: number, whole: number) => (whole === 0 ? "—" : `${((100 * part) / whole).toFixed(1)} %`);
 
