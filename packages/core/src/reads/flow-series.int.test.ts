@@ -11,6 +11,7 @@ import { enqueueJobs } from "../sql/enqueue-jobs";
 import { failJobs } from "../sql/fail-jobs";
 import { foldFlowHours } from "../sql/flow-fold";
 import { FLOW_LAST_BUCKET } from "../sql/flow-write";
+import { runMaintenance } from "../sql/maintenance";
 import { pruneQueueSamples, QUEUE_SAMPLE_RETENTION_MS, sampleQueues } from "../sql/queue-samples";
 import { controlPlane } from "../testing/control-plane-factory";
 import { histogramQuantile } from "./flow";
@@ -279,6 +280,15 @@ describe("queue samples", () => {
     expect(one.points.at(-1)).toMatchObject({ ready: 7, backlogS: 40 });
     const hourly = await readFlowSeries(db.pool, { window: "24h", now: NOW });
     expect(hourly.points.at(-1)).toMatchObject({ ready: 12, backlogS: 90 });
+  });
+
+  it("a step of every maintenance pass: the first pass of a minute writes, the next ones do not", async () => {
+    const minute = at(2 * HOUR + 52 * MIN);
+    const first = await runMaintenance(db.pool, { now: new Date(minute.getTime() + 2_000) });
+    const second = await runMaintenance(db.pool, { now: new Date(minute.getTime() + 7_000) });
+    expect([first.samplesWritten, second.samplesWritten]).toEqual([2, 0]);
+    expect((await db.pool.query("SELECT queue_id FROM queue_samples WHERE at = $1 ORDER BY 1", [minute])).rows.map((r) => r.queue_id)).toEqual(["q1", "q2"]);
+    expect((await runMaintenance(db.pool, { now: new Date(minute.getTime() + MIN) })).samplesWritten).toBe(2);
   });
 
   it("pruned after 8 days, in batches", async () => {
