@@ -20,6 +20,7 @@ type Series = RouterOutputs["overview"]["series"];
 type Point = Series["points"][number];
 
 const WINDOW_LABEL: Record<FlowWindow, string> = { "15m": "15 min", "1h": "1 h", "6h": "6 h", "24h": "24 h", "7d": "7 d" };
+const WINDOW_PHRASE: Record<FlowWindow, string> = { "15m": "15 minutes", "1h": "hour", "6h": "6 hours", "24h": "24 hours", "7d": "7 days" };
 /** Short windows move every minute: refetch every 10 s; the 5-minute and hourly steps less often. */
 const REFETCH_MS: Record<FlowWindow, number> = { "15m": 10_000, "1h": 10_000, "6h": 60_000, "24h": 300_000, "7d": 300_000 };
 const COLORS = {
@@ -85,7 +86,7 @@ export function FlowCharts({ scope, initialWindow = "1h" }: { scope: FlowScope; 
         <ErrorState error={series.error} onRetry={() => void series.refetch()} title="Could not load the flow charts" />
       ) : !series.data.points.some((p) => hasFlow(p) || hasGauge(p)) ? (
         <Empty title="No traffic in this window">
-          Nothing arrived, ran or waited in the last {WINDOW_LABEL[window]}. Pick a longer window, or enqueue work.
+          Nothing arrived, ran or waited in the last {WINDOW_PHRASE[window]}. Pick a longer window, or enqueue work.
         </Empty>
       ) : (
         <Charts series={series.data} window={window} />

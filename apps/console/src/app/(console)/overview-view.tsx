@@ -132,7 +132,7 @@ function NeedsAttention({
     <section aria-labelledby="attention-title" data-testid="needs-attention">
       {title}
       {wrong.length === 0 ? (
-        <p className="health health-up" role="status" data-testid="all-keeping-up">
+        <p className="health health-up attention-ok" role="status" data-testid="all-keeping-up">
           <span className="dot" aria-hidden="true" />
           All queues keeping up — no projected wait above its target, no backlog growing over the last {window}.
         </p>
