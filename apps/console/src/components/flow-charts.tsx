@@ -48,8 +48,19 @@ const ms = (v: number | null) => (v === null ? "—" : duration(v));
 const tooltipMs = (v: unknown) => (typeof v === "number" ? duration(v) : "—");
 const tooltipS = (v: unknown) => (typeof v === "number" ? duration(v * 1000) : "—");
 
-/** Lines over few points (a burst in one step) show their points, or a lone value would draw nothing. */
-const dotsFor = (values: Array<number | null>) => (values.filter((v) => v !== null && v !== 0).length <= 12 ? { r: 3 } : false);
+/**
+ * Lines over few values (a burst in one step) mark them with dots, or a lone value would draw
+ * nothing; steps without a value get no dot.
+ */
+const dotsFor = (values: Array<number | null>, color: string) =>
+  values.filter((v) => v !== null && v !== 0).length > 12
+    ? false
+    : ({ cx, cy, value, index }: { cx?: number; cy?: number; value?: unknown; index?: number }) =>
+        typeof value === "number" && value !== 0 && cx !== undefined && cy !== undefined ? (
+          <circle key={index} cx={cx} cy={cy} r={3} fill={color} stroke="none" />
+        ) : (
+          <g key={index} />
+        );
 
 const hasFlow = (p: Point) => p.arrivals + p.starts + p.succeeded + p.dead + p.cancelled + p.expired + p.retried > 0;
 const hasGauge = (p: Point) => (p.ready ?? 0) + (p.running ?? 0) + (p.backlog_s ?? 0) + (p.oldest_claimable_age_s ?? 0) > 0;
@@ -163,7 +174,10 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
             type="stepAfter"
             stroke={COLORS.arrivals}
             strokeWidth={2}
-            dot={dotsFor(data.map((p) => p.arrivals))}
+            dot={dotsFor(
+              data.map((p) => p.arrivals),
+              COLORS.arrivals,
+            )}
             isAnimationActive={false}
           />
         </ComposedChart>
@@ -195,7 +209,10 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
             name="backlog"
             stroke={COLORS.arrivals}
             strokeWidth={2}
-            dot={dotsFor(data.map((p) => p.backlog_s))}
+            dot={dotsFor(
+              data.map((p) => p.backlog_s),
+              COLORS.arrivals,
+            )}
             isAnimationActive={false}
           />
           <Line
@@ -203,7 +220,10 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
             name="oldest age"
             stroke={COLORS.expired}
             strokeWidth={2}
-            dot={dotsFor(data.map((p) => p.oldest_claimable_age_s))}
+            dot={dotsFor(
+              data.map((p) => p.oldest_claimable_age_s),
+              COLORS.expired,
+            )}
             isAnimationActive={false}
           />
         </LineChart>
@@ -241,7 +261,10 @@ function LatencyChart({ id, title, data, prefix, axis }: { id: string; title: st
             name={q}
             stroke={COLORS[q]}
             strokeWidth={q === "p95" ? 2 : 1.5}
-            dot={dotsFor(data.map((p) => p[`${prefix}_${q}`] as number | null))}
+            dot={dotsFor(
+              data.map((p) => p[`${prefix}_${q}`] as number | null),
+              COLORS[q],
+            )}
             isAnimationActive={false}
           />
         ))}
