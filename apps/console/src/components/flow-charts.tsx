@@ -1,4 +1,5 @@
 "use client";
+import { FLOW_SERIES_WINDOW_NAMES } from "@porter/api/schemas/overview";
 import { useQuery } from "@tanstack/react-query";
 import { type ReactNode, useId, useState } from "react";
 import { Area, CartesianGrid, ComposedChart, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
@@ -12,8 +13,8 @@ import { Empty, ErrorState, Loading } from "./states";
  */
 export type FlowScope = { queue_id?: string; tenant_id?: string; job_type?: string };
 
-/** The windows every chart offers (15 min … 7 days). */
-export const FLOW_WINDOWS = ["15m", "1h", "6h", "24h", "7d"] as const;
+/** The windows every chart offers (15 min … 7 days): the API contract's (schemas/overview.ts). */
+export const FLOW_WINDOWS = FLOW_SERIES_WINDOW_NAMES;
 export type FlowWindow = (typeof FLOW_WINDOWS)[number];
 
 type Series = RouterOutputs["overview"]["series"];

@@ -1,10 +1,15 @@
 // overview.series and overview.signals: the flow charts and the "needs attention" list of the
 // overview, the queue page and the tenant page (issue 14, deliverable 3; docs/observability.md "Console").
 import { AppError } from "@porter/contracts";
-import { type FlowSignals, type QueueSignals, readFlowSeries, readSignals } from "@porter/core";
+import { type FlowSeriesWindow, type FlowSignals, type QueueSignals, readFlowSeries, readSignals } from "@porter/core";
 import { z } from "zod";
-import { ZFlowSeriesInput, ZSignalsInput } from "../schemas/overview";
+import { type FLOW_SERIES_WINDOW_NAMES, ZFlowSeriesInput, ZSignalsInput } from "../schemas/overview";
 import { viewerProcedure } from "../trpc";
+
+/** The contract's windows are core's, no more and no fewer (a compile-time check). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const isSameWindows: Same<FlowSeriesWindow, (typeof FLOW_SERIES_WINDOW_NAMES)[number]> = true;
+void isSameWindows;
 
 const ZPercentiles = z.object({ p50: z.number().nullable(), p95: z.number().nullable(), p99: z.number().nullable() });
 
