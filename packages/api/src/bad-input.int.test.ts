@@ -155,6 +155,26 @@ const PROCEDURES: Array<{ path: string; type: "query" | "mutation"; numRuns: num
     numRuns: 20,
     input: () => orNasty(optional({ minutes: orNasty(fc.integer({ min: 1, max: 180 }), nastyNumber), queue_id: text() })),
   },
+  {
+    path: "overview.series",
+    type: "query",
+    numRuns: 30,
+    input: () =>
+      orNasty(
+        optional({
+          window: orNasty(fc.constantFrom("15m", "1h", "6h", "24h", "7d", "2h", "7D", "", "constructor", "__proto__"), nastyString()),
+          queue_id: text(),
+          tenant_id: text(),
+          job_type: text(),
+        }),
+      ),
+  },
+  {
+    path: "overview.signals",
+    type: "query",
+    numRuns: 20,
+    input: () => orNasty(optional({ queue_id: text(), window_s: orNasty(fc.integer({ min: 60, max: 86_400 }), nastyNumber) })),
+  },
   { path: "pools.overview", type: "query", numRuns: 10, input: () => orNasty(optional({ include_stopped: orNasty(fc.boolean()) })) },
   { path: "queues.get", type: "query", numRuns: 15, input: () => orNasty(fc.record({ id: text() })) },
   { path: "queues.pause", type: "mutation", numRuns: 20, input: () => fc.record({ id: fc.constant("fx-queue"), reason: nastyString() }) },

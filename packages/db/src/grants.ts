@@ -79,6 +79,9 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   flow_histogram_totals: ["SELECT", "INSERT", "UPDATE"],
   flow_retry_code_totals: ["SELECT", "INSERT", "UPDATE"],
   flow_totals_mark: ["SELECT", "UPDATE"],
+  // Per-queue gauges once a minute (issue 14): inserted and pruned by the maintenance leader
+  // (core sql/queue-samples.ts), read by the console's charts.
+  queue_samples: ["SELECT", "INSERT", "DELETE"],
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],

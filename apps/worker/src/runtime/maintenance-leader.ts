@@ -91,7 +91,9 @@ export class MaintenanceLeader {
       }
       if (this.isLeader && !this.isClosed) {
         const report = await runMaintenance(this.client, { notifier: this.options.notifier });
-        if (Object.values(report).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);
+        // The queue samples are written every minute: on their own they are no news worth a line.
+        const { samplesWritten: _sampled, ...changes } = report;
+        if (Object.values(changes).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);
         // Durable redrives (issue 12): one batch per running redrive, at its velocity.
         const redrives = await advanceRedrives(this.client);
         if (redrives.batches.length > 0) {

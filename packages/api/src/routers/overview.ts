@@ -3,6 +3,7 @@ import { listAudit, poolHealth, queueOverview, throughputByMinute } from "@porte
 import { z } from "zod";
 import { ZAuditListInput, ZThroughputInput } from "../schemas/audit";
 import { createTRPCRouter, viewerProcedure } from "../trpc";
+import { seriesProcedure, signalsProcedure } from "./overview-flow";
 
 const ZQueueOverview = z.object({
   queue_id: z.string(),
@@ -31,7 +32,10 @@ const ZPoolHealth = z.object({
   waiting: z.number().int(),
 });
 
-/** The overview page: per queue counts, oldest ready age, running vs cap; completions per minute. */
+/**
+ * The overview page: per queue counts, oldest ready age, running vs cap; completions per minute;
+ * the flow charts' series and the signals (at risk, growing) of the overview and the queue page.
+ */
 export const overviewRouter = createTRPCRouter({
   queues: viewerProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.db)),
   /** Per pool: live and lost workers, waiting jobs — the health badge names pools nobody serves. */
@@ -40,6 +44,8 @@ export const overviewRouter = createTRPCRouter({
     .input(ZThroughputInput)
     .output(z.array(ZThroughputPoint))
     .query(({ ctx, input }) => throughputByMinute(ctx.db, { minutes: input.minutes, ...(input.queue_id ? { queueId: input.queue_id } : {}) })),
+  series: seriesProcedure,
+  signals: signalsProcedure,
 });
 
 const ZAuditRow = z.object({

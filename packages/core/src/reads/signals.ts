@@ -16,6 +16,8 @@ export type Percentiles = { p50: number | null; p95: number | null; p99: number 
 /** Flow-derived signals of one scope (a queue, or a tenant or job type within it) over the window. */
 export type FlowSignals = {
   arrivals: number;
+  /** Claims (attempts started) over the window: a tenant's or job type's share of the queue's work. */
+  starts: number;
   /** Terminal outcomes: succeeded + dead + cancelled + expired. */
   completions: number;
   arrivalPerS: number;
@@ -88,6 +90,7 @@ export const flowSignals = (f: FlowTotals, windowS: number): FlowSignals => {
   const completions = f.succeeded + f.dead + f.cancelled + f.expired;
   return {
     arrivals: f.arrivals,
+    starts: f.starts,
     completions,
     arrivalPerS: f.arrivals / windowS,
     completionPerS: completions / windowS,

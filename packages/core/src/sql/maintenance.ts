@@ -6,6 +6,7 @@ import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { foldFlowHours, pruneFlow } from "./flow-fold";
 import { pruneFinished } from "./prune-finished";
+import { pruneQueueSamples, sampleQueues } from "./queue-samples";
 import { type RescueOutcome, rescueExpiredLeases } from "./rescue-expired-leases";
 import { rescueLostWorkers } from "./rescue-lost-workers";
 import { recoverResourceLimits } from "./throttle";
@@ -33,12 +34,16 @@ export type MaintenanceReport = RescueOutcome & {
   /** Flow rollups: hours folded from minutes, rows pruned past retention (14 days of minutes, 90 of hours). */
   flowHoursFolded: number;
   flowPruned: number;
+  /** Queue samples: rows written for this minute (once a minute), rows pruned past 8 days. */
+  samplesWritten: number;
+  samplesPruned: number;
 };
 
 /**
  * One maintenance pass: release the jobs of lost workers (worker-liveness.ts), rescue expired leases, expire passed deadlines (and promote due retries),
  * age waiting priorities, recover throttled resource keys' limits, prune finished jobs past
- * retention, forgotten workers and webhook delivery log rows past 14 days; fold the flow rollups' completed hours and prune them. Each step is batched and safe to run
+ * retention, forgotten workers and webhook delivery log rows past 14 days; fold the flow rollups' completed hours and prune them; sample every queue's gauges once a minute
+ * (queue-samples.ts) and prune the samples. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
 export const runMaintenance = async (
@@ -67,6 +72,8 @@ export const runMaintenance = async (
   const stream = await pruneStream(db, { now: params.now });
   const flowFold = await foldFlowHours(db, { now: params.now });
   const flowPrune = await pruneFlow(db, { now: params.now });
+  const samples = await sampleQueues(db, { now: params.now });
+  const samplesPrune = await pruneQueueSamples(db, { now: params.now });
   return {
     ...rescue,
     fromLostWorkers,
@@ -82,6 +89,8 @@ export const runMaintenance = async (
     streamPruned: stream.pruned,
     flowHoursFolded: flowFold.hours,
     flowPruned: flowPrune.pruned,
+    samplesWritten: samples.written,
+    samplesPruned: samplesPrune.pruned,
   };
 };
 

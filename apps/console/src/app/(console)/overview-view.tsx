@@ -2,32 +2,40 @@
 import { JOB_STATES } from "@porter/contracts";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { useState } from "react";
 import { Tag } from "../../components/badges";
 import { type Column, DataTable } from "../../components/data-table";
+import { FlowCharts } from "../../components/flow-charts";
 import { Page } from "../../components/page";
 import { Empty, ErrorState, Loading } from "../../components/states";
-import { ThroughputChart } from "../../components/throughput-chart";
 import { count, duration } from "../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../lib/trpc";
 
 type QueueRow = RouterOutputs["overview"]["queues"][number];
 type PoolHealth = RouterOutputs["overview"]["health"][number];
+type QueueSignals = RouterOutputs["overview"]["signals"]["queues"][number];
+type Row = QueueRow & { signals?: QueueSignals };
 
 const jobsLink = (queue: string, state?: string) => `/jobs?queue=${encodeURIComponent(queue)}${state ? `&state=${state}` : ""}`;
+/** The queue page: signals, flow charts, tenants and job types. */
+export const queueLink = (queue: string) => `/queues/${encodeURIComponent(queue)}`;
+const seconds = (s: number | null | undefined) => (s === null || s === undefined ? "—" : s === 0 ? "0 s" : duration(s * 1000));
 
-const COLUMNS: ReadonlyArray<Column<QueueRow>> = [
+/** Rates over the signals' window: per second when busy, per minute below 1/s. */
+const rate = (perS: number) => (perS >= 1 ? `${perS.toFixed(1)}/s` : `${(perS * 60).toFixed(1)}/min`);
+
+const COLUMNS: ReadonlyArray<Column<Row>> = [
   {
     header: "Queue",
     cell: (q) => (
       <>
-        <Link href={jobsLink(q.queue_id)}>{q.queue_id}</Link> {q.paused ? <Tag tone="warn">paused</Tag> : null}
+        <Link href={queueLink(q.queue_id)}>{q.queue_id}</Link> {q.paused ? <Tag tone="warn">paused</Tag> : null}
+        {q.signals?.status === "at_risk" ? <Tag tone="bad">at risk</Tag> : q.signals?.status === "growing" ? <Tag tone="warn">growing</Tag> : null}
       </>
     ),
   },
   { header: "Pool", cell: (q) => q.pool_id },
   ...JOB_STATES.map(
-    (s): Column<QueueRow> => ({
+    (s): Column<Row> => ({
       header: s,
       isNumeric: true,
       headerClassName: `state-${s.toLowerCase()}`,
@@ -35,20 +43,18 @@ const COLUMNS: ReadonlyArray<Column<QueueRow>> = [
     }),
   ),
   { header: "Oldest ready", isNumeric: true, cell: (q) => (q.oldest_ready_age_s === null ? "—" : duration(q.oldest_ready_age_s * 1000)) },
+  { header: "Backlog", isNumeric: true, cell: (q) => (q.signals?.has_no_concurrency ? "no worker" : seconds(q.signals?.backlog_s)) },
   { header: "Running / cap", cell: (q) => <CapBar running={q.running} cap={q.concurrency_cap} /> },
   { header: "Done 5 min", isNumeric: true, cell: (q) => count(q.finished_last_5m) },
 ];
 
 export function OverviewView() {
   const trpc = useTRPC();
-  const [minutes, setMinutes] = useState(15);
-  const [queueFilter, setQueueFilter] = useState("");
   const queues = useQuery({ ...trpc.overview.queues.queryOptions(), refetchInterval: 5_000 });
   const health = useQuery({ ...trpc.overview.health.queryOptions(), refetchInterval: 5_000 });
-  const throughput = useQuery({
-    ...trpc.overview.throughput.queryOptions({ minutes, ...(queueFilter ? { queue_id: queueFilter } : {}) }),
-    refetchInterval: 10_000,
-  });
+  const signals = useQuery({ ...trpc.overview.signals.queryOptions({}), refetchInterval: 5_000 });
+  const signalsOf = new Map((signals.data?.queues ?? []).map((q) => [q.queue_id, q]));
+  const rows = { ...queues, data: queues.data?.map((q): Row => ({ ...q, signals: signalsOf.get(q.queue_id) })) };
 
   const totals = Object.fromEntries(JOB_STATES.map((s) => [s, (queues.data ?? []).reduce((n, q) => n + q.counts[s], 0)]));
   const oldest = Math.max(0, ...(queues.data ?? []).map((q) => q.oldest_ready_age_s ?? 0));
@@ -59,6 +65,7 @@ export function OverviewView() {
       description="Backlog, age and flow per queue. Refreshes every few seconds."
       actions={<HealthBadge isDown={Boolean(queues.error || health.error)} isPending={queues.isPending || health.isPending} pools={health.data ?? []} />}
     >
+      <NeedsAttention query={signals} />
       {queues.isPending ? null : queues.error ? null : (
         <div className="cards">
           <Stat label="Ready" value={count(totals.READY)} href="/jobs?state=READY" />
@@ -73,7 +80,7 @@ export function OverviewView() {
       <section aria-labelledby="queues-title">
         <h2 id="queues-title">Queues</h2>
         <DataTable
-          query={queues}
+          query={rows}
           columns={COLUMNS}
           rowKey={(q) => q.queue_id}
           className="counts"
@@ -86,41 +93,77 @@ export function OverviewView() {
           }
         />
       </section>
-      <section className="panel" aria-labelledby="throughput-title">
-        <div className="panel-head">
-          <h2 id="throughput-title">Throughput</h2>
-          <div className="inline-controls">
-            <label>
-              Queue{" "}
-              <select value={queueFilter} onChange={(e) => setQueueFilter(e.target.value)}>
-                <option value="">all queues</option>
-                {(queues.data ?? []).map((q) => (
-                  <option key={q.queue_id} value={q.queue_id}>
-                    {q.queue_id}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Window{" "}
-              <select value={minutes} onChange={(e) => setMinutes(Number(e.target.value))}>
-                <option value={15}>15 min</option>
-                <option value={60}>1 hour</option>
-                <option value={180}>3 hours</option>
-              </select>
-            </label>
-          </div>
-        </div>
-        {throughput.isPending ? (
-          <Loading label="Loading throughput…" />
-        ) : throughput.error ? (
-          <ErrorState error={throughput.error} onRetry={() => void throughput.refetch()} />
-        ) : (
-          <ThroughputChart points={throughput.data} />
-        )}
-        <p className="muted small">Jobs finished per minute by outcome. Latency percentiles and arrival rates will join this panel.</p>
-      </section>
+      <FlowCharts scope={{}} />
     </Page>
+  );
+}
+
+/**
+ * What is wrong first: queues at risk (projected wait above their target, with the numbers), then
+ * queues whose backlog grows (arrivals ≥ completions with work ready), else a calm line.
+ */
+function NeedsAttention({
+  query,
+}: {
+  query: { data?: { queues: QueueSignals[]; window_s: number }; error: unknown; isPending: boolean; refetch: () => unknown };
+}) {
+  const title = (
+    <h2 id="attention-title" className="attention-title">
+      Needs attention
+    </h2>
+  );
+  if (query.isPending)
+    return (
+      <section aria-labelledby="attention-title">
+        {title}
+        <Loading label="Reading the signals…" />
+      </section>
+    );
+  if (query.error || !query.data)
+    return (
+      <section aria-labelledby="attention-title">
+        {title}
+        <ErrorState error={query.error} onRetry={() => void query.refetch()} title="Could not read the signals" />
+      </section>
+    );
+  const window = duration(query.data.window_s * 1000);
+  const wrong = query.data.queues.filter((q) => q.status !== "ok");
+  return (
+    <section aria-labelledby="attention-title" data-testid="needs-attention">
+      {title}
+      {wrong.length === 0 ? (
+        <p className="health health-up attention-ok" role="status" data-testid="all-keeping-up">
+          <span className="dot" aria-hidden="true" />
+          All queues keeping up — no projected wait above its target, no backlog growing over the last {window}.
+        </p>
+      ) : (
+        <ul className="attention">
+          {wrong.map((q) => (
+            <li key={q.queue_id} className={q.status === "at_risk" ? "at-risk" : "growing"} data-testid={`attention-${q.queue_id}`} data-status={q.status}>
+              <Tag tone={q.status === "at_risk" ? "bad" : "warn"}>{q.status === "at_risk" ? "AT RISK" : "GROWING"}</Tag>{" "}
+              <Link href={queueLink(q.queue_id)}>queue {q.queue_id}</Link>{" "}
+              {q.status === "at_risk" ? (
+                <span>
+                  projected wait <strong>{q.has_no_concurrency ? "unbounded (no worker or cap to run on)" : seconds(q.projected_wait_s)}</strong> over the{" "}
+                  {seconds(q.target_wait_s)} target
+                </span>
+              ) : (
+                <span>
+                  backlog growing:{" "}
+                  <strong>{q.arrival_to_completion === null ? "nothing completed" : `${q.arrival_to_completion.toFixed(2)}× arrivals per completion`}</strong>
+                </span>
+              )}
+              <div className="numbers">
+                {count(q.ready)}
+                {q.is_ready_lower_bound ? "+" : ""} ready · {count(q.running)} running of {count(q.effective_concurrency)} · oldest{" "}
+                {seconds(q.oldest_claimable_age_s)} · backlog {seconds(q.backlog_s)} · {rate(q.arrival_per_s)} in, {rate(q.completion_per_s)} out · drain{" "}
+                {q.drain_s === null ? "never at this rate" : seconds(q.drain_s)}
+              </div>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
   );
 }
 

@@ -90,7 +90,7 @@ export function QueuesView() {
       refreshes={refreshes}
       emptyHint={<>Create a pool first, then its queues.</>}
       columns={[
-        { header: "Queue", cell: (q) => <Link href={`/jobs?queue=${encodeURIComponent(q.id)}`}>{q.id}</Link> },
+        { header: "Queue", cell: (q) => <Link href={`/queues/${encodeURIComponent(q.id)}`}>{q.id}</Link> },
         {
           header: "Status",
           cell: (q) =>
