@@ -55,16 +55,39 @@ export const flowUpsertSql = (source: string, at: string, counters: Partial<Reco
     ON CONFLICT (${KEY}) DO UPDATE SET ${names.map((n) => `${n} = flow_rollups.${n} + EXCLUDED.${n}`).join(", ")}`;
 };
 
+/** One histogram's rows for {@link flowHistogramsSql}: durations `ms` (an SQL expression over the source's row `s`). */
+export type FlowHistogramPart = { source: string; kind: "w" | "r"; ms: string };
+
 /**
- * Adds a histogram of `ms` (an SQL expression over the source's row `s`) to `flow_histograms`;
- * rows where `ms` is null are left out.
+ * Adds histograms of durations to `flow_histograms`, several kinds in ONE upsert (the cost is per
+ * statement, not per row: docs/performance.md "Flow rollups"); rows where `ms` is null are left out.
  */
-export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string => `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
-    SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, '${kind}', h.bucket, count(*)
-      FROM (SELECT s.queue_id, s.job_type, s.tenant_id, ${bucketSql(ms)} AS bucket FROM ${source} s WHERE (${ms}) IS NOT NULL) h
-     GROUP BY h.queue_id, h.job_type, h.tenant_id, h.bucket
-     ORDER BY h.queue_id, h.job_type, h.tenant_id, h.bucket
+export const flowHistogramsSql = (at: string, parts: FlowHistogramPart[]): string => `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
+    SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, h.kind, h.bucket, count(*)
+      FROM (${parts
+        .map(
+          (p) =>
+            `SELECT s.queue_id, s.job_type, s.tenant_id, '${p.kind}'::text AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s WHERE (${p.ms}) IS NOT NULL`,
+        )
+        .join(" UNION ALL ")}) h
+     GROUP BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
+     ORDER BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
     ON CONFLICT (${KEY}, kind, bucket) DO UPDATE SET n = flow_histograms.n + EXCLUDED.n`;
+
+/** Adds a histogram of `ms` (an SQL expression over the source's row `s`) to `flow_histograms`. */
+export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string => flowHistogramsSql(at, [{ source, kind, ms }]);
+
+/**
+ * The wait of an attempt (ms): its claim − the time the job became ready (enqueue, not_before,
+ * retry or rescue: `run_at`, never before `created_at`). `readyAt` is that time as the claim saw it
+ * (pass it when the statement rewrites `run_at`). The claim adds the wait to `wait_ms_sum`; its
+ * histogram is written where the attempt ends (ack, fail, rescue, hand-back), in the statement
+ * that already writes there.
+ */
+export const waitMsSql = (readyAt = "greatest(s.run_at, s.created_at)"): string => msBetween(readyAt, "s.claimed_at");
+
+/** SQL for the time a RUNNING row `j` became ready, read from the row version before this statement's update. */
+export const readyAtBeforeSql = "(SELECT greatest(o.run_at, o.created_at) FROM jobs o WHERE o.id = j.id)";
 
 /** Adds retries by error code (`code`, an SQL expression over `s`) to `flow_retry_codes`. */
 export const flowRetryCodesSql = (source: string, at: string, code: string): string => `INSERT INTO flow_retry_codes (${KEY}, code, n)
