@@ -18,9 +18,11 @@ export const FLOW_SHARDS = 16;
 /** The last histogram bucket: ≥ 2^27 ms (~37 h). Bucket 0 is < 1 ms, bucket k is [2^(k-1), 2^k) ms. */
 export const FLOW_LAST_BUCKET = 28;
 
-/** The histogram bucket of a duration in milliseconds (an SQL expression over `ms`). */
-export const bucketSql = (ms: string): string =>
-  `(CASE WHEN (${ms}) < 1 THEN 0 ELSE least(${FLOW_LAST_BUCKET}, floor(ln(${ms}) / ln(2.0::float8))::int + 1) END)::int`;
+/**
+ * The histogram bucket of a duration in milliseconds (an SQL expression over `ms`, evaluated once:
+ * below 1 ms — negative included — `greatest` lifts it to 0.5 ms, bucket 0). A null `ms` is bucket 0.
+ */
+export const bucketSql = (ms: string): string => `least(${FLOW_LAST_BUCKET}, floor(ln(greatest(${ms}, 0.5)) / ln(2.0::float8))::int + 1)`;
 
 /** The counters of `flow_rollups` a writer may add to. */
 export type FlowCounter =
@@ -55,27 +57,31 @@ export const flowUpsertSql = (source: string, at: string, counters: Partial<Reco
     ON CONFLICT (${KEY}) DO UPDATE SET ${names.map((n) => `${n} = flow_rollups.${n} + EXCLUDED.${n}`).join(", ")}`;
 };
 
-/** One histogram's rows for {@link flowHistogramsSql}: durations `ms` (an SQL expression over the source's row `s`). */
-export type FlowHistogramPart = { source: string; kind: "w" | "r"; ms: string };
+/**
+ * One histogram's rows for {@link flowHistogramsSql}: durations `ms` (an SQL expression over the
+ * source's row `s`); with `nullable`, rows where `ms` is null are left out (else they count in bucket 0).
+ */
+export type FlowHistogramPart = { source: string; kind: "w" | "r"; ms: string; nullable?: boolean };
 
 /**
  * Adds histograms of durations to `flow_histograms`, several kinds in ONE upsert (the cost is per
- * statement, not per row: docs/performance.md "Flow rollups"); rows where `ms` is null are left out.
+ * statement, not per row: docs/performance.md "Flow rollups").
  */
 export const flowHistogramsSql = (at: string, parts: FlowHistogramPart[]): string => `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
     SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, h.kind, h.bucket, count(*)
       FROM (${parts
         .map(
           (p) =>
-            `SELECT s.queue_id, s.job_type, s.tenant_id, '${p.kind}'::text AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s WHERE (${p.ms}) IS NOT NULL`,
+            `SELECT s.queue_id, s.job_type, s.tenant_id, '${p.kind}'::text AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s${p.nullable ? ` WHERE (${p.ms}) IS NOT NULL` : ""}`,
         )
         .join(" UNION ALL ")}) h
      GROUP BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
      ORDER BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
     ON CONFLICT (${KEY}, kind, bucket) DO UPDATE SET n = flow_histograms.n + EXCLUDED.n`;
 
-/** Adds a histogram of `ms` (an SQL expression over the source's row `s`) to `flow_histograms`. */
-export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string => flowHistogramsSql(at, [{ source, kind, ms }]);
+/** Adds a histogram of `ms` (an SQL expression over the source's row `s`; null: left out) to `flow_histograms`. */
+export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string =>
+  flowHistogramsSql(at, [{ source, kind, ms, nullable: true }]);
 
 /**
  * The wait of an attempt (ms): its claim − the time the job became ready (enqueue, not_before,
@@ -97,5 +103,9 @@ export const flowRetryCodesSql = (source: string, at: string, code: string): str
      ORDER BY c.queue_id, c.job_type, c.tenant_id, c.code
     ON CONFLICT (${KEY}, code) DO UPDATE SET n = flow_retry_codes.n + EXCLUDED.n`;
 
-/** Milliseconds between two timestamptz SQL expressions. */
-export const msBetween = (from: string, to: string): string => `(extract(epoch FROM (${to}) - (${from})) * 1000)::float8`;
+/**
+ * Milliseconds between two timestamptz SQL expressions, in float8 arithmetic: `date_part` returns
+ * float8 where `extract` returns numeric (PostgreSQL 14+), whose arithmetic cost several times as
+ * much per row (docs/performance.md "Flow rollups"). Microsecond timestamps fit a float8 exactly.
+ */
+export const msBetween = (from: string, to: string): string => `(date_part('epoch', (${to}) - (${from})) * 1000)`;

@@ -13,6 +13,7 @@ import { completeJobs } from "./complete-jobs";
 import { enqueueJobs } from "./enqueue-jobs";
 import { expireJobs } from "./expire-jobs";
 import { failJobs } from "./fail-jobs";
+import { bucketSql } from "./flow-write";
 import { handBackJobs } from "./hand-back-jobs";
 import { rescueExpiredLeases } from "./rescue-expired-leases";
 import { startJobs } from "./start-jobs";
@@ -200,6 +201,14 @@ describe("flow rollups against a recorded workload", () => {
         "SELECT (SELECT count(*) FROM jobs WHERE queue_id = 'q2' AND tenant_id = 'tenant_B') + (SELECT count(*) FROM finished_jobs WHERE queue_id = 'q2' AND tenant_id = 'tenant_B') AS n",
       ),
     );
+  });
+
+  it("puts a duration in the bucket bucketOf says, edges and negatives included", async () => {
+    const values = [-5, 0, 0.4, 0.5, 0.99, 1, 1.5, 2, 3, 4, 7.999, 8, 1023, 1024, 1025, 2 ** 26, 2 ** 27, 2 ** 30];
+    const { rows } = await db.pool.query<{ b: number }>(`SELECT ${bucketSql("v")} AS b FROM unnest($1::float8[]) WITH ORDINALITY AS t(v, i) ORDER BY i`, [
+      values,
+    ]);
+    expect(rows.map((r) => r.b)).toEqual(values.map(bucketOf));
   });
 
   it("counts the wait of attempts that end by rescue (started or not), hand-back, retry and ack, in the bucket of the claim's wait", async () => {
