@@ -5,7 +5,7 @@
 // connection per job is read from /proc. Variants alternate as in claim-ab.ts:
 //   npx tsx bench/src/probe/flow-cost.ts <jobs> <rounds> A=claim-routine.sql B=…
 // AB_STRIP_FLOW=name[,name]: those variants' ack runs without its flow CTEs (give them a claim
-// routine without its flow CTE too). CLAIM (default 400) and ACK (default 40) set the batch sizes.
+// routine without its flow CTE too); AB_STRIP_HIST=name: only the histogram CTEs. CLAIM (default 400) and ACK (default 40) set the batch sizes.
 import { readFileSync } from "node:fs";
 import { claimJobs, completeJobs, enqueueJobs } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
@@ -24,6 +24,8 @@ const variants = process.argv.slice(4).map((a) => {
   return { name: name!, sql: readFileSync(file!, "utf8") };
 });
 const stripFlowFor = new Set((process.env.AB_STRIP_FLOW ?? "").split(",").filter(Boolean));
+// AB_STRIP_HIST=name[,name]: only the histogram CTEs (INSERT INTO flow_histograms) are taken out.
+const stripHistFor = new Set((process.env.AB_STRIP_HIST ?? "").split(",").filter(Boolean));
 const FLOW_CTE = /,\s*flow\w* AS \(INSERT INTO flow_\w+[\s\S]*?DO UPDATE SET (?:\w+ = flow_\w+\.\w+ \+ EXCLUDED\.\w+(?:, )?)+\s*\)/g;
 let current = "";
 const original = pg.Client.prototype.query as unknown as (...a: unknown[]) => unknown;
@@ -33,6 +35,9 @@ const original = pg.Client.prototype.query as unknown as (...a: unknown[]) => un
   if (stripFlowFor.has(current) && typeof first === "object" && text?.includes("INSERT INTO flow_")) {
     args[0] = { ...first, text: text.replace(FLOW_CTE, "") };
     if ((args[0] as { text: string }).text.includes("flow_")) throw new Error(`flow CTE left in: ${text}`);
+  } else if (stripHistFor.has(current) && typeof first === "object" && text?.includes("INSERT INTO flow_histograms")) {
+    args[0] = { ...first, text: text.replace(FLOW_CTE, (cte) => (cte.includes("INSERT INTO flow_histograms") ? "" : cte)) };
+    if ((args[0] as { text: string }).text.includes("flow_histograms")) throw new Error(`histogram CTE left in: ${text}`);
   }
   return original.apply(this, args);
 };

@@ -274,13 +274,14 @@ BEGIN
     -- step): starts and the wait's sum, one row per (queue, job type, tenant) of this claim, in key
     -- order, on this connection's shard. Wait = claim − the time the job became ready (enqueue,
     -- not_before, retry or rescue: run_at, never before created_at; flow-write.ts waitMsSql), in float8
-    -- (date_part: extract's numeric costs more per row).
+    -- (date_part: extract's numeric costs more per row). Grouped and ordered in the "C" collation, as
+    -- flow-write.ts does (one lock order; the default collation's strcoll made this sort costly).
     INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts, wait_ms_sum)
-    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 16)::int,
-           count(*), sum(greatest(0, date_part('epoch', v_now - greatest(c.run_at, c.created_at)) * 1000))
+    SELECT 1, date_trunc('minute', v_now), c.queue_id COLLATE "C", c.job_type COLLATE "C", c.tenant_id COLLATE "C",
+           (pg_backend_pid() % 16)::int, count(*), sum(greatest(0, date_part('epoch', v_now - greatest(c.run_at, c.created_at)) * 1000))
       FROM claimed c
-     GROUP BY c.queue_id, c.job_type, c.tenant_id
-     ORDER BY c.queue_id, c.job_type, c.tenant_id
+     GROUP BY 3, 4, 5
+     ORDER BY 3, 4, 5
     ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
     DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts, wait_ms_sum = flow_rollups.wait_ms_sum + EXCLUDED.wait_ms_sum
   ), clocks AS (
