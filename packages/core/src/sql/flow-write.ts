@@ -6,14 +6,16 @@
  * in key order, so two statements upserting several groups lock them in the same order (no
  * deadlock between them).
  *
- * The shard is the writing connection's `pg_backend_pid() % 16`: a worker's claim and its
- * completer's ack run on different connections, so they rarely wait on each other's row lock inside
- * their transactions (keyed by worker id they would share it). Readers sum over shards.
+ * The shard is the writing connection's: `pg_backend_pid() % 8` for the claim (routines/claim.sql),
+ * `8 + pg_backend_pid() % 8` for every other writer (these helpers). A claim — a worker's serial hot
+ * path — never waits on an ack's, a failure's or a producer's row lock (they hold it until their
+ * synchronous commit), and writers of one class on different connections rarely share a row.
+ * Readers sum over shards.
  *
  * The claim routine (routines/claim.sql) writes the same rows by hand: keep the two in step.
  */
 
-/** Shards per group (see the file comment). */
+/** Shards per group (see the file comment): the claim writes the first half, every other writer the second. */
 export const FLOW_SHARDS = 16;
 /** The last histogram bucket: ≥ 2^27 ms (~37 h). Bucket 0 is < 1 ms, bucket k is [2^(k-1), 2^k) ms. */
 export const FLOW_LAST_BUCKET = 28;
@@ -39,7 +41,7 @@ export type FlowCounter =
   | "runs"
   | "run_ms_sum";
 
-const SHARD = `(pg_backend_pid() % ${FLOW_SHARDS})::int`;
+const SHARD = `(${FLOW_SHARDS / 2} + pg_backend_pid() % ${FLOW_SHARDS / 2})::int`;
 /**
  * The group's text keys are grouped and ordered in the "C" collation (byte order): the database's
  * default (C.UTF-8, en_US…) compares through strcoll, which made the sort of a claim's or an ack's
