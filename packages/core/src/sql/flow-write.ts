@@ -42,14 +42,7 @@ export type FlowCounter =
   | "run_ms_sum";
 
 const SHARD = `(${FLOW_SHARDS / 2} + pg_backend_pid() % ${FLOW_SHARDS / 2})::int`;
-/**
- * The group's text keys are grouped and ordered in the "C" collation (byte order): the database's
- * default (C.UTF-8, en_US…) compares through strcoll, which made the sort of a claim's or an ack's
- * rows by (queue, job type, tenant) the largest part of the rollups' cost (docs/performance.md
- * "Flow rollups"). Every writer uses the same order, so the lock order stays one order.
- */
-const C = 'COLLATE "C"';
-const GROUP = (a: string) => `${a}.queue_id ${C} AS queue_id, ${a}.job_type ${C} AS job_type, ${a}.tenant_id ${C} AS tenant_id`;
+const GROUP = (a: string) => `${a}.queue_id, ${a}.job_type, ${a}.tenant_id`;
 const KEY = "grain, at, queue_id, job_type, tenant_id, shard";
 
 /**
@@ -82,7 +75,7 @@ export const flowHistogramsSql = (at: string, parts: FlowHistogramPart[]): strin
       FROM (${parts
         .map(
           (p) =>
-            `SELECT ${GROUP("s")}, '${p.kind}'::text ${C} AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s${p.nullable ? ` WHERE (${p.ms}) IS NOT NULL` : ""}`,
+            `SELECT ${GROUP("s")}, '${p.kind}'::text AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s${p.nullable ? ` WHERE (${p.ms}) IS NOT NULL` : ""}`,
         )
         .join(" UNION ALL ")}) h
      GROUP BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
@@ -108,7 +101,7 @@ export const readyAtBeforeSql = "(SELECT greatest(o.run_at, o.created_at) FROM j
 /** Adds retries by error code (`code`, an SQL expression over `s`) to `flow_retry_codes`. */
 export const flowRetryCodesSql = (source: string, at: string, code: string): string => `INSERT INTO flow_retry_codes (${KEY}, code, n)
     SELECT 1, date_trunc('minute', ${at}), c.queue_id, c.job_type, c.tenant_id, ${SHARD}, c.code, count(*)
-      FROM (SELECT ${GROUP("s")}, coalesce(${code}, 'UNKNOWN') ${C} AS code FROM ${source} s) c
+      FROM (SELECT ${GROUP("s")}, coalesce(${code}, 'UNKNOWN') AS code FROM ${source} s) c
      GROUP BY c.queue_id, c.job_type, c.tenant_id, c.code
      ORDER BY c.queue_id, c.job_type, c.tenant_id, c.code
     ON CONFLICT (${KEY}, code) DO UPDATE SET n = flow_retry_codes.n + EXCLUDED.n`;

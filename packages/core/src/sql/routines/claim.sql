@@ -275,14 +275,13 @@ BEGIN
     -- order, on this connection's shard — of the claims' half (0–7; every other writer uses 8–15), so
     -- a claim never waits on an ack's or a producer's row lock. Wait = claim − the time the job became ready (enqueue,
     -- not_before, retry or rescue: run_at, never before created_at; flow-write.ts waitMsSql), in float8
-    -- (date_part: extract's numeric costs more per row). Grouped and ordered in the "C" collation, as
-    -- flow-write.ts does (one lock order; the default collation's strcoll made this sort costly).
+    -- (date_part: extract's numeric costs more per row).
     INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts, wait_ms_sum)
-    SELECT 1, date_trunc('minute', v_now), c.queue_id COLLATE "C", c.job_type COLLATE "C", c.tenant_id COLLATE "C",
-           (pg_backend_pid() % 8)::int, count(*), sum(greatest(0, date_part('epoch', v_now - greatest(c.run_at, c.created_at)) * 1000))
+    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 8)::int,
+           count(*), sum(greatest(0, date_part('epoch', v_now - greatest(c.run_at, c.created_at)) * 1000))
       FROM claimed c
-     GROUP BY 3, 4, 5
-     ORDER BY 3, 4, 5
+     GROUP BY c.queue_id, c.job_type, c.tenant_id
+     ORDER BY c.queue_id, c.job_type, c.tenant_id
     ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
     DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts, wait_ms_sum = flow_rollups.wait_ms_sum + EXCLUDED.wait_ms_sum
   ), clocks AS (
