@@ -39,8 +39,8 @@
 -- * The claim adds its starts and their wait's sum to the flow rollups (flow_rollups:
 --   docs/observability.md "Rollups"), one row per (queue, job type, tenant) per claim. The wait
 --   histogram is written where each attempt ends (ack, fail, rescue, hand-back: flow-write.ts), in
---   statements that write histogram rows anyway: a histogram upsert here cost more per job than the
---   rest of the rollups together (docs/performance.md "Flow rollups").
+--   statements that write histogram rows anyway: one upsert fewer on the worker's serial claim path
+--   (docs/performance.md "Flow rollups").
 -- * Claims commit with the server's synchronous_commit (on by default): the rows are returned only
 --   once the claim is flushed to WAL, so a claim a worker acts on is never forgotten in a crash (it
 --   would hand the same lease token out twice).
