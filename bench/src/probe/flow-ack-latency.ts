@@ -37,7 +37,12 @@ const total = batches * variants.length * ackBatch;
 for (let i = 0; i < total; i += 1000)
   await enqueueJobs(
     seed,
-    Array.from({ length: Math.min(1000, total - i) }, (_, k) => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: i + k }, idempotency_key: `k${i + k}` })),
+    Array.from({ length: Math.min(1000, total - i) }, (_, k) => ({
+      job_type: "bench.job",
+      tenant_id: "bench",
+      payload: { k: i + k },
+      idempotency_key: `k${i + k}`,
+    })),
   );
 await seed.query("VACUUM ANALYZE jobs");
 

@@ -111,8 +111,7 @@ const runOne = async (v: { name: string; sql: string }): Promise<Result> => {
   }
   const s = (performance.now() - t0) / 1000;
   const res = { claimUs: ((ticksOf(cp) - c0) / 100 / jobs) * 1e6, ackUs: ((ticksOf(ap) - a0) / 100 / jobs) * 1e6, rate: jobs / s };
-  if (process.env.PLANS === "1")
-    console.log((await acker.query("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements")).rows);
+  if (process.env.PLANS === "1") console.log((await acker.query("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements")).rows);
   await claimer.end();
   await acker.end();
   return res;
@@ -135,7 +134,9 @@ const median = (xs: number[]) => {
 for (const v of variants) {
   const rs = results.get(v.name)!;
   const m = (f: (x: Result) => number) => median(rs.map(f)).toFixed(1);
-  console.log(`${v.name}: median claim ${m((x) => x.claimUs)} µs/job, ack ${m((x) => x.ackUs)}, total ${m((x) => x.claimUs + x.ackUs)}, ${m((x) => x.rate)} jobs/s`);
+  console.log(
+    `${v.name}: median claim ${m((x) => x.claimUs)} µs/job, ack ${m((x) => x.ackUs)}, total ${m((x) => x.claimUs + x.ackUs)}, ${m((x) => x.rate)} jobs/s`,
+  );
 }
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
 await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
