@@ -1,7 +1,7 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
 import { insertFinished } from "./finish";
-import { flowHistogramSql, flowUpsertSql, msBetween } from "./flow-write";
+import { flowHistogramsSql, flowUpsertSql, msBetween, waitMsSql } from "./flow-write";
 
 // The attempt's run time: start (or claim, for a row never marked started) → the ack.
 const RUN_MS = msBetween("coalesce(s.started_at, s.claimed_at)", "(SELECT t FROM at)");
@@ -21,7 +21,8 @@ export type CompleteOutcome = { completed: string[]; stale: string[] };
  * attempt needs no `job_attempts` row: the finished row holds its claim time, worker and end
  * (the timeline reads them from there), which saves a write and two index entries per job.
  * A progress report no heartbeat carried yet goes with the ack (the finished row keeps the last
- * value). The flow rollups (succeeded, run time) are added in the same statement (flow-write.ts).
+ * value). The flow rollups (succeeded, run time; the wait and run histograms of these attempts, in
+ * one upsert) are added in the same statement (flow-write.ts).
  * Transition `complete` (sql/transitions.ts).
  */
 export const completeJobs = async (db: Db, items: Completion[], now?: Date): Promise<CompleteOutcome> => {
@@ -43,7 +44,10 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
        progress: "coalesce(done.last_progress::jsonb, done.progress)",
      })}
      ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { succeeded: "count(*)", runs: "count(*)", run_ms_sum: `sum(${RUN_MS})` })}
-     ), flow_run AS (${flowHistogramSql("done", "(SELECT t FROM at)", "r", RUN_MS)})
+     ), flow_hist AS (${flowHistogramsSql("(SELECT t FROM at)", [
+       { source: "done", kind: "w", ms: waitMsSql() },
+       { source: "done", kind: "r", ms: RUN_MS },
+     ])})
      SELECT id::text FROM done`,
     values: [
       items.map((i) => i.id),

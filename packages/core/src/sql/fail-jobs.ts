@@ -3,14 +3,16 @@ import type { Db } from "../db";
 import type { FailureDecision } from "../policy/decide";
 import type { LeaseRef } from "./extend-leases";
 import { insertAttempt, insertFinished } from "./finish";
-import { flowHistogramSql, flowRetryCodesSql, flowUpsertSql, msBetween } from "./flow-write";
+import { flowHistogramsSql, flowRetryCodesSql, flowUpsertSql, msBetween, readyAtBeforeSql, waitMsSql } from "./flow-write";
 
-// Both outcomes of the batch, for the flow rollups: state reached, error code, run time.
-const ENDED = `(SELECT r.queue_id, r.job_type, r.tenant_id, 'RETRY_WAIT' AS next_state, r.err::jsonb ->> 'code' AS code,
-                       ${msBetween("coalesce(r.started_at, r.claimed_at)", "(SELECT t FROM at)")} AS run_ms FROM retried r
+// Both outcomes of the batch, for the flow rollups: state reached, error code, run time, wait (a
+// retried row's run_at is the new one: its ready time is read from the version before the update).
+const ENDED = `(SELECT s.queue_id, s.job_type, s.tenant_id, 'RETRY_WAIT' AS next_state, s.err::jsonb ->> 'code' AS code,
+                       ${msBetween("coalesce(s.started_at, s.claimed_at)", "(SELECT t FROM at)")} AS run_ms,
+                       ${waitMsSql("s.ready_at")} AS wait_ms FROM retried s
                 UNION ALL
-                SELECT d.queue_id, d.job_type, d.tenant_id, d.next_state, d.err::jsonb ->> 'code',
-                       ${msBetween("coalesce(d.started_at, d.claimed_at)", "(SELECT t FROM at)")} FROM done d)`;
+                SELECT s.queue_id, s.job_type, s.tenant_id, s.next_state, s.err::jsonb ->> 'code',
+                       ${msBetween("coalesce(s.started_at, s.claimed_at)", "(SELECT t FROM at)")}, ${waitMsSql()} FROM done s)`;
 
 export type Failure = LeaseRef & {
   /** How the attempt ended. */
@@ -30,7 +32,8 @@ export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision[
  * row under the same token and attempt changes; the rest are reported stale. The last attempt's owner and
  * token stay on a retrying row as history; no check accepts them once the state left RUNNING.
  * A progress report no heartbeat carried yet is recorded too. The flow rollups (outcomes, throttles,
- * retries by code, run time) are added in the same statement (flow-write.ts). Transition `fail` (sql/transitions.ts).
+ * retries by code, run time; the wait and run histograms in one upsert) are added in the same
+ * statement (flow-write.ts). Transition `fail` (sql/transitions.ts).
  */
 export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
   if (items.length === 0) return { applied: [], stale: [] };
@@ -46,7 +49,7 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
               progress = coalesce(i.progress::jsonb, j.progress)
          FROM input i
         WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND i.next_state = 'RETRY_WAIT'
-       RETURNING j.*, i.outcome, i.error AS err
+       RETURNING j.*, i.outcome, i.error AS err, ${readyAtBeforeSql} AS ready_at
      ), retried_att AS (${insertAttempt({ source: "retried AS done", outcome: "done.outcome", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb", retryAt: "done.run_at" })}
      ), done AS (
        DELETE FROM jobs j USING input i
@@ -73,7 +76,10 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
        runs: "count(*)",
        run_ms_sum: "sum(s.run_ms)",
      })}
-     ), flow_run AS (${flowHistogramSql(ENDED, "(SELECT t FROM at)", "r", "s.run_ms")}
+     ), flow_hist AS (${flowHistogramsSql("(SELECT t FROM at)", [
+       { source: ENDED, kind: "w", ms: "s.wait_ms" },
+       { source: ENDED, kind: "r", ms: "s.run_ms" },
+     ])}
      ), flow_codes AS (${flowRetryCodesSql(`(SELECT * FROM ${ENDED} e WHERE e.next_state = 'RETRY_WAIT')`, "(SELECT t FROM at)", "s.code")}
      )
      SELECT id::text, 'RETRY_WAIT' AS state FROM retried

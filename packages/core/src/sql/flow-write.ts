@@ -6,21 +6,25 @@
  * in key order, so two statements upserting several groups lock them in the same order (no
  * deadlock between them).
  *
- * The shard is the writing connection's `pg_backend_pid() % 16`: a worker's claim and its
- * completer's ack run on different connections, so they rarely wait on each other's row lock inside
- * their transactions (keyed by worker id they would share it). Readers sum over shards.
+ * The shard is the writing connection's: `pg_backend_pid() % 8` for the claim (routines/claim.sql),
+ * `8 + pg_backend_pid() % 8` for every other writer (these helpers). A claim — a worker's serial hot
+ * path — never waits on an ack's, a failure's or a producer's row lock (they hold it until their
+ * synchronous commit), and writers of one class on different connections rarely share a row.
+ * Readers sum over shards.
  *
  * The claim routine (routines/claim.sql) writes the same rows by hand: keep the two in step.
  */
 
-/** Shards per group (see the file comment). */
+/** Shards per group (see the file comment): the claim writes the first half, every other writer the second. */
 export const FLOW_SHARDS = 16;
 /** The last histogram bucket: ≥ 2^27 ms (~37 h). Bucket 0 is < 1 ms, bucket k is [2^(k-1), 2^k) ms. */
 export const FLOW_LAST_BUCKET = 28;
 
-/** The histogram bucket of a duration in milliseconds (an SQL expression over `ms`). */
-export const bucketSql = (ms: string): string =>
-  `(CASE WHEN (${ms}) < 1 THEN 0 ELSE least(${FLOW_LAST_BUCKET}, floor(ln(${ms}) / ln(2.0::float8))::int + 1) END)::int`;
+/**
+ * The histogram bucket of a duration in milliseconds (an SQL expression over `ms`, evaluated once:
+ * below 1 ms — negative included — `greatest` lifts it to 0.5 ms, bucket 0). A null `ms` is bucket 0.
+ */
+export const bucketSql = (ms: string): string => `least(${FLOW_LAST_BUCKET}, floor(ln(greatest(${ms}, 0.5)) / ln(2.0::float8))::int + 1)`;
 
 /** The counters of `flow_rollups` a writer may add to. */
 export type FlowCounter =
@@ -37,7 +41,8 @@ export type FlowCounter =
   | "runs"
   | "run_ms_sum";
 
-const SHARD = `(pg_backend_pid() % ${FLOW_SHARDS})::int`;
+const SHARD = `(${FLOW_SHARDS / 2} + pg_backend_pid() % ${FLOW_SHARDS / 2})::int`;
+const GROUP = (a: string) => `${a}.queue_id, ${a}.job_type, ${a}.tenant_id`;
 const KEY = "grain, at, queue_id, job_type, tenant_id, shard";
 
 /**
@@ -48,7 +53,7 @@ const KEY = "grain, at, queue_id, job_type, tenant_id, shard";
 export const flowUpsertSql = (source: string, at: string, counters: Partial<Record<FlowCounter, string>>): string => {
   const names = Object.keys(counters) as FlowCounter[];
   return `INSERT INTO flow_rollups (${KEY}, ${names.join(", ")})
-    SELECT 1, date_trunc('minute', ${at}), s.queue_id, s.job_type, s.tenant_id, ${SHARD}, ${names.map((n) => counters[n]).join(", ")}
+    SELECT 1, date_trunc('minute', ${at}), ${GROUP("s")}, ${SHARD}, ${names.map((n) => counters[n]).join(", ")}
       FROM ${source} s
      GROUP BY 2, 3, 4, 5
      ORDER BY 2, 3, 4, 5
@@ -56,23 +61,54 @@ export const flowUpsertSql = (source: string, at: string, counters: Partial<Reco
 };
 
 /**
- * Adds a histogram of `ms` (an SQL expression over the source's row `s`) to `flow_histograms`;
- * rows where `ms` is null are left out.
+ * One histogram's rows for {@link flowHistogramsSql}: durations `ms` (an SQL expression over the
+ * source's row `s`); with `nullable`, rows where `ms` is null are left out (else they count in bucket 0).
  */
-export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string => `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
-    SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, '${kind}', h.bucket, count(*)
-      FROM (SELECT s.queue_id, s.job_type, s.tenant_id, ${bucketSql(ms)} AS bucket FROM ${source} s WHERE (${ms}) IS NOT NULL) h
-     GROUP BY h.queue_id, h.job_type, h.tenant_id, h.bucket
-     ORDER BY h.queue_id, h.job_type, h.tenant_id, h.bucket
+export type FlowHistogramPart = { source: string; kind: "w" | "r"; ms: string; nullable?: boolean };
+
+/**
+ * Adds histograms of durations to `flow_histograms`, several kinds in ONE upsert (the cost is per
+ * statement, not per row: docs/performance.md "Flow rollups").
+ */
+export const flowHistogramsSql = (at: string, parts: FlowHistogramPart[]): string => `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
+    SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, h.kind, h.bucket, count(*)
+      FROM (${parts
+        .map(
+          (p) =>
+            `SELECT ${GROUP("s")}, '${p.kind}'::text AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s${p.nullable ? ` WHERE (${p.ms}) IS NOT NULL` : ""}`,
+        )
+        .join(" UNION ALL ")}) h
+     GROUP BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
+     ORDER BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
     ON CONFLICT (${KEY}, kind, bucket) DO UPDATE SET n = flow_histograms.n + EXCLUDED.n`;
+
+/** Adds a histogram of `ms` (an SQL expression over the source's row `s`; null: left out) to `flow_histograms`. */
+export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string =>
+  flowHistogramsSql(at, [{ source, kind, ms, nullable: true }]);
+
+/**
+ * The wait of an attempt (ms): its claim − the time the job became ready (enqueue, not_before,
+ * retry or rescue: `run_at`, never before `created_at`). `readyAt` is that time as the claim saw it
+ * (pass it when the statement rewrites `run_at`). The claim adds the wait to `wait_ms_sum`; its
+ * histogram is written where the attempt ends (ack, fail, rescue, hand-back), in the statement
+ * that already writes there.
+ */
+export const waitMsSql = (readyAt = "greatest(s.run_at, s.created_at)"): string => msBetween(readyAt, "s.claimed_at");
+
+/** SQL for the time a RUNNING row `j` became ready, read from the row version before this statement's update. */
+export const readyAtBeforeSql = "(SELECT greatest(o.run_at, o.created_at) FROM jobs o WHERE o.id = j.id)";
 
 /** Adds retries by error code (`code`, an SQL expression over `s`) to `flow_retry_codes`. */
 export const flowRetryCodesSql = (source: string, at: string, code: string): string => `INSERT INTO flow_retry_codes (${KEY}, code, n)
     SELECT 1, date_trunc('minute', ${at}), c.queue_id, c.job_type, c.tenant_id, ${SHARD}, c.code, count(*)
-      FROM (SELECT s.queue_id, s.job_type, s.tenant_id, coalesce(${code}, 'UNKNOWN') AS code FROM ${source} s) c
+      FROM (SELECT ${GROUP("s")}, coalesce(${code}, 'UNKNOWN') AS code FROM ${source} s) c
      GROUP BY c.queue_id, c.job_type, c.tenant_id, c.code
      ORDER BY c.queue_id, c.job_type, c.tenant_id, c.code
     ON CONFLICT (${KEY}, code) DO UPDATE SET n = flow_retry_codes.n + EXCLUDED.n`;
 
-/** Milliseconds between two timestamptz SQL expressions. */
-export const msBetween = (from: string, to: string): string => `(extract(epoch FROM (${to}) - (${from})) * 1000)::float8`;
+/**
+ * Milliseconds between two timestamptz SQL expressions, in float8 arithmetic: `date_part` returns
+ * float8 where `extract` returns numeric (PostgreSQL 14+), whose arithmetic cost several times as
+ * much per row (docs/performance.md "Flow rollups"). Microsecond timestamps fit a float8 exactly.
+ */
+export const msBetween = (from: string, to: string): string => `(date_part('epoch', (${to}) - (${from})) * 1000)`;

@@ -13,7 +13,10 @@ import { completeJobs } from "./complete-jobs";
 import { enqueueJobs } from "./enqueue-jobs";
 import { expireJobs } from "./expire-jobs";
 import { failJobs } from "./fail-jobs";
+import { bucketSql } from "./flow-write";
+import { handBackJobs } from "./hand-back-jobs";
 import { rescueExpiredLeases } from "./rescue-expired-leases";
+import { startJobs } from "./start-jobs";
 
 const db = useTestDatabase();
 const T0 = new Date("2026-11-30T10:00:00.000Z");
@@ -175,6 +178,9 @@ describe("flow rollups against a recorded workload", () => {
     const waits = attempts.map((r) => Number(r.wait_ms));
     const runs = attempts.filter((r) => r.run_ms !== null).map((r) => Number(r.run_ms));
     expect(waits).toHaveLength(flow.starts);
+    // The wait histogram is written where an attempt ends (ack, fail, rescue): every attempt ended.
+    expect(await one("SELECT count(*) AS n FROM jobs WHERE state = 'RUNNING'")).toBe(0);
+    expect(flow.waitHistogram.reduce((s, n) => s + n, 0)).toBe(flow.starts);
     expect(runs).toHaveLength(flow.runs);
     expect(flow.waitMsSum).toBeCloseTo(
       waits.reduce((s, w) => s + w, 0),
@@ -195,5 +201,57 @@ describe("flow rollups against a recorded workload", () => {
         "SELECT (SELECT count(*) FROM jobs WHERE queue_id = 'q2' AND tenant_id = 'tenant_B') + (SELECT count(*) FROM finished_jobs WHERE queue_id = 'q2' AND tenant_id = 'tenant_B') AS n",
       ),
     );
+  });
+
+  it("puts a duration in the bucket bucketOf says, edges and negatives included", async () => {
+    const values = [-5, 0, 0.4, 0.5, 0.99, 1, 1.5, 2, 3, 4, 7.999, 8, 1023, 1024, 1025, 2 ** 26, 2 ** 27, 2 ** 30];
+    const { rows } = await db.pool.query<{ b: number }>(`SELECT ${bucketSql("v")} AS b FROM unnest($1::float8[]) WITH ORDINALITY AS t(v, i) ORDER BY i`, [
+      values,
+    ]);
+    expect(rows.map((r) => r.b)).toEqual(values.map(bucketOf));
+  });
+
+  it("counts the wait of attempts that end by rescue (started or not), hand-back, retry and ack, in the bucket of the claim's wait", async () => {
+    const queue = "q2";
+    const from = at(10 * 3_600_000);
+    const flowNow = async () => (await readFlow(db.pool, { from, to: at(11 * 3_600_000), queueId: queue })).reduce(addFlow, emptyFlow());
+    // What the first test left waiting (retries) is claimed and acked before this hour.
+    const before = new Date(from.getTime() - 1);
+    const left = await claimJobs(db.pool, { poolId: "p1", workerId: "w-left", limit: 1000, now: before });
+    await completeJobs(
+      db.pool,
+      left.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })),
+      before,
+    );
+    // Six jobs ready at from, claimed 3 s later (wait bucket of 3,000 ms), two of them into free slots.
+    await enqueueJobs(
+      db.pool,
+      Array.from({ length: 6 }, (_, k) => ({ job_type: "q2.job", tenant_id: "tenant_A", payload: { k }, idempotency_key: `end-${k}`, max_attempts: 5 })),
+      { now: from },
+    );
+    const claimAt = new Date(from.getTime() + 3_000);
+    const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w-end", limit: 6, start: 2, now: claimAt });
+    expect(claimed).toHaveLength(6);
+    const ref = (j: ClaimedJob) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt });
+    const [a, b, c, d, e, f] = claimed as [ClaimedJob, ClaimedJob, ClaimedJob, ClaimedJob, ClaimedJob, ClaimedJob];
+    const later = (ms: number) => new Date(claimAt.getTime() + ms);
+    expect((await completeJobs(db.pool, [{ ...ref(a), result: null }], later(10))).completed).toHaveLength(1);
+    // A retry rewrites run_at: its wait is still the claim's (ready at `from`).
+    await failJobs(db.pool, [{ ...ref(b), outcome: "failed", error: error(1, "BOOM"), next: { state: "RETRY_WAIT", runAt: later(600_000) } }], later(20));
+    expect((await handBackJobs(db.pool, [ref(c)], later(30))).handedBack).toHaveLength(1);
+    // d, e (prefetched, not started) and f (started) are left to their leases.
+    expect((await startJobs(db.pool, [ref(f)], later(40))).started).toEqual([f.id]);
+    const rescued = await rescueExpiredLeases(db.pool, { now: later(31_000) });
+    expect(rescued.requeued).toBe(3);
+    expect(rescued.notStarted).toBe(2);
+    expect([d.isStarted, e.isStarted, f.isStarted]).toEqual([false, false, false]);
+    const flow = await flowNow();
+    expect(flow.starts).toBe(6);
+    const bucket = bucketOf(3_000);
+    expect(flow.waitHistogram[bucket]).toBe(6);
+    expect(flow.waitHistogram.reduce((s, n) => s + n, 0)).toBe(6);
+    // Only the ack and the retry ran: two run-time rows.
+    expect(flow.runHistogram.reduce((s, n) => s + n, 0)).toBe(2);
+    expect(flow.waitMsSum).toBeCloseTo(6 * 3_000, 3);
   });
 });

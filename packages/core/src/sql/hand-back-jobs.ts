@@ -1,10 +1,13 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
 import { insertAttempt } from "./finish";
+import { flowHistogramsSql, readyAtBeforeSql, waitMsSql } from "./flow-write";
 
 /**
  * Drain: returns unfinished leases to READY without burning an attempt (the attempt counter goes
- * back), recording a `handed_back` attempt for the timeline. Fenced by token and attempt.
+ * back), recording a `handed_back` attempt for the timeline. Fenced by token and attempt. The
+ * attempt's wait goes to the flow rollups' wait histogram (the claim counted its start; the
+ * histogram is written where an attempt ends: flow-write.ts).
  * Transition `hand_back` (sql/transitions.ts).
  */
 export const handBackJobs = async (db: Db, items: LeaseRef[], now?: Date): Promise<{ handedBack: string[]; stale: string[] }> => {
@@ -17,8 +20,10 @@ export const handBackJobs = async (db: Db, items: LeaseRef[], now?: Date): Promi
           SET state = 'READY', attempt = j.attempt - 1, run_at = (SELECT t FROM at), lease_until = NULL
          FROM input i
         WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING'
-       RETURNING j.job_id, j.attempt + 1 AS attempt, j.lease_owner, j.lease_token, j.claimed_at, j.heartbeat_at, j.id
-     ), att AS (${insertAttempt({ outcome: "'handed_back'", finishedAt: "(SELECT t FROM at)" })})
+       RETURNING j.job_id, j.attempt + 1 AS attempt, j.lease_owner, j.lease_token, j.claimed_at, j.heartbeat_at, j.id,
+                 j.queue_id, j.job_type, j.tenant_id, ${readyAtBeforeSql} AS ready_at
+     ), att AS (${insertAttempt({ outcome: "'handed_back'", finishedAt: "(SELECT t FROM at)" })}
+     ), flow_wait AS (${flowHistogramsSql("(SELECT t FROM at)", [{ source: "done", kind: "w", ms: waitMsSql("s.ready_at") }])})
      SELECT id::text FROM done`,
     [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null, items.map((i) => i.attempt)],
   );

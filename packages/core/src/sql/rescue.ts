@@ -1,9 +1,10 @@
 import { insertAttempt, insertFinished } from "./finish";
-import { flowUpsertSql } from "./flow-write";
+import { flowHistogramsSql, flowUpsertSql, waitMsSql } from "./flow-write";
 
-// Every rescued row, for the flow rollups: the state it reached and whether its attempt had started.
-const RESCUED = `(SELECT r.queue_id, r.job_type, r.tenant_id, 'READY' AS next_state, r.is_started FROM requeued r
-                  UNION ALL SELECT d.queue_id, d.job_type, d.tenant_id, d.next_state, d.is_started FROM done d)`;
+// Every rescued row, for the flow rollups: the state it reached, whether its attempt had started,
+// and the attempt's wait (its claim − the ready time as the claim saw it: a requeued row's run_at is new).
+const RESCUED = `(SELECT s.queue_id, s.job_type, s.tenant_id, 'READY' AS next_state, s.is_started, ${waitMsSql("s.ready_at")} AS wait_ms FROM requeued s
+                  UNION ALL SELECT s.queue_id, s.job_type, s.tenant_id, s.next_state, s.is_started, ${waitMsSql("s.ready_at")} FROM done s)`;
 
 /**
  * The rescue of RUNNING jobs whose worker is gone, shared by `rescueExpiredLeases` (the lease ran
@@ -19,7 +20,9 @@ const RESCUED = `(SELECT r.queue_id, r.job_type, r.tenant_id, 'READY' AS next_st
  * job's last durable checkpoint (`last_checkpoint`), which stays on the row for the next attempt.
  *
  * The flow rollups count the started attempts rescued as lease expiries (worker loss) and the jobs
- * finished here by outcome; a not-started release is neither (flow-write.ts).
+ * finished here by outcome; a not-started release is neither (flow-write.ts). Every rescued attempt,
+ * started or not, adds its wait to the wait histogram: the claim counted its start, and the
+ * histogram is written where an attempt ends.
  *
  * Parameters: $1 now (null: the clock), $2 batch size, then the caller's. `select` is a predicate
  * on `j` (the job row) and `(SELECT t FROM at)`; `code` and `message` are SQL expressions for the
@@ -29,7 +32,7 @@ const RESCUED = `(SELECT r.queue_id, r.job_type, r.tenant_id, 'READY' AS next_st
 export const rescueSql = (opts: { select: string; code: string; message: string }): string => `
   WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
   expired AS (
-    SELECT j.id, j.started_at IS NOT NULL AS is_started, j.attempt AS ended_attempt,
+    SELECT j.id, j.started_at IS NOT NULL AS is_started, j.attempt AS ended_attempt, greatest(j.run_at, j.created_at) AS ready_at,
            CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'CANCELLED'
                 WHEN j.deadline_at IS NOT NULL AND j.deadline_at <= (SELECT t FROM at) THEN 'EXPIRED'
                 WHEN j.started_at IS NOT NULL AND j.attempt >= j.max_attempts THEN 'DEAD'
@@ -59,7 +62,7 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
            last_error = CASE WHEN e.is_started THEN err.error ELSE j.last_error END
       FROM expired e JOIN err ON err.id = e.id
      WHERE j.id = e.id AND e.next_state = 'READY' AND j.state = 'RUNNING'
-    RETURNING j.*, err.error AS err, e.is_started, e.ended_attempt
+    RETURNING j.*, err.error AS err, e.is_started, e.ended_attempt, e.ready_at
   ), requeued_att AS (${insertAttempt({
     source: "requeued AS done",
     attempt: "done.ended_attempt",
@@ -70,7 +73,7 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
   ), done AS (
     DELETE FROM jobs j USING expired e, err
      WHERE j.id = e.id AND err.id = e.id AND e.next_state <> 'READY' AND j.state = 'RUNNING'
-    RETURNING j.*, e.next_state, e.is_started, err.error AS err
+    RETURNING j.*, e.next_state, e.is_started, err.error AS err, e.ready_at
   ), fin AS (${insertFinished({
     state: "done.next_state",
     finishedAt: "(SELECT t FROM at)",
@@ -92,6 +95,7 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
     cancelled: "count(*) FILTER (WHERE s.next_state = 'CANCELLED')",
     expired: "count(*) FILTER (WHERE s.next_state = 'EXPIRED')",
   })}
+  ), flow_wait AS (${flowHistogramsSql("(SELECT t FROM at)", [{ source: RESCUED, kind: "w", ms: "s.wait_ms" }])}
   )
   SELECT 'READY' AS state, count(*)::text AS n, count(*) FILTER (WHERE NOT is_started)::text AS not_started FROM requeued
   UNION ALL SELECT next_state, count(*)::text, count(*) FILTER (WHERE NOT is_started)::text FROM done GROUP BY next_state`;

@@ -36,8 +36,11 @@
 --   (the worker's free slots) are marked started (jobs.started_at) in the claim itself; the others
 --   wait in the worker's prefetch buffer and are marked by start-jobs.ts (an attempt rescued before
 --   it started is not counted).
--- * The claim adds its starts and wait histogram to the flow rollups (flow_rollups, flow_histograms:
---   docs/observability.md "Rollups"), one row per (queue, job type, tenant) per claim.
+-- * The claim adds its starts and their wait's sum to the flow rollups (flow_rollups:
+--   docs/observability.md "Rollups"), one row per (queue, job type, tenant) per claim. The wait
+--   histogram is written where each attempt ends (ack, fail, rescue, hand-back: flow-write.ts), in
+--   statements that write histogram rows anyway: one upsert fewer on the worker's serial claim path
+--   (docs/performance.md "Flow rollups").
 -- * Claims commit with the server's synchronous_commit (on by default): the rows are returned only
 --   once the claim is flushed to WAL, so a claim a worker acts on is never forgotten in a crash (it
 --   would hand the same lease token out twice).
@@ -269,28 +272,18 @@ BEGIN
   ), flow AS (
     -- The flow rollups (packages/core/src/sql/flow-write.ts, which the other writers use: keep in
     -- step): starts and the wait's sum, one row per (queue, job type, tenant) of this claim, in key
-    -- order, on this connection's shard. Wait = claim − the time the job became ready (enqueue,
-    -- not_before, retry or rescue: run_at, never before created_at).
+    -- order, on this connection's shard — of the claims' half (0–7; every other writer uses 8–15), so
+    -- a claim never waits on an ack's or a producer's row lock. Wait = claim − the time the job became ready (enqueue,
+    -- not_before, retry or rescue: run_at, never before created_at; flow-write.ts waitMsSql), in float8
+    -- (date_part: extract's numeric costs more per row).
     INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts, wait_ms_sum)
-    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 16)::int,
-           count(*), sum(greatest(0, extract(epoch FROM v_now - greatest(c.run_at, c.created_at)) * 1000)::float8)
+    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 8)::int,
+           count(*), sum(greatest(0, date_part('epoch', v_now - greatest(c.run_at, c.created_at)) * 1000))
       FROM claimed c
      GROUP BY c.queue_id, c.job_type, c.tenant_id
      ORDER BY c.queue_id, c.job_type, c.tenant_id
     ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
     DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts, wait_ms_sum = flow_rollups.wait_ms_sum + EXCLUDED.wait_ms_sum
-  ), flow_wait AS (
-    -- The wait histogram: bucket 0 < 1 ms, bucket k in [2^(k-1), 2^k) ms, 28 the rest (flow-write.ts bucketSql).
-    INSERT INTO flow_histograms (grain, at, queue_id, job_type, tenant_id, shard, kind, bucket, n)
-    SELECT 1, date_trunc('minute', v_now), h.queue_id, h.job_type, h.tenant_id, (pg_backend_pid() % 16)::int, 'w', h.bucket, count(*)
-      FROM (SELECT c.queue_id, c.job_type, c.tenant_id,
-                   (CASE WHEN w.ms < 1 THEN 0 ELSE least(28, floor(ln(w.ms) / ln(2.0::float8))::int + 1) END)::int AS bucket
-              FROM claimed c
-              CROSS JOIN LATERAL (SELECT (extract(epoch FROM v_now - greatest(c.run_at, c.created_at)) * 1000)::float8 AS ms) w) h
-     GROUP BY h.queue_id, h.job_type, h.tenant_id, h.bucket
-     ORDER BY h.queue_id, h.job_type, h.tenant_id, h.bucket
-    ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard, kind, bucket)
-    DO UPDATE SET n = flow_histograms.n + EXCLUDED.n
   ), clocks AS (
     -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
     -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
