@@ -43,7 +43,7 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
        partial: "false",
        progress: "coalesce(done.last_progress::jsonb, done.progress)",
      })}
-     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { succeeded: "count(*)", runs: "count(*)", run_ms_sum: `sum(${RUN_MS})` })}
+     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { succeeded: "count(*)", runs: "count(*)", run_ms_sum: `sum(${RUN_MS})`, wait_ms_sum: `sum(${waitMsSql()})` })}
      ), flow_hist AS (${flowHistogramsSql("(SELECT t FROM at)", [
        { source: "done", kind: "w", ms: waitMsSql() },
        { source: "done", kind: "r", ms: RUN_MS },

@@ -75,6 +75,7 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
        throttles: "count(*) FILTER (WHERE s.code = 'RATE_LIMITED')",
        runs: "count(*)",
        run_ms_sum: "sum(s.run_ms)",
+       wait_ms_sum: "sum(s.wait_ms)",
      })}
      ), flow_hist AS (${flowHistogramsSql("(SELECT t FROM at)", [
        { source: ENDED, kind: "w", ms: "s.wait_ms" },

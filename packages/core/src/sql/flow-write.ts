@@ -89,9 +89,9 @@ export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms
 /**
  * The wait of an attempt (ms): its claim − the time the job became ready (enqueue, not_before,
  * retry or rescue: `run_at`, never before `created_at`). `readyAt` is that time as the claim saw it
- * (pass it when the statement rewrites `run_at`). The claim adds the wait to `wait_ms_sum`; its
- * histogram is written where the attempt ends (ack, fail, rescue, hand-back), in the statement
- * that already writes there.
+ * (pass it when the statement rewrites `run_at`). Its sum (`wait_ms_sum`) and its histogram are
+ * written where the attempt ends (ack, fail, rescue, hand-back), in the statement that already
+ * writes there: the two cover the same attempts (a Prometheus histogram's _sum and _count).
  */
 export const waitMsSql = (readyAt = "greatest(s.run_at, s.created_at)"): string => msBetween(readyAt, "s.claimed_at");
 

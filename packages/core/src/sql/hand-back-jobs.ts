@@ -1,7 +1,7 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
 import { insertAttempt } from "./finish";
-import { flowHistogramsSql, readyAtBeforeSql, waitMsSql } from "./flow-write";
+import { flowHistogramsSql, flowUpsertSql, readyAtBeforeSql, waitMsSql } from "./flow-write";
 
 /**
  * Drain: returns unfinished leases to READY without burning an attempt (the attempt counter goes
@@ -23,6 +23,7 @@ export const handBackJobs = async (db: Db, items: LeaseRef[], now?: Date): Promi
        RETURNING j.job_id, j.attempt + 1 AS attempt, j.lease_owner, j.lease_token, j.claimed_at, j.heartbeat_at, j.id,
                  j.queue_id, j.job_type, j.tenant_id, ${readyAtBeforeSql} AS ready_at
      ), att AS (${insertAttempt({ outcome: "'handed_back'", finishedAt: "(SELECT t FROM at)" })}
+     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { wait_ms_sum: `sum(${waitMsSql("s.ready_at")})` })}
      ), flow_wait AS (${flowHistogramsSql("(SELECT t FROM at)", [{ source: "done", kind: "w", ms: waitMsSql("s.ready_at") }])})
      SELECT id::text FROM done`,
     [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null, items.map((i) => i.attempt)],

@@ -94,6 +94,7 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
     dead: "count(*) FILTER (WHERE s.next_state = 'DEAD')",
     cancelled: "count(*) FILTER (WHERE s.next_state = 'CANCELLED')",
     expired: "count(*) FILTER (WHERE s.next_state = 'EXPIRED')",
+    wait_ms_sum: "sum(s.wait_ms)",
   })}
   ), flow_wait AS (${flowHistogramsSql("(SELECT t FROM at)", [{ source: RESCUED, kind: "w", ms: "s.wait_ms" }])}
   )

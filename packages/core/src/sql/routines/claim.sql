@@ -271,19 +271,17 @@ BEGIN
     SELECT c.job_id, c.tenant_id, c.job_type, 'RUNNING', c.attempt, 'state' FROM claimed c ORDER BY c.rn
   ), flow AS (
     -- The flow rollups (packages/core/src/sql/flow-write.ts, which the other writers use: keep in
-    -- step): starts and the wait's sum, one row per (queue, job type, tenant) of this claim, in key
-    -- order, on this connection's shard — of the claims' half (0–7; every other writer uses 8–15), so
-    -- a claim never waits on an ack's or a producer's row lock. Wait = claim − the time the job became ready (enqueue,
-    -- not_before, retry or rescue: run_at, never before created_at; flow-write.ts waitMsSql), in float8
-    -- (date_part: extract's numeric costs more per row).
-    INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts, wait_ms_sum)
-    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 8)::int,
-           count(*), sum(greatest(0, date_part('epoch', v_now - greatest(c.run_at, c.created_at)) * 1000))
+    -- step): the starts, one row per (queue, job type, tenant) of this claim, in key order, on this
+    -- connection's shard — of the claims' half (0–7; every other writer uses 8–15), so a claim
+    -- never waits on an ack's or a producer's row lock. The wait (its sum and its histogram) is
+    -- added where the attempt ends (ack, fail, rescue, hand-back), from the claimed_at this sets.
+    INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts)
+    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 8)::int, count(*)
       FROM claimed c
      GROUP BY c.queue_id, c.job_type, c.tenant_id
      ORDER BY c.queue_id, c.job_type, c.tenant_id
     ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
-    DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts, wait_ms_sum = flow_rollups.wait_ms_sum + EXCLUDED.wait_ms_sum
+    DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts
   ), clocks AS (
     -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
     -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
