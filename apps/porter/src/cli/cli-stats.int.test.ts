@@ -61,6 +61,7 @@ describe("porter stats", () => {
         "retry_per_s",
         "run_ms",
         "running",
+        "starts",
         "succeeded",
         "target_wait_s",
         "throttle_per_s",
