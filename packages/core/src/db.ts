@@ -3,4 +3,4 @@ import type { Queryable } from "@porter/db/pool";
 /** A pool, a checked-out client, or a bare client: anything core can run statements on. */
 export type Db = Queryable;
 
-export { inOwnTransaction, inTransaction } from "@porter/db/pool";
+export { allOn, inOwnTransaction, inTransaction } from "@porter/db/pool";

@@ -138,3 +138,15 @@ export async function inOwnTransaction<T>(db: Queryable, fn: (client: pg.PoolCli
     throw error;
   }
 }
+
+/**
+ * Runs independent reads at once on a pool (each on a connection of its own) and one after the
+ * other on a client: a client runs one statement at a time, and pg deprecates queueing several on
+ * it (the maintenance leader reads the signals on its dedicated connection).
+ */
+export async function allOn<T extends readonly unknown[]>(db: Queryable, reads: { [K in keyof T]: () => Promise<T[K]> }): Promise<T> {
+  if (db instanceof pg.Pool) return (await Promise.all(reads.map((read) => read()))) as unknown as T;
+  const out: unknown[] = [];
+  for (const read of reads) out.push(await read());
+  return out as unknown as T;
+}

@@ -1,7 +1,7 @@
 // The console's flow charts (docs/observability.md "Console"): the flow rollups and the queue
 // samples as a time series at a fixed step. Range scans of the primary keys (grain, at) and
 // (at, queue_id) only; never a count over the job tables.
-import type { Db } from "../db";
+import { allOn, type Db } from "../db";
 import { FLOW_LAST_BUCKET } from "../sql/flow-write";
 import { histogramQuantile } from "./flow";
 import type { Percentiles } from "./signals";
@@ -90,19 +90,22 @@ export const readFlowSeries = async (db: Db, query: FlowSeriesQuery): Promise<Fl
     }) AND ($4::text IS NULL OR ${table}.queue_id = $4) AND ($5::text IS NULL OR ${table}.tenant_id = $5) AND ($6::text IS NULL OR ${table}.job_type = $6)`;
   const step = (column: string) => `floor(extract(epoch FROM ${column}) / $3)::bigint * $3`;
   const values = [from, to, stepS, query.queueId ?? null, query.tenantId ?? null, query.jobType ?? null];
-  const [sums, hists, samples] = await Promise.all([
-    db.query<Record<string, string>>(
-      `SELECT ${step("r.at")} AS step, ${COUNTERS.map((c) => `sum(r.${c}) AS ${c}`).join(", ")}
+  const [sums, hists, samples] = await allOn(db, [
+    () =>
+      db.query<Record<string, string>>(
+        `SELECT ${step("r.at")} AS step, ${COUNTERS.map((c) => `sum(r.${c}) AS ${c}`).join(", ")}
          FROM flow_rollups r WHERE ${rows("r")} GROUP BY 1`,
-      values,
-    ),
-    db.query<{ step: string; kind: string; bucket: number; n: string }>(
-      `SELECT ${step("r.at")} AS step, r.kind, r.bucket, sum(r.n) AS n FROM flow_histograms r WHERE ${rows("r")} GROUP BY 1, 2, 3`,
-      values,
-    ),
-    hasGauges
-      ? db.query<{ step: string; ready: number; running: number; backlog_s: number | null; oldest_s: number | null }>(
-          `SELECT ${step("m.at")} AS step, max(m.ready)::float8 AS ready, max(m.running)::float8 AS running,
+        values,
+      ),
+    () =>
+      db.query<{ step: string; kind: string; bucket: number; n: string }>(
+        `SELECT ${step("r.at")} AS step, r.kind, r.bucket, sum(r.n) AS n FROM flow_histograms r WHERE ${rows("r")} GROUP BY 1, 2, 3`,
+        values,
+      ),
+    () =>
+      hasGauges
+        ? db.query<{ step: string; ready: number; running: number; backlog_s: number | null; oldest_s: number | null }>(
+            `SELECT ${step("m.at")} AS step, max(m.ready)::float8 AS ready, max(m.running)::float8 AS running,
                   max(m.backlog_s) AS backlog_s, max(m.oldest_s) AS oldest_s
              FROM (SELECT s.at, sum(s.ready) AS ready, sum(s.running) AS running, max(s.backlog_s) AS backlog_s,
                           max(s.oldest_claimable_age_s) AS oldest_s
@@ -110,9 +113,9 @@ export const readFlowSeries = async (db: Db, query: FlowSeriesQuery): Promise<Fl
                     WHERE s.at >= $1 AND s.at < $2 AND ($4::text IS NULL OR s.queue_id = $4)
                     GROUP BY s.at) m
             GROUP BY 1`,
-          values.slice(0, 4),
-        )
-      : Promise.resolve({ rows: [] }),
+            values.slice(0, 4),
+          )
+        : Promise.resolve({ rows: [] }),
   ]);
 
   const bySteps = new Map<number, { sums?: Record<string, string>; wait: number[]; run: number[]; sample?: (typeof samples.rows)[number] }>();

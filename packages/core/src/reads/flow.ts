@@ -1,6 +1,6 @@
 // The read side of the flow rollups (docs/observability.md "Rollups"): sums over shards and a
 // window, per (queue, job type, tenant). Never a count over the job tables.
-import type { Db } from "../db";
+import { allOn, type Db } from "../db";
 import { FLOW_LAST_BUCKET } from "../sql/flow-write";
 
 /** Flow over a window for one (queue, job type, tenant), or a sum of several. */
@@ -116,23 +116,26 @@ export const readFlow = async (db: Db, query: FlowQuery): Promise<FlowRow[]> => 
       : "grain = 1 AND at >= date_trunc('minute', $1::timestamptz) AND at < $2"
   }) AND ($3::text IS NULL OR queue_id = $3) AND ($4::text IS NULL OR tenant_id = $4) AND ($5::text IS NULL OR job_type = $5)`;
   const values = [query.from, query.to, query.queueId ?? null, query.tenantId ?? null, query.jobType ?? null];
-  const [sums, hists, codes] = await Promise.all([
-    db.query<Record<string, string>>(
-      `SELECT queue_id, job_type, tenant_id, sum(arrivals) AS arrivals, sum(starts) AS starts, sum(succeeded) AS succeeded,
+  const [sums, hists, codes] = await allOn(db, [
+    () =>
+      db.query<Record<string, string>>(
+        `SELECT queue_id, job_type, tenant_id, sum(arrivals) AS arrivals, sum(starts) AS starts, sum(succeeded) AS succeeded,
               sum(retried) AS retried, sum(dead) AS dead, sum(cancelled) AS cancelled, sum(expired) AS expired,
               sum(lease_expiries) AS lease_expiries, sum(throttles) AS throttles, sum(wait_ms_sum) AS wait_ms_sum,
               sum(runs) AS runs, sum(run_ms_sum) AS run_ms_sum
          FROM flow_rollups WHERE ${where} GROUP BY 1, 2, 3`,
-      values,
-    ),
-    db.query<{ queue_id: string; job_type: string; tenant_id: string; kind: string; bucket: number; n: string }>(
-      `SELECT queue_id, job_type, tenant_id, kind, bucket, sum(n) AS n FROM flow_histograms WHERE ${where.replaceAll("flow_rollups", "flow_histograms")} GROUP BY 1, 2, 3, 4, 5`,
-      values,
-    ),
-    db.query<{ queue_id: string; job_type: string; tenant_id: string; code: string; n: string }>(
-      `SELECT queue_id, job_type, tenant_id, code, sum(n) AS n FROM flow_retry_codes WHERE ${where.replaceAll("flow_rollups", "flow_retry_codes")} GROUP BY 1, 2, 3, 4`,
-      values,
-    ),
+        values,
+      ),
+    () =>
+      db.query<{ queue_id: string; job_type: string; tenant_id: string; kind: string; bucket: number; n: string }>(
+        `SELECT queue_id, job_type, tenant_id, kind, bucket, sum(n) AS n FROM flow_histograms WHERE ${where.replaceAll("flow_rollups", "flow_histograms")} GROUP BY 1, 2, 3, 4, 5`,
+        values,
+      ),
+    () =>
+      db.query<{ queue_id: string; job_type: string; tenant_id: string; code: string; n: string }>(
+        `SELECT queue_id, job_type, tenant_id, code, sum(n) AS n FROM flow_retry_codes WHERE ${where.replaceAll("flow_rollups", "flow_retry_codes")} GROUP BY 1, 2, 3, 4`,
+        values,
+      ),
   ]);
   const rows = new Map<string, FlowRow>();
   const row = (r: { queue_id: string; job_type: string; tenant_id: string }): FlowRow => {

@@ -2,7 +2,7 @@
 // prints and the metrics endpoint exports. Flow comes from the rollups (reads/flow.ts); the state of
 // the backlog from O(1) index probes (oldest age) and bounded counts (ready); nothing counts the
 // job tables whole.
-import type { Db } from "../db";
+import { allOn, type Db } from "../db";
 import { addFlow, emptyFlow, type FlowRow, type FlowTotals, histogramQuantile, readFlow } from "./flow";
 import { oldestClaimableRunAtSql } from "./oldest-claimable";
 
@@ -192,10 +192,11 @@ export const readSignals = async (db: Db, params: { now?: Date; windowS?: number
   const now = params.now ?? new Date();
   const windowS = params.windowS ?? 900;
   const from = new Date(now.getTime() - windowS * 1000);
-  const [flow, { rows }] = await Promise.all([
-    readFlow(db, { from, to: new Date(now.getTime() + 1), queueId: params.queueId, tenantId: params.tenantId }),
-    db.query<QueueRow>(
-      `SELECT q.id, q.pool_id, q.paused, q.target_wait_s, q.concurrency_cap AS queue_cap, p.concurrency_cap AS pool_cap,
+  const [flow, { rows }] = await allOn(db, [
+    () => readFlow(db, { from, to: new Date(now.getTime() + 1), queueId: params.queueId, tenantId: params.tenantId }),
+    () =>
+      db.query<QueueRow>(
+        `SELECT q.id, q.pool_id, q.paused, q.target_wait_s, q.concurrency_cap AS queue_cap, p.concurrency_cap AS pool_cap,
               p.worker_concurrency, w.n AS live_workers, w.c AS live_concurrency,
               rk.id AS rk_id, coalesce(least(rk.current_limit, rk.concurrency_limit), rk.current_limit, rk.concurrency_limit) AS rk_limit,
               rk.rate_per_second AS rk_rate, coalesce(rk.throttled_until > $1::timestamptz, false) AS rk_throttled,
@@ -234,8 +235,8 @@ export const readSignals = async (db: Db, params: { now?: Date; windowS?: number
          ) d
         WHERE $4::text IS NULL OR q.id = $4
         ORDER BY q.id`,
-      [now, LIVE_WORKER_MS, READY_COUNT_BOUND, params.queueId ?? null],
-    ),
+        [now, LIVE_WORKER_MS, READY_COUNT_BOUND, params.queueId ?? null],
+      ),
   ]);
 
   const queues: QueueSignals[] = rows.map((q) => {
