@@ -4,6 +4,7 @@
 // rows up to 6 h; beyond, the hour rows and the minutes after the last hour folded).
 import type { TJobError } from "@porter/contracts";
 import { useTestDatabase } from "@porter/db/testing/test-database";
+import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { claimJobs } from "../sql/claim-jobs";
 import { completeJobs } from "../sql/complete-jobs";
@@ -289,6 +290,23 @@ describe("queue samples", () => {
     expect([first.samplesWritten, second.samplesWritten]).toEqual([2, 0]);
     expect((await db.pool.query("SELECT queue_id FROM queue_samples WHERE at = $1 ORDER BY 1", [minute])).rows.map((r) => r.queue_id)).toEqual(["q1", "q2"]);
     expect((await runMaintenance(db.pool, { now: new Date(minute.getTime() + MIN) })).samplesWritten).toBe(2);
+  });
+
+  it("on one client (the maintenance leader's connection) runs its reads one at a time: no pg warning of queued queries", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    const client = new pg.Client({ connectionString: db.connectionString });
+    await client.connect();
+    try {
+      const minute = at(2 * HOUR + 55 * MIN);
+      expect((await runMaintenance(client, { now: new Date(minute.getTime() + 2_000) })).samplesWritten).toBe(2);
+      await new Promise((done) => setImmediate(done));
+    } finally {
+      process.off("warning", onWarning);
+      await client.end();
+    }
+    expect(warnings.filter((w) => w.includes("already executing a query"))).toEqual([]);
   });
 
   it("pruned after 8 days, in batches", async () => {
