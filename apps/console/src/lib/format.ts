@@ -8,6 +8,10 @@ export const dateTime = (iso: string | null | undefined): string => {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 };
 
+/** `2026-11-30 14:03:07.482` in local time (the job page: an attempt's times to the millisecond), or an em dash. */
+export const dateTimeMs = (iso: string | null | undefined): string =>
+  iso ? `${dateTime(iso)}.${String(new Date(iso).getMilliseconds()).padStart(3, "0")}` : "—";
+
 /** `850 ms`, `4.2 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`. */
 export const duration = (ms: number | null | undefined): string => {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return "—";

@@ -9,7 +9,7 @@ import { useJobActions } from "../../../../components/job-actions";
 import { Page } from "../../../../components/page";
 import { useViewer } from "../../../../components/providers";
 import { Empty, ErrorState, Loading } from "../../../../components/states";
-import { ago, dateTime, pretty } from "../../../../lib/format";
+import { ago, dateTime, dateTimeMs, idTail, pretty } from "../../../../lib/format";
 import { type RouterOutputs, useTRPC } from "../../../../lib/trpc";
 import { JobTriage } from "./job-triage";
 import { CheckpointPanel, ProgressBar } from "./progress";
@@ -119,7 +119,9 @@ export function JobDetailView({ jobId }: { jobId: string }) {
             {j.status === "RUNNING" && running ? (
               <>
                 <dt>Running on</dt>
-                <dd className="mono">{running.worker_id ?? "—"}</dd>
+                <dd className="mono">
+                  {running.worker_id ? <Link href={`/pools/workers/${encodeURIComponent(running.worker_id)}`}>{running.worker_id}</Link> : "—"}
+                </dd>
                 <dt>Started</dt>
                 <dd title={dateTime(running.started_at)}>{ago(running.started_at)}</dd>
                 <dt>Last heartbeat</dt>
@@ -193,11 +195,11 @@ export function JobDetailView({ jobId }: { jobId: string }) {
               )}
             </dd>
             <dt>Created</dt>
-            <dd>{dateTime(j.created_at)}</dd>
+            <dd>{dateTimeMs(j.created_at)}</dd>
             <dt>Not before</dt>
-            <dd>{dateTime(j.not_before)}</dd>
+            <dd>{dateTimeMs(j.not_before)}</dd>
             <dt>Deadline</dt>
-            <dd>{dateTime(j.deadline_at)}</dd>
+            <dd>{dateTimeMs(j.deadline_at)}</dd>
             <dt>Contract</dt>
             <dd>
               {j.contract} {j.contract_version}
@@ -283,7 +285,14 @@ const ATTEMPT_COLUMNS: ReadonlyArray<Column<Attempt>> = [
   {
     header: "Worker",
     className: "mono",
-    cell: (a) => (a.worker_id ? <Link href={`/pools/workers/${encodeURIComponent(a.worker_id)}`}>{a.worker_id}</Link> : "—"),
+    cell: (a) =>
+      a.worker_id ? (
+        <Link href={`/pools/workers/${encodeURIComponent(a.worker_id)}`} title={a.worker_id} aria-label={`worker ${a.worker_id}`}>
+          {idTail(a.worker_id)}
+        </Link>
+      ) : (
+        "—"
+      ),
   },
   {
     header: "Wait",

@@ -1,6 +1,6 @@
 "use client";
 import { Tag } from "../../../../components/badges";
-import { dateTime, duration } from "../../../../lib/format";
+import { dateTime, dateTimeMs, duration } from "../../../../lib/format";
 import type { RouterOutputs } from "../../../../lib/trpc";
 
 type Event = RouterOutputs["jobs"]["get"]["timeline"][number];
@@ -118,7 +118,7 @@ export function Timeline({ events }: { events: Event[] }) {
         const life = e.attempt !== null && e.kind !== "redriven" && after[i] ? <span className="muted"> · after redrive {after[i]}</span> : null;
         return (
           <li key={keys[i]} className={`tl tl-${TONE[e.kind] ?? "neutral"}`} data-kind={e.kind}>
-            <time dateTime={e.at}>{dateTime(e.at)}</time>
+            <time dateTime={e.at}>{dateTimeMs(e.at)}</time>
             <div className="tl-body">
               <span className="tl-title">
                 {title}
