@@ -201,7 +201,7 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
           <LineChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: 4 }}>
             <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e3e6ec" />
             <XAxis dataKey="label" {...axis} />
-            <YAxis tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v * 1000)} width={72} />
+            <YAxis tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v * 1000)} width={84} />
             <Tooltip formatter={tooltipS} />
             <Legend wrapperStyle={{ fontSize: 12 }} />
             <Line
@@ -262,7 +262,7 @@ function LatencyChart({ id, title, data, prefix, axis }: { id: string; title: st
       <LineChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: 4 }}>
         <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e3e6ec" />
         <XAxis dataKey="label" {...axis} />
-        <YAxis scale="log" domain={[1, "auto"]} allowDataOverflow tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v)} width={72} />
+        <YAxis scale="log" domain={[1, "auto"]} allowDataOverflow tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v)} width={84} />
         <Tooltip formatter={tooltipMs} />
         <Legend wrapperStyle={{ fontSize: 12 }} />
         {(["p50", "p95", "p99"] as const).map((q) => (
