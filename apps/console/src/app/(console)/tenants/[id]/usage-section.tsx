@@ -35,12 +35,7 @@ const POOL_COLUMNS: ReadonlyArray<Column<PoolUsage>> = [
       p.pool_starts === 0 ? (
         <span className="muted">no starts</span>
       ) : (
-        <RatioBar
-          value={p.starts}
-          max={p.pool_starts}
-          text={`${percent(p.start_share)} (${count(p.starts)} of ${count(p.pool_starts)})`}
-          isLimit={false}
-        />
+        <RatioBar value={p.starts} max={p.pool_starts} text={`${percent(p.start_share)} (${count(p.starts)} of ${count(p.pool_starts)})`} isLimit={false} />
       ),
   },
   {
