@@ -185,50 +185,60 @@ function Charts({ series, window }: { series: Series; window: FlowWindow }) {
       </Chart>
       <LatencyChart id="wait" title="Wait (ready → claim)" data={data} prefix="wait" axis={axis} />
       <LatencyChart id="run" title="Run time (start → end)" data={data} prefix="run" axis={axis} />
-      <Chart
-        id="backlog"
-        title="Backlog seconds and oldest claimable age"
-        summary={series.has_gauges ? "sampled once a minute per queue" : "per queue only"}
-        note={
-          series.has_gauges && !data.some((p) => p.backlog_s !== null || p.oldest_claimable_age_s !== null)
-            ? "No samples in this window yet: a worker's maintenance leader samples every queue once a minute (queue_samples)."
-            : series.has_gauges
-              ? "The worst queue's sample in each step (queue_samples, written once a minute by the maintenance leader): backlog seconds = ready × mean run ÷ concurrency."
-              : "Backlog and oldest age are per queue: a tenant's or job type's share of a backlog is not sampled. Open the queue page for them."
-        }
-        head={["Step", "Backlog", "Oldest", "Ready", "Running"]}
-        rows={data.map((p) => [p.label, seconds(p.backlog_s), seconds(p.oldest_claimable_age_s), count(p.ready), count(p.running)])}
-      >
-        <LineChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: 4 }}>
-          <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e3e6ec" />
-          <XAxis dataKey="label" {...axis} />
-          <YAxis tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v * 1000)} width={64} />
-          <Tooltip formatter={tooltipS} />
-          <Legend wrapperStyle={{ fontSize: 12 }} />
-          <Line
-            dataKey="backlog_s"
-            name="backlog"
-            stroke={COLORS.arrivals}
-            strokeWidth={2}
-            dot={dotsFor(
-              data.map((p) => p.backlog_s),
-              COLORS.arrivals,
-            )}
-            isAnimationActive={false}
-          />
-          <Line
-            dataKey="oldest_claimable_age_s"
-            name="oldest age"
-            stroke={COLORS.expired}
-            strokeWidth={2}
-            dot={dotsFor(
-              data.map((p) => p.oldest_claimable_age_s),
-              COLORS.expired,
-            )}
-            isAnimationActive={false}
-          />
-        </LineChart>
-      </Chart>
+      {series.has_gauges ? (
+        <Chart
+          id="backlog"
+          title="Backlog seconds and oldest claimable age"
+          summary="sampled once a minute per queue"
+          note={
+            !data.some((p) => p.backlog_s !== null || p.oldest_claimable_age_s !== null)
+              ? "No samples in this window yet: a worker's maintenance leader samples every queue once a minute (queue_samples)."
+              : "The worst queue's sample in each step (queue_samples, written once a minute by the maintenance leader): backlog seconds = ready × mean run ÷ concurrency."
+          }
+          head={["Step", "Backlog", "Oldest", "Ready", "Running"]}
+          rows={data.map((p) => [p.label, seconds(p.backlog_s), seconds(p.oldest_claimable_age_s), count(p.ready), count(p.running)])}
+        >
+          <LineChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: 4 }}>
+            <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e3e6ec" />
+            <XAxis dataKey="label" {...axis} />
+            <YAxis tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v * 1000)} width={84} />
+            <Tooltip formatter={tooltipS} />
+            <Legend wrapperStyle={{ fontSize: 12 }} />
+            <Line
+              dataKey="backlog_s"
+              name="backlog"
+              stroke={COLORS.arrivals}
+              strokeWidth={2}
+              dot={dotsFor(
+                data.map((p) => p.backlog_s),
+                COLORS.arrivals,
+              )}
+              isAnimationActive={false}
+            />
+            <Line
+              dataKey="oldest_claimable_age_s"
+              name="oldest age"
+              stroke={COLORS.expired}
+              strokeWidth={2}
+              dot={dotsFor(
+                data.map((p) => p.oldest_claimable_age_s),
+                COLORS.expired,
+              )}
+              isAnimationActive={false}
+            />
+          </LineChart>
+        </Chart>
+      ) : (
+        // A tenant's or job type's scope: no samples to chart (they are per queue), so no empty axes.
+        <figure className="chart flow-chart" data-testid="flow-chart-backlog" aria-label="Backlog seconds and oldest claimable age, per queue only">
+          <h3>Backlog seconds and oldest claimable age</h3>
+          <div className="chart-box chart-none">
+            <p className="muted">
+              Backlog and oldest age are sampled per queue: a tenant's or job type's share of a backlog is not. Open the queue page for them.
+            </p>
+          </div>
+        </figure>
+      )}
     </div>
   );
 }
@@ -252,7 +262,7 @@ function LatencyChart({ id, title, data, prefix, axis }: { id: string; title: st
       <LineChart data={data} margin={{ top: 8, right: 8, bottom: 0, left: 4 }}>
         <CartesianGrid strokeDasharray="3 3" vertical={false} stroke="#e3e6ec" />
         <XAxis dataKey="label" {...axis} />
-        <YAxis scale="log" domain={[1, "auto"]} allowDataOverflow tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v)} width={64} />
+        <YAxis scale="log" domain={[1, "auto"]} allowDataOverflow tick={{ fontSize: 12 }} tickFormatter={(v: number) => duration(v)} width={84} />
         <Tooltip formatter={tooltipMs} />
         <Legend wrapperStyle={{ fontSize: 12 }} />
         {(["p50", "p95", "p99"] as const).map((q) => (

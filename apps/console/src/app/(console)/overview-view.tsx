@@ -23,6 +23,19 @@ const seconds = (s: number | null | undefined) => (s === null || s === undefined
 /** Rates over the signals' window: per second when busy, per minute below 1/s. */
 const rate = (perS: number) => (perS >= 1 ? `${perS.toFixed(1)}/s` : `${(perS * 60).toFixed(1)}/min`);
 
+/** The states with a column of their own; RUNNING is the Running / cap column, the rest fold into "Other states". */
+const OWN_COLUMN_STATES = ["READY", "SUCCEEDED", "DEAD"] as const;
+const OTHER_STATES = [
+  ["RETRY_WAIT", "retry wait"],
+  ["CANCELLED", "cancelled"],
+  ["EXPIRED", "expired"],
+] as const;
+
+/**
+ * Ten columns, so the table fits a 1280 px window without scrolling sideways: every state's count
+ * is still on the row (RUNNING in Running / cap, the rarer states named in "Other states"), each a
+ * link to the jobs of that queue and state.
+ */
 const COLUMNS: ReadonlyArray<Column<Row>> = [
   {
     header: "Queue",
@@ -34,7 +47,7 @@ const COLUMNS: ReadonlyArray<Column<Row>> = [
     ),
   },
   { header: "Pool", cell: (q) => q.pool_id },
-  ...JOB_STATES.map(
+  ...OWN_COLUMN_STATES.map(
     (s): Column<Row> => ({
       header: s,
       isNumeric: true,
@@ -42,9 +55,29 @@ const COLUMNS: ReadonlyArray<Column<Row>> = [
       cell: (q) => (q.counts[s] ? <Link href={jobsLink(q.queue_id, s)}>{count(q.counts[s])}</Link> : <span className="muted">0</span>),
     }),
   ),
+  {
+    header: "Other states",
+    isWrapping: true,
+    cell: (q) => {
+      const shown = OTHER_STATES.filter(([s]) => q.counts[s] > 0);
+      return shown.length ? (
+        <span className="other-states">
+          {shown.map(([s, label]) => (
+            <Link key={s} href={jobsLink(q.queue_id, s)}>
+              {count(q.counts[s])} {label}
+            </Link>
+          ))}
+        </span>
+      ) : (
+        <span className="muted" title="No job retrying, cancelled or expired">
+          none
+        </span>
+      );
+    },
+  },
   { header: "Oldest ready", isNumeric: true, cell: (q) => (q.oldest_ready_age_s === null ? "—" : duration(q.oldest_ready_age_s * 1000)) },
   { header: "Backlog", isNumeric: true, cell: (q) => (q.signals?.has_no_concurrency ? "no worker" : seconds(q.signals?.backlog_s)) },
-  { header: "Running / cap", cell: (q) => <CapBar running={q.running} cap={q.concurrency_cap} /> },
+  { header: "Running / cap", cell: (q) => <CapBar running={q.running} cap={q.concurrency_cap} href={jobsLink(q.queue_id, "RUNNING")} /> },
   { header: "Done 5 min", isNumeric: true, cell: (q) => count(q.finished_last_5m) },
 ];
 
@@ -225,11 +258,12 @@ function Stat({ label, value, href, tone }: { label: string; value: string; href
 }
 
 /** Running jobs against the queue's concurrency cap (no bar without a cap). */
-function CapBar({ running, cap }: { running: number; cap: number | null }) {
+function CapBar({ running, cap, href }: { running: number; cap: number | null; href: string }) {
+  const n = running ? <Link href={href}>{count(running)}</Link> : count(running);
   if (!cap)
     return (
       <span>
-        {count(running)} <span className="muted">/ no cap</span>
+        {n} <span className="muted">/ no cap</span>
       </span>
     );
   const ratio = Math.min(1, running / cap);
@@ -238,7 +272,7 @@ function CapBar({ running, cap }: { running: number; cap: number | null }) {
       <span className="capbar-track" aria-hidden="true">
         <span className={`capbar-fill${ratio >= 1 ? " full" : ""}`} style={{ width: `${ratio * 100}%` }} />
       </span>
-      {count(running)} / {count(cap)}
+      {n} / {count(cap)}
     </span>
   );
 }

@@ -17,27 +17,26 @@ const POOL_COLUMNS: ReadonlyArray<Column<PoolUsage>> = [
   { header: "Pool", cell: (p) => p.pool_id },
   {
     header: "Running share",
-    cell: (p) => (
-      <RatioBar
-        value={p.running}
-        max={p.pool_running}
-        text={`${percent(p.running_share)} (${count(p.running)} of ${count(p.pool_running)})`}
-        noMax="nothing running"
-        isLimit={false}
-      />
-    ),
+    cell: (p) =>
+      p.pool_running === 0 ? (
+        <span className="muted">nothing running</span>
+      ) : (
+        <RatioBar
+          value={p.running}
+          max={p.pool_running}
+          text={`${percent(p.running_share)} (${count(p.running)} of ${count(p.pool_running)})`}
+          isLimit={false}
+        />
+      ),
   },
   {
     header: "Start share",
-    cell: (p) => (
-      <RatioBar
-        value={p.starts}
-        max={p.pool_starts}
-        text={`${percent(p.start_share)} (${count(p.starts)} of ${count(p.pool_starts)})`}
-        noMax="no starts"
-        isLimit={false}
-      />
-    ),
+    cell: (p) =>
+      p.pool_starts === 0 ? (
+        <span className="muted">no starts</span>
+      ) : (
+        <RatioBar value={p.starts} max={p.pool_starts} text={`${percent(p.start_share)} (${count(p.starts)} of ${count(p.pool_starts)})`} isLimit={false} />
+      ),
   },
   {
     header: "Weight share",
