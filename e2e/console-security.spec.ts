@@ -118,7 +118,7 @@ test.describe("[CONSOLE][SECURITY] redirects, sessions, sign-in throttle, header
     expect(second.headers()["content-security-policy"]).not.toBe(headers["content-security-policy"]); // a fresh nonce
     // Hydrated React under the policy: signing in and the charts work.
     await signIn(page, ADMIN);
-    await expect(page.locator(".recharts-wrapper")).toBeVisible();
+    await expect(page.locator(".recharts-wrapper").first()).toBeVisible();
     expect(violations).toEqual([]);
     const api = await page.request.get("/api/health");
     expect(api.headers()["x-content-type-options"]).toBe("nosniff");

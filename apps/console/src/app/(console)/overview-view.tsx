@@ -39,6 +39,7 @@ const OTHER_STATES = [
 const COLUMNS: ReadonlyArray<Column<Row>> = [
   {
     header: "Queue",
+    isWrapping: true,
     cell: (q) => (
       <>
         <Link href={queueLink(q.queue_id)}>{q.queue_id}</Link> {q.paused ? <Tag tone="warn">paused</Tag> : null}
@@ -46,7 +47,7 @@ const COLUMNS: ReadonlyArray<Column<Row>> = [
       </>
     ),
   },
-  { header: "Pool", cell: (q) => q.pool_id },
+  { header: "Pool", isWrapping: true, cell: (q) => q.pool_id },
   ...OWN_COLUMN_STATES.map(
     (s): Column<Row> => ({
       header: s,
