@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import type { Sizes } from "./scenarios/common";
 import { type SystemName, VARIANTS, type Variant } from "./variants";
 
-const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g", "h"] as const;
+const SCENARIOS = ["a", "b", "c", "d", "e", "f", "g", "h", "i"] as const;
 export type ScenarioId = (typeof SCENARIOS)[number];
 
 export const SCENARIO_NAMES: Record<ScenarioId, string> = {
@@ -14,6 +14,7 @@ export const SCENARIO_NAMES: Record<ScenarioId, string> = {
   f: "backlog",
   g: "failures",
   h: "fairness",
+  i: "realistic",
 };
 
 export const HELP = `npm run bench -- [--quick] [--scenario a,c|burn-down,...] [--systems porter,graphile,pgboss]
@@ -22,7 +23,9 @@ export const HELP = `npm run bench -- [--quick] [--scenario a,c|burn-down,...] [
 Porter side by side with graphile-worker and pg-boss on the same PostgreSQL (DATABASE_URL, an admin
 connection; default postgres://postgres@127.0.0.1:5432/postgres), a fresh database per system per run.
 Scenarios: a batch-enqueue, b single-enqueue, c burn-down, d steady, e idle, f backlog, g failures,
-h fairness (Porter only: tenant shares, Jain's index, quiet tenants' waits, policy on vs off).
+h fairness (Porter only: tenant shares, Jain's index, quiet tenants' waits, policy on vs off),
+i realistic (the demo's pool: 4 queues, 2 capped, tenants weighted 1/1/2, jobs of 0–20 ms; peers on
+their nearest configuration).
   --quick          fewer jobs, 1 measured run, (f) at 10k vs 50k, the peers' default configurations
                    only in (c), one warm-up pass for all: under 5 minutes
   --scenario S     run only these (letters or names, comma-separated; default all)
@@ -51,6 +54,10 @@ const FULL: Sizes = {
   failureJobs: 5_000,
   failureTargetS: 10,
   failureCapS: 45,
+  realisticJobs: 60_000,
+  realisticCapS: 90,
+  realisticArrivals: 1_000,
+  realisticSeconds: 6,
 };
 
 const QUICK: Sizes = {
@@ -70,6 +77,10 @@ const QUICK: Sizes = {
   failureJobs: 2_000,
   failureTargetS: 10,
   failureCapS: 15,
+  realisticJobs: 15_000,
+  realisticCapS: 30,
+  realisticArrivals: 1_000,
+  realisticSeconds: 3,
 };
 
 export type Options = {

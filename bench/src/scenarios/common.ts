@@ -27,6 +27,11 @@ export type Sizes = {
   /** (g) sizes each system's run to about this many seconds at its (c) rate. */
   failureTargetS: number;
   failureCapS: number;
+  /** (i) realistic: jobs preloaded for the burn-down, its cap, then arrivals/s for the latency window of this many seconds. */
+  realisticJobs: number;
+  realisticCapS: number;
+  realisticArrivals: number;
+  realisticSeconds: number;
 };
 
 export type BenchContext = {
