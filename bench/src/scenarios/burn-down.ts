@@ -124,9 +124,14 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     );
   });
   for (const [id, list] of rates) ctx.maxRates.set(id, median(list));
+  const full = 200_000;
   return {
     id: "c",
     title: "(c) burn-down",
+    ratioCaveat:
+      ctx.sizes.burnDownJobs < full || ctx.sizes.runs < 3
+        ? `Not full mode (${fmt(ctx.sizes.burnDownJobs)} jobs, ${ctx.sizes.runs} run(s); full: ${fmt(full)} jobs, 3 runs): quote full mode's ratios, not these. Measured side by side on 2026-12-02 (docs/performance.md, "Quick mode against full mode"), Porter ÷ graphile-worker tuned was 0.46× at 15k jobs, 0.70× at 60k and 0.87× in full mode (pg-boss tuned 0.50×, 0.56×, 0.80×): at 15k Porter's adaptive prefetch is still ramping (139 jobs per claim against 249–250 at 60k and 200k) and its start-up weighs on a 2–3 s drain; at 60k the ramp is done and what is left (0.80× of full's ratio, at the 20% edge) is one run against three on a shared machine.`
+        : undefined,
     notes: [
       `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 20_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
       "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks each job ran exactly once and the system recorded all of them done.",

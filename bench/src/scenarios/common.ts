@@ -55,6 +55,8 @@ export type ScenarioResult = {
   title: string;
   /** What the figures mean, printed under the table. */
   notes: string[];
+  /** Printed right under the ratio table: why these ratios are not the ones to quote (quick mode). */
+  ratioCaveat?: string;
   columns: Column[];
   rows: Row[];
   /** Anything else worth keeping in the JSON (verification counts, settings in effect). */
