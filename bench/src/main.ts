@@ -15,6 +15,7 @@ import { batchEnqueue, singleEnqueue } from "./scenarios/enqueue";
 import { failures } from "./scenarios/failures";
 import { FAIRNESS_FULL, FAIRNESS_QUICK, fairness } from "./scenarios/fairness";
 import { idleLatency, steadyArrivals } from "./scenarios/latency";
+import { realistic } from "./scenarios/realistic";
 import { fmt, markdownTable } from "./table";
 
 const options = parseOptions(process.argv.slice(2));
@@ -77,6 +78,7 @@ const runners: Record<Exclude<ScenarioId, "h">, (c: BenchContext) => Promise<Sce
   e: idleLatency,
   f: backlog,
   g: failures,
+  i: realistic,
 };
 
 /** Quick mode shows the peers' default configurations in the burn-down only (where they differ most). */

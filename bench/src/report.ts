@@ -40,6 +40,7 @@ export const scenarioMarkdown = (s: ScenarioResult): string => {
     );
     const legend = comparable.map((c) => `${c.label}: ${c.better === "higher" ? "above" : "below"} 1× favours Porter`).join("; ");
     parts.push("", markdownTable(["ratio (medians)", ...comparable.map((c) => c.label)], ratioRows), "", `Ratios — ${legend}.`);
+    if (s.ratioCaveat) parts.push("", `**${s.ratioCaveat}**`);
   }
   const bullets = [...footnotes.map((n, i) => `[${i + 1}] ${n}`), ...s.notes];
   if (bullets.length) parts.push("", ...bullets.map((b) => `- ${b}`));

@@ -124,9 +124,14 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     );
   });
   for (const [id, list] of rates) ctx.maxRates.set(id, median(list));
+  const full = 200_000;
   return {
     id: "c",
     title: "(c) burn-down",
+    ratioCaveat:
+      ctx.sizes.burnDownJobs < full || ctx.sizes.runs < 3
+        ? `Not full mode (${fmt(ctx.sizes.burnDownJobs)} jobs, ${ctx.sizes.runs} run(s); full: ${fmt(full)} jobs, 3 runs): these ratios do not agree with full mode's — quote full mode's. Measured in pairs on 2026-12-02 (docs/performance.md, "Quick mode against full mode"), Porter ÷ graphile-worker tuned: 0.70× and 0.74× at 60k jobs against 0.87× and 1.38× at 200k (15k: 0.46×). Porter's rate grows with the drain's length (its adaptive prefetch ramps up: 139 jobs per claim at 15k, 249–349 at 60k, 250–443 at 200k), graphile-worker's falls (dead entries pile up at the head of its claim index), so a short drain understates Porter against it.`
+        : undefined,
     notes: [
       `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 20_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
       "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks each job ran exactly once and the system recorded all of them done.",

@@ -27,6 +27,11 @@ export type Sizes = {
   /** (g) sizes each system's run to about this many seconds at its (c) rate. */
   failureTargetS: number;
   failureCapS: number;
+  /** (i) realistic: jobs preloaded for the burn-down, its cap, then arrivals/s for the latency window of this many seconds. */
+  realisticJobs: number;
+  realisticCapS: number;
+  realisticArrivals: number;
+  realisticSeconds: number;
 };
 
 export type BenchContext = {
@@ -50,6 +55,8 @@ export type ScenarioResult = {
   title: string;
   /** What the figures mean, printed under the table. */
   notes: string[];
+  /** Printed right under the ratio table: why these ratios are not the ones to quote (quick mode). */
+  ratioCaveat?: string;
   columns: Column[];
   rows: Row[];
   /** Anything else worth keeping in the JSON (verification counts, settings in effect). */

@@ -1,3 +1,4 @@
+import { durationOf, mix } from "../realistic-mix";
 import { type BenchPayload, type Distribution, distribution, type HandlerMode, nowMs, type Progress } from "./protocol";
 
 /** The effect a successful faulty-mode job applies once: a duplicated execution shows as applied > 1. */
@@ -10,14 +11,6 @@ export class InjectedFailure extends Error {
     super(`injected transient failure of job ${k} on attempt ${attempt}`);
   }
 }
-
-/** A well-mixed 32-bit hash of a job number, so every system fails the same jobs. */
-const mix = (k: number): number => {
-  let h = Math.imul(k ^ 0x9e3779b9, 0x85ebca6b) >>> 0;
-  h = Math.imul(h ^ (h >>> 16), 0x7feb352d) >>> 0;
-  h = Math.imul(h ^ (h >>> 15), 0x846ca68b) >>> 0;
-  return (h ^ (h >>> 16)) >>> 0;
-};
 
 /**
  * What the handlers of every system record, identically: executions, successes, failures,
@@ -57,6 +50,9 @@ export class JobLog {
         throw new InjectedFailure(payload.k, attempt);
       }
       await applyEffect(payload.k);
+    } else if (this.mode.kind === "realistic") {
+      const ms = durationOf(payload.k);
+      if (ms > 0) await new Promise((r) => setTimeout(r, ms));
     }
     this.countSuccess(payload.k);
     this.succeeded++;

@@ -1,8 +1,12 @@
 import { type Job, type JobResult, PgBoss } from "pg-boss";
+import { REALISTIC_QUEUES, slotsPerQueue } from "../realistic-mix";
 import { QUEUE, TUNED } from "../variants";
 import { EFFECT_SQL, InjectedFailure, type JobLog } from "./job-log";
 import type { BenchPayload, WorkerConfig } from "./protocol";
 import type { RunningWorker } from "./runner";
+
+/** Scenario (i)'s pg-boss queue for a queue of the mix. */
+export const pgBossQueue = (queue: string): string => `${QUEUE}-${queue}`;
 
 /** pg-boss's fetch (plans.fetchNextJob): UPDATE … SET state = 'active' fed by FOR UPDATE OF j SKIP LOCKED. */
 export const isPgBossClaim = (text: string): boolean => /SKIP LOCKED/.test(text) && /state = 'active'/.test(text) && /started_on = /.test(text);
@@ -33,7 +37,25 @@ export const startPgBoss = async (config: WorkerConfig, url: string, log: JobLog
   const effect = (k: number) => db.executeSql(EFFECT_SQL, [k]);
   const runOne = (job: Job<BenchPayload>) => log.run(job.data, job.retryCount + 1, effect);
   const info: Record<string, unknown> = { max: config.budget.connections, useListenNotify: tuned };
-  if (tuned) {
+  if (config.handler.kind === "realistic") {
+    // Scenario (i): one work() per queue of the mix, its localConcurrency the queue's cap or its share of
+    // the remaining slots (pg-boss has no pool-wide slot count nor cap); tuned: NOTIFY, batches of 50
+    // per local worker run one job at a time, 0.5 s polling, burst fetching.
+    const slots = slotsPerQueue(config.budget.concurrency);
+    for (const q of REALISTIC_QUEUES) {
+      const localConcurrency = slots.get(q.id)!;
+      const options = tuned ? { ...TUNED.pgboss, batchSize: 50, localConcurrency, perJobResults: true as const } : { localConcurrency };
+      await boss.work<BenchPayload>(pgBossQueue(q.id), options, async (jobs): Promise<JobResult[]> => {
+        const results: JobResult[] = [];
+        for (const job of jobs) {
+          await runOne(job);
+          results.push({ id: job.id, status: "completed" });
+        }
+        return results;
+      });
+    }
+    Object.assign(info, { realistic: Object.fromEntries(slots), tuned });
+  } else if (tuned) {
     const perBatch = Math.max(1, Math.ceil(config.budget.concurrency / TUNED.pgboss.localConcurrency));
     await boss.work<BenchPayload>(QUEUE, { ...TUNED.pgboss, perJobResults: true }, async (jobs): Promise<JobResult[]> => {
       const results: JobResult[] = [];

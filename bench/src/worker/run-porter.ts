@@ -3,6 +3,7 @@ import { defineHandler, RetryableError } from "@porter/sdk";
 import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PorterWorker } from "@porter/worker/runtime/worker";
+import { REALISTIC_QUEUES } from "../realistic-mix";
 import { QUEUE } from "../variants";
 import { EFFECT_SQL, InjectedFailure, type JobLog } from "./job-log";
 import type { BenchPayload, WorkerConfig } from "./protocol";
@@ -24,27 +25,31 @@ export const isPorterClaim = (text: string): boolean =>
 export const startPorter = async (config: WorkerConfig, url: string, log: JobLog): Promise<RunningWorker> => {
   const pool = createPool(url, { max: config.budget.connections, applicationName: "bench-porter-worker" });
   const isLedger = config.handler.kind === "faulty" && config.handler.effect === "ledger";
-  const handler = defineHandler({
-    type: `${QUEUE}.job`,
-    run: async (job, ctx) => {
-      try {
-        await log.run(job.payload as BenchPayload, job.attempt, (k) =>
-          isLedger ? ctx.effect(`effect-${k}`, (tx) => tx.query(EFFECT_SQL, [k])) : pool.query(EFFECT_SQL, [k]),
-        );
-      } catch (error) {
-        if (error instanceof InjectedFailure) throw new RetryableError(error.message, { code: "BENCH_TRANSIENT" });
-        throw error;
-      }
-      return null;
-    },
-  });
+  // Scenario (i): one job type per queue of the pool, all running the same handler.
+  const types = config.handler.kind === "realistic" ? REALISTIC_QUEUES.map((q) => `${q.id}.job`) : [`${QUEUE}.job`];
+  const handlers = types.map((type) =>
+    defineHandler({
+      type,
+      run: async (job, ctx) => {
+        try {
+          await log.run(job.payload as BenchPayload, job.attempt, (k) =>
+            isLedger ? ctx.effect(`effect-${k}`, (tx) => tx.query(EFFECT_SQL, [k])) : pool.query(EFFECT_SQL, [k]),
+          );
+        } catch (error) {
+          if (error instanceof InjectedFailure) throw new RetryableError(error.message, { code: "BENCH_TRANSIENT" });
+          throw error;
+        }
+        return null;
+      },
+    }),
+  );
   const worker = await PorterWorker.start({
     db: pool,
     connectionString: url,
     poolId: QUEUE,
     concurrency: config.budget.concurrency,
     logger: createLogger({ level: "error", destination: { write: (s: string) => process.stderr.write(s) } }),
-    handlers: createHandlerMap([handler]),
+    handlers: createHandlerMap(handlers),
   });
   return {
     info: { concurrency: worker.concurrency, poolMax: config.budget.connections },
