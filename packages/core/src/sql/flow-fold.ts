@@ -1,5 +1,6 @@
 import { type Db, inOwnTransaction } from "../db";
 import { absorbFlowTotals, flowTotalsMarkSql } from "./flow-totals";
+import { FLOW_COUNTERS } from "./flow-write";
 
 /** Minute rollups are kept this long (docs/observability.md "Rollups"). */
 export const FLOW_MINUTE_RETENTION_MS = 14 * 24 * 3_600_000;
@@ -14,7 +15,7 @@ const TABLES = [
   {
     name: "flow_rollups",
     key: "queue_id, job_type, tenant_id",
-    sums: "arrivals, starts, succeeded, retried, dead, cancelled, expired, lease_expiries, throttles, wait_ms_sum, runs, run_ms_sum",
+    sums: FLOW_COUNTERS.join(", "),
   },
   { name: "flow_histograms", key: "queue_id, job_type, tenant_id, kind, bucket", sums: "n" },
   { name: "flow_retry_codes", key: "queue_id, job_type, tenant_id, code", sums: "n" },

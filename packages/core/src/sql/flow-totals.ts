@@ -3,6 +3,7 @@
 // in the transaction that moves the mark, so a counter (totals + the minute rows at or after the
 // mark, read in one snapshot) never drops — whatever the hour fold rewrites or pruning deletes.
 import { type Db, inOwnTransaction } from "../db";
+import { FLOW_COUNTERS } from "./flow-write";
 
 /**
  * Minutes are absorbed once they are this old: a batch stamped in a minute commits within it
@@ -10,21 +11,8 @@ import { type Db, inOwnTransaction } from "../db";
  */
 export const FLOW_TOTALS_LATE_MS = 5 * 60_000;
 
-/** Counters of `flow_totals`, summed from the minute rows of `flow_rollups`. */
-const ROLLUP_SUMS = [
-  "arrivals",
-  "starts",
-  "succeeded",
-  "retried",
-  "dead",
-  "cancelled",
-  "expired",
-  "lease_expiries",
-  "throttles",
-  "wait_ms_sum",
-  "runs",
-  "run_ms_sum",
-] as const;
+/** Counters of `flow_totals`, summed from the minute rows of `flow_rollups`: every counter of theirs. */
+const ROLLUP_SUMS = FLOW_COUNTERS;
 
 /** Each totals table, the minute table it sums, its key (without the tenant; the histograms without the job type) and its sums. */
 const TOTALS = [

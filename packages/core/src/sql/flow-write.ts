@@ -27,19 +27,21 @@ export const FLOW_LAST_BUCKET = 28;
 export const bucketSql = (ms: string): string => `least(${FLOW_LAST_BUCKET}, floor(ln(greatest(${ms}, 0.5)) / ln(2.0::float8))::int + 1)`;
 
 /** The counters of `flow_rollups` a writer may add to. */
-export type FlowCounter =
-  | "arrivals"
-  | "starts"
-  | "succeeded"
-  | "retried"
-  | "dead"
-  | "cancelled"
-  | "expired"
-  | "lease_expiries"
-  | "throttles"
-  | "wait_ms_sum"
-  | "runs"
-  | "run_ms_sum";
+export const FLOW_COUNTERS = [
+  "arrivals",
+  "starts",
+  "succeeded",
+  "retried",
+  "dead",
+  "cancelled",
+  "expired",
+  "lease_expiries",
+  "throttles",
+  "wait_ms_sum",
+  "runs",
+  "run_ms_sum",
+] as const;
+export type FlowCounter = (typeof FLOW_COUNTERS)[number];
 
 const SHARD = `(${FLOW_SHARDS / 2} + pg_backend_pid() % ${FLOW_SHARDS / 2})::int`;
 const GROUP = (a: string) => `${a}.queue_id, ${a}.job_type, ${a}.tenant_id`;
