@@ -9,10 +9,10 @@
 // without their flow-rollup CTEs (sql/flow-write.ts), rewritten here at the driver; give them a
 // claim routine without its flow CTEs too, for the burn-down without rollups (issue 14).
 import { readFileSync } from "node:fs";
-import { enqueueJobs } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import pg from "pg";
+import { enqueueBenchBacklog } from "./bench-backlog";
 import { startNoOpWorker } from "./no-op-worker";
 
 const DB = process.env.AB_DB ?? "porter_perf_claim";
@@ -106,16 +106,7 @@ await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   await c.end();
   // The backlog, enqueued once by core (what producers run), cloned by every run.
   const seed = createPool(`postgres://postgres@127.0.0.1:5432/${TPL}`, { max: 2 });
-  for (let i = 0; i < jobs; i += 1000) {
-    const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({
-      job_type: "bench.job",
-      tenant_id: "bench",
-      payload: { k: i + k },
-      idempotency_key: `k-${i + k}`,
-    }));
-    await enqueueJobs(seed, batch);
-  }
-  await seed.query(`VACUUM ANALYZE jobs`);
+  await enqueueBenchBacklog(seed, jobs);
   await seed.end();
 }
 

@@ -7,10 +7,11 @@
 // AB_STRIP_FLOW=name[,name]: those variants' ack runs without its flow CTEs (give them a claim
 // routine without its flow CTE too); AB_STRIP_HIST=name: only the histogram CTEs. CLAIM (default 400) and ACK (default 40) set the batch sizes.
 import { readFileSync } from "node:fs";
-import { claimJobs, completeJobs, enqueueJobs } from "@porter/core";
+import { claimJobs, completeJobs } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import pg from "pg";
+import { enqueueBenchBacklog } from "./bench-backlog";
 
 const DB = process.env.AB_DB ?? "porter_perf_flowcost";
 const ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -68,16 +69,7 @@ await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   await seed.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
   await seed.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
   await seed.query(`INSERT INTO tenants (id) VALUES ('bench')`);
-  for (let i = 0; i < jobs; i += 1000) {
-    const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({
-      job_type: "bench.job",
-      tenant_id: "bench",
-      payload: { k: i + k },
-      idempotency_key: `k-${i + k}`,
-    }));
-    await enqueueJobs(seed, batch);
-  }
-  await seed.query(`VACUUM ANALYZE jobs`);
+  await enqueueBenchBacklog(seed, jobs);
   await seed.end();
 }
 
