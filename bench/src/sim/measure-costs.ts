@@ -2,7 +2,7 @@
 // own (so WAL, commits and CPU are Porter's alone, not the shared server's other work):
 //   npm run costs -w @porter/bench -- [--jobs 20000] [--rounds 3] [--json out.json]
 // Each round: a fresh migrated database (cloned from a template), then
-//   enqueue   `jobs` jobs through core's enqueueJobs in calls of 1000 (what enqueueBatch runs),
+//   enqueue   `jobs` jobs through core's enqueueJobs on a pool in calls of 1000 (what enqueueBatch runs),
 //   single    `jobs / 5` single-job calls from 32 concurrent callers (coalesced, what enqueue runs),
 //   claim     porter_claim in batches of 400 until every job is RUNNING (the worker's batch claim),
 //   heartbeat one lease extension per job, in batches of 1000 (a long job's heartbeat, per lease/3),
@@ -106,7 +106,11 @@ const walBreakdown = async (from: string, to: string): Promise<{ fpi: number; to
   return { fpi, total, byRmgr };
 };
 
-const socketBytes = (c: pg.Client): number => {
+type Wire = pg.Client | pg.Pool;
+/** Bytes read and written on a client's socket (a pool of max 1: its one client's). */
+const socketBytes = (w: Wire): number => {
+  const c = w instanceof pg.Pool ? (w as unknown as { _clients: pg.Client[] })._clients[0] : w;
+  if (!c) throw new Error("the pool has no client yet");
   const s = (c as unknown as { connection: { stream: { bytesRead: number; bytesWritten: number } } }).connection.stream;
   return s.bytesRead + s.bytesWritten;
 };
@@ -115,7 +119,7 @@ const phase = async (
   name: PhaseCost["phase"],
   count: number,
   stats: pg.Client,
-  wire: pg.Client | undefined,
+  wire: Wire | undefined,
   body: () => Promise<void>,
 ): Promise<PhaseCost> => {
   if (values.checkpoint) await stats.query("CHECKPOINT");
@@ -158,12 +162,15 @@ for (let r = 0; r < rounds; r++) {
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${name} TEMPLATE costs_tpl`);
   const url = urlOf(name);
-  const clients = await Promise.all([0, 1, 2].map(async () => {
+  const clients = await Promise.all([0, 1].map(async () => {
     const c = new pg.Client(url);
     await c.connect();
     return c;
   }));
-  const [stats, producer, worker] = clients as [pg.Client, pg.Client, pg.Client];
+  const [stats, worker] = clients as [pg.Client, pg.Client];
+  // The producer API's path: enqueueJobs on a pool (its own transaction, the virtual-time
+  // reservation in a statement of its own). One connection, so its socket is the phase's wire.
+  const producer = createPool(url, { max: 1 });
   const policyCache = new PolicyCache({ ttlMs: 600_000 });
   const results: PhaseCost[] = [];
   let k = 0;
@@ -228,6 +235,7 @@ for (let r = 0; r < rounds; r++) {
           .join(", "),
     );
   }
+  await producer.end();
   for (const c of clients) await c.end();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
