@@ -15,7 +15,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: [...workspaces.flatMap((dir) => [`${dir}/**/src/**/*.test.ts`]), "e2e/*.test.ts"],
+          include: [...workspaces.flatMap((dir) => [`${dir}/**/src/**/*.test.ts`]), "e2e/*.test.ts", "bench/src/**/*.test.ts"],
           exclude: ["**/node_modules/**", "**/*.int.test.ts", "**/generated/**"],
           environment: "node",
         },

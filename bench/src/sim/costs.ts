@@ -20,11 +20,3 @@ export type PhaseCost = {
   netBytes: number | null;
   tables: Record<string, TableRows>;
 };
-
-/** The median of a non-empty list. */
-export const median = (xs: number[]): number => {
-  if (xs.length === 0) throw new Error("median of nothing");
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};

@@ -1,12 +1,12 @@
 // The per-job costs the scaling model uses, measured phase by phase on a PostgreSQL cluster of its
 // own (so WAL, commits and CPU are Porter's alone, not the shared server's other work):
-//   npm run costs -w @porter/bench -- [--jobs 20000] [--rounds 3] [--json out.json]
+//   npm run costs -w @porter/bench -- [--jobs 20000] [--rounds 3] [--checkpoint] [--claim-batch 400] [--ack-batch 500] [--json out.json]
 // Each round: a fresh migrated database (cloned from a template), then
 //   enqueue   `jobs` jobs through core's enqueueJobs on a pool in calls of 1000 (what enqueueBatch runs),
 //   single    `jobs / 5` single-job calls from 32 concurrent callers (coalesced, what enqueue runs),
-//   claim     porter_claim in batches of 400 until every job is RUNNING (the worker's batch claim),
+//   claim     porter_claim in batches of 400 (--claim-batch) until every job is RUNNING (the worker's batch claim),
 //   heartbeat one lease extension per job, in batches of 1000 (a long job's heartbeat, per lease/3),
-//   ack       completeJobs in batches of 500 (the completer's flush) until every job is SUCCEEDED,
+//   ack       completeJobs in batches of 500 (--ack-batch; the completer's flush) until every job is SUCCEEDED,
 // and for each phase: WAL bytes (pg_current_wal_lsn delta, and pg_waldump --stats for the full-page
 // images), commits (pg_stat_database), rows inserted/updated/deleted per table (pg_stat_user_tables),
 // PostgreSQL CPU (every process of the cluster, from /proc), and bytes on the wire (the client
@@ -14,13 +14,13 @@
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { promisify } from "node:util";
+import { parseArgs, promisify } from "node:util";
 import { claimJobs, completeJobs, type EnqueueInput, enqueueJobs, extendLeases, PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { startRestartableCluster } from "@porter/db/testing/restartable-cluster";
 import pg from "pg";
-import { median, type PhaseCost, type TableRows } from "./costs";
+import { median } from "../table";
+import type { PhaseCost, TableRows } from "./costs";
 
 const run = promisify(execFile);
 const { values } = parseArgs({
@@ -30,11 +30,16 @@ const { values } = parseArgs({
     json: { type: "string" },
     // CHECKPOINT before each phase: every page's first change is then a full-page image (the worst case).
     checkpoint: { type: "boolean", default: false },
+    // Batch sizes of the claim and the ack (a fleet of many workers claims and acks in smaller ones).
+    "claim-batch": { type: "string", default: "400" },
+    "ack-batch": { type: "string", default: "500" },
   },
 });
 const jobs = Number(values.jobs);
 const rounds = Number(values.rounds);
 const singleJobs = Math.floor(jobs / 5);
+const claimBatch = Number(values["claim-batch"]);
+const ackBatch = Number(values["ack-batch"]);
 
 const cluster = await startRestartableCluster({ database: "costs_tpl", isMigrated: true });
 const binDir = process.env.PORTER_PG_BIN ?? join("/usr/lib/postgresql", readdirSync("/usr/lib/postgresql").sort((a, b) => Number(b) - Number(a))[0]!, "bin");
@@ -96,7 +101,10 @@ const walBreakdown = async (from: string, to: string): Promise<{ fpi: number; to
   let total = 0;
   for (const line of stdout.split("\n")) {
     // "Heap   N (pct)   record size (pct)   FPI size (pct)   combined size (pct)"; Total's pcts in [].
-    const f = line.replace(/\(\s*[\d.]+\)|\[[\d.]+%\]/g, " ").trim().split(/\s+/);
+    const f = line
+      .replace(/\(\s*[\d.]+\)|\[[\d.]+%\]/g, " ")
+      .trim()
+      .split(/\s+/);
     if (f.length !== 5 || !/^\d+$/.test(f[4]!)) continue;
     if (f[0] === "Total") {
       total = Number(f[4]);
@@ -115,13 +123,7 @@ const socketBytes = (w: Wire): number => {
   return s.bytesRead + s.bytesWritten;
 };
 
-const phase = async (
-  name: PhaseCost["phase"],
-  count: number,
-  stats: pg.Client,
-  wire: Wire | undefined,
-  body: () => Promise<void>,
-): Promise<PhaseCost> => {
+const phase = async (name: PhaseCost["phase"], count: number, stats: pg.Client, wire: Wire | undefined, body: () => Promise<void>): Promise<PhaseCost> => {
   if (values.checkpoint) await stats.query("CHECKPOINT");
   const before = await snapshot(stats);
   const w0 = wire ? socketBytes(wire) : 0;
@@ -162,11 +164,13 @@ for (let r = 0; r < rounds; r++) {
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${name} TEMPLATE costs_tpl`);
   const url = urlOf(name);
-  const clients = await Promise.all([0, 1].map(async () => {
-    const c = new pg.Client(url);
-    await c.connect();
-    return c;
-  }));
+  const clients = await Promise.all(
+    [0, 1].map(async () => {
+      const c = new pg.Client(url);
+      await c.connect();
+      return c;
+    }),
+  );
   const [stats, worker] = clients as [pg.Client, pg.Client];
   // The producer API's path: enqueueJobs on a pool (its own transaction, the virtual-time
   // reservation in a statement of its own). One connection, so its socket is the phase's wire.
@@ -175,7 +179,12 @@ for (let r = 0; r < rounds; r++) {
   const results: PhaseCost[] = [];
   let k = 0;
   const make = (n: number): EnqueueInput[] =>
-    Array.from({ length: n }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++k, ref: `s3://bucket/doc-${k}` }, idempotency_key: `k-${k}` }));
+    Array.from({ length: n }, () => ({
+      job_type: "bench.job",
+      tenant_id: "bench",
+      payload: { k: ++k, ref: `s3://bucket/doc-${k}` },
+      idempotency_key: `k-${k}`,
+    }));
   // Warm the policy cache and the prepared statements outside the measurement.
   await enqueueJobs(producer, make(10), { policyCache });
   results.push(
@@ -203,7 +212,7 @@ for (let r = 0; r < rounds; r++) {
   results.push(
     await phase("claim", total, stats, worker, async () => {
       while (held.length < total) {
-        const got = await claimJobs(worker, { poolId: "bench", workerId: "w1", limit: 400 });
+        const got = await claimJobs(worker, { poolId: "bench", workerId: "w1", limit: claimBatch });
         if (got.length === 0) throw new Error(`nothing claimable after ${held.length} of ${total}`);
         for (const j of got) held.push({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt });
       }
@@ -216,8 +225,11 @@ for (let r = 0; r < rounds; r++) {
   );
   results.push(
     await phase("ack", total, stats, worker, async () => {
-      for (let i = 0; i < held.length; i += 500) {
-        const out = await completeJobs(worker, held.slice(i, i + 500).map((h) => ({ ...h, result: null })));
+      for (let i = 0; i < held.length; i += ackBatch) {
+        const out = await completeJobs(
+          worker,
+          held.slice(i, i + ackBatch).map((h) => ({ ...h, result: null })),
+        );
         if (out.stale.length > 0) throw new Error(`${out.stale.length} stale acks`);
       }
     }),
@@ -247,7 +259,10 @@ for (const ph of all[0]!.map((p) => p.phase)) {
   const ps = all.map((rs) => rs.find((p) => p.phase === ph)!);
   const per = (f: (p: PhaseCost) => number) => median(ps.map((p) => f(p) / p.jobs));
   const rows = Object.entries(ps[0]!.tables)
-    .map(([t, d]) => `${t} ${[d.ins, d.upd, d.del].map((x) => (x / ps[0]!.jobs).toFixed(2)).join("/")}${d.hot ? ` (HOT ${(d.hot / ps[0]!.jobs).toFixed(2)})` : ""}`)
+    .map(
+      ([t, d]) =>
+        `${t} ${[d.ins, d.upd, d.del].map((x) => (x / ps[0]!.jobs).toFixed(2)).join("/")}${d.hot ? ` (HOT ${(d.hot / ps[0]!.jobs).toFixed(2)})` : ""}`,
+    )
     .join("; ");
   const wire = ps[0]!.netBytes === null ? "–" : per((p) => p.netBytes ?? 0).toFixed(0);
   console.log(
