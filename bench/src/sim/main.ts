@@ -6,7 +6,7 @@ import { tenantMix } from "./model";
 import { designsTable, limitsTable, type SimParams } from "./report";
 
 const HELP = `npm run sim -w @porter/bench -- [--seed N] [--tenants N] [--whale SHARE] [--zipf S] [--cores N]
-                                   [--primaries 1,2,4,8,16] [--replicas N] [--console-cores C] [--fan-out SHARE]
+                                   [--primaries 1,2,4,8,16] [--replicas N] [--console-cores C] [--fan-out SHARE] [--split-whale K]
 
 A capacity model of Porter on N PostgreSQL primaries (bench/src/sim/model.ts), fed with the per-job
 costs measured by \`npm run costs -w @porter/bench\` (bench/src/sim/defaults.ts). Deterministic: the
@@ -19,7 +19,8 @@ same flags print the same tables.
   --primaries LIST  primary counts (default 1,2,4,8,16)
   --replicas N      read replicas in the replicas design (default 2)
   --console-cores C PostgreSQL cores the console's reads take on one primary (default 1)
-  --fan-out SHARE   share of the console's reads that span every tenant (default 0.3)`;
+  --fan-out SHARE   share of the console's reads that span every tenant (default 0.3)
+  --split-whale K   also show the rebalanced design with the whale split into K sub-tenants (default 4; 1: not)`;
 
 const { values } = parseArgs({
   options: {
@@ -33,6 +34,7 @@ const { values } = parseArgs({
     replicas: { type: "string", default: "2" },
     "console-cores": { type: "string", default: String(DEFAULT_CONSOLE.cpuUsPerSec / 1e6) },
     "fan-out": { type: "string", default: String(DEFAULT_CONSOLE.fanOutShare) },
+    "split-whale": { type: "string", default: "4" },
   },
 });
 if (values.help) {
@@ -60,6 +62,7 @@ const params: SimParams = {
   replicas: num("replicas", values.replicas, 0, 16),
   seed: num("seed", values.seed, 0, 2 ** 31),
   seeds: 50,
+  splitWhale: num("split-whale", values["split-whale"], 1, 64),
 };
 
 const c = params.cost;

@@ -14,7 +14,7 @@ import {
   staticPlacement,
   tenantMix,
 } from "./model";
-import { designsTable, limitsTable, type SimParams } from "./report";
+import { designsTable, limitsTable, type SimParams, splitWhale } from "./report";
 
 // A seeded generator for the property checks (mulberry32): the same cases every run.
 const rng = (seed: number) => () => {
@@ -160,6 +160,17 @@ describe("evaluate", () => {
     expect(evaluate({ kind: "rebalanced", primaries: 16 }, hw16, DEFAULT_COST, mix, noConsole).throughput).toBeCloseTo(whaleAlone, 6);
   });
 
+  it("splitting the whale into k sub-tenants lifts its limit up to k-fold, never past the new largest share", () => {
+    const mix = tenantMix(1000, 0.15, 0.8);
+    const one = evaluate({ kind: "single" }, hw16, DEFAULT_COST, [1], noConsole).throughput;
+    const whole = evaluate({ kind: "rebalanced", primaries: 16 }, hw16, DEFAULT_COST, mix, noConsole).throughput;
+    const split = splitWhale(mix, 4);
+    expect(split.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 12);
+    const parted = evaluate({ kind: "rebalanced", primaries: 16 }, hw16, DEFAULT_COST, split, noConsole).throughput;
+    expect(parted).toBeGreaterThan(whole);
+    expect(parted).toBeLessThanOrEqual(Math.min(4 * whole, one / Math.max(...split)) * (1 + 1e-12));
+  });
+
   it("a cross-shard cap counter flattens the fleet: no more primaries raise it past the counter's ceiling", () => {
     const mix = tenantMix(1000, 0.05, 0.8);
     const cap = DEFAULT_GLOBAL_CAP;
@@ -200,11 +211,13 @@ describe("report", () => {
     replicas: 2,
     seed: 1,
     seeds: 5,
+    splitWhale: 1,
   };
   it("prints the same tables for the same parameters, one row per design and primary count", () => {
     const a = designsTable(params);
     expect(designsTable(params)).toBe(a);
     expect(a.split("\n")).toHaveLength(2 + 2 + 3 * 3);
+    expect(designsTable({ ...params, splitWhale: 4 }).split("\n")).toHaveLength(2 + 2 + 4 * 3);
     expect(limitsTable(params, [8, 64]).split("\n")).toHaveLength(2 + 4);
   });
 });

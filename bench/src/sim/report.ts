@@ -28,6 +28,8 @@ export type SimParams = {
   seed: number;
   /** Seeds the static map is drawn with for its spread column. */
   seeds: number;
+  /** Sub-tenants the whale is split into in an extra rebalanced design (1: no such rows). */
+  splitWhale: number;
 };
 
 const RESOURCE_LABEL: Record<Constraint["resource"], string> = {
@@ -39,18 +41,22 @@ const RESOURCE_LABEL: Record<Constraint["resource"], string> = {
   counter: "global cap counter",
 };
 
-/** "CPU @ primary 3 (whale + 12 tenants, 27% of jobs)". */
-const describe = (o: Outcome, mix: number[], design: Design): string => {
+/** "CPU @ primary 3 (whale + 12 tenants, 27% of jobs)"; the mix's first `whaleParts` tenants are the whale. */
+const describe = (o: Outcome, mix: number[], design: Design, whaleParts = 1): string => {
   const b = o.bottleneck;
   const label = `${RESOURCE_LABEL[b.resource]} @ ${b.where}`;
   if (b.shard === null || o.shardShares.length === 1) return label;
   const placement = placementOf(design, mix);
   const tenants = mix.map((_, t) => t).filter((t) => placement[t] === b.shard);
-  const hasWhale = tenants.includes(0);
-  const others = tenants.length - (hasWhale ? 1 : 0);
-  const who = hasWhale ? (others > 0 ? `whale + ${others} tenants` : "the whale alone") : `${others} tenants`;
+  const parts = tenants.filter((t) => t < whaleParts).length;
+  const others = tenants.length - parts;
+  const whale = whaleParts === 1 ? "whale" : `${parts} of the whale's ${whaleParts} parts`;
+  const who = parts > 0 ? (others > 0 ? `${whale} + ${others} tenants` : whaleParts === 1 ? "the whale alone" : whale) : `${others} tenants`;
   return `${label} (${who}, ${fmt(o.shardShares[b.shard]! * 100, 1)}% of jobs)`;
 };
+
+/** The mix with its first tenant (the whale) split into `parts` equal sub-tenants, placed first. */
+export const splitWhale = (mix: number[], parts: number): number[] => [...Array.from({ length: parts }, () => mix[0]! / parts), ...mix.slice(1)];
 
 /** Table 1: one primary's ceiling per resource at each core count, for both producer styles. */
 export const limitsTable = (p: SimParams, coreCounts: number[]): string => {
@@ -98,15 +104,15 @@ export const designsTable = (p: SimParams): string => {
   const hw = p.hardware(p.coresPerPrimary);
   const base = evaluate({ kind: "single" }, hw, p.cost, p.mix, p.console).throughput;
   const rows: string[][] = [];
-  const add = (name: string, n: number, design: Design, spread?: string) => {
-    const o = evaluate(design, hw, p.cost, p.mix, p.console);
+  const add = (name: string, n: number, design: Design, spread?: string, mix = p.mix, whaleParts = 1) => {
+    const o = evaluate(design, hw, p.cost, mix, p.console);
     const cpu = o.cpuUtilisation;
     rows.push([
       name,
       String(n),
       fmt(o.throughput),
       `${fmt(o.throughput / base, 2)}×`,
-      describe(o, p.mix, design),
+      describe(o, mix, design, whaleParts),
       cpu.length > 1 ? `${fmt(Math.min(...cpu) * 100)}–${fmt(Math.max(...cpu) * 100)}%` : `${fmt(cpu[0]! * 100)}%`,
       spread ?? "",
     ]);
@@ -119,6 +125,11 @@ export const designsTable = (p: SimParams): string => {
     add("sharded by tenant, static hash map", n, { kind: "static", primaries: n, seed: p.seed }, spread);
   }
   for (const n of p.primaries) add("sharded by tenant, hot tenants rebalanced", n, { kind: "rebalanced", primaries: n });
+  if (p.splitWhale > 1) {
+    const split = splitWhale(p.mix, p.splitWhale);
+    for (const n of p.primaries)
+      add(`sharded, rebalanced, the whale split into ${p.splitWhale} sub-tenants`, n, { kind: "rebalanced", primaries: n }, undefined, split, p.splitWhale);
+  }
   for (const n of p.primaries) add("sharded, rebalanced, + a global queue cap (cross-shard counter)", n, { kind: "global-cap", primaries: n, cap: p.cap });
   return markdownTable(
     ["design", "primaries", "jobs/s", "× single", "saturates first", "CPU use across primaries", `static map over ${p.seeds} seeds: min / median / max jobs/s`],
