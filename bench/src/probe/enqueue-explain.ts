@@ -16,7 +16,11 @@ const make = (n: number) => Array.from({ length: n }, () => ({ job_type: "bench.
 for (let w = 0; w < warm; w++) await enqueueJobs(pool, make(250), { policyCache, notify: false });
 const now = new Date();
 const prepared = await prepareEnqueue(pool, make(250), { now, policyCache });
-const cols = chunkArrays(prepared, prepared.map((_, k) => k), now);
+const cols = chunkArrays(
+  prepared,
+  prepared.map((_, k) => k),
+  now,
+);
 const client = await pool.connect();
 await client.query("BEGIN");
 const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS, TIMING) ${INSERT_SQL_FOR_PROBES}`, [...cols, now, []]);
