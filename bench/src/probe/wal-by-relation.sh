@@ -6,9 +6,10 @@
 set -euo pipefail
 WALDIR=$1 START=$2 END=$3 URL=$4 JOBS=${5:-1}
 BIN=${PORTER_PG_BIN:-/usr/lib/postgresql/15/bin}
-names=$(mktemp)
+names=$(mktemp) rels=$(mktemp)
 psql -qAt -F ' ' "$URL" -c "SELECT pg_relation_filenode(oid), relname FROM pg_class WHERE pg_relation_filenode(oid) IS NOT NULL" > "$names"
-"$BIN/pg_waldump" -p "$WALDIR" -s "$START" -e "$END" 2>/dev/null | awk -v jobs="$JOBS" -v names="$names" '
+printf "%-8s %-16s %-44s %9s %9s %6s %8s\n" rmgr type relation records B/job FPIs share
+"$BIN/pg_waldump" -p "$WALDIR" -s "$START" -e "$END" 2>/dev/null | awk -v jobs="$JOBS" -v names="$names" -v rels="$rels" '
   BEGIN { while ((getline line < names) > 0) { split(line, a, " "); rel[a[1]] = a[2] } }
   {
     rmgr = $2; sub(/,$/, "", rmgr)
@@ -21,10 +22,11 @@ psql -qAt -F ' ' "$URL" -c "SELECT pg_relation_filenode(oid), relname FROM pg_cl
     rb[r] += tot; rfp[r] += fpw
   }
   END {
-    printf "%-8s %-16s %-44s %9s %9s %6s %8s\n", "rmgr", "type", "relation", "records", "B/job", "FPIs", "share"
     for (k in bytes) { split(k, q, " "); printf "%-8s %-16s %-44s %9d %9.1f %6d %7.1f%%\n", q[1], q[2], q[3], n[k], bytes[k] / jobs, fp[k], 100 * bytes[k] / all }
-    printf "\nper relation:\n"
-    for (r in rb) printf "  %-44s %9.1f B/job %6d FPIs %6.1f%%\n", r, rb[r] / jobs, rfp[r], 100 * rb[r] / all
-    printf "total %.1f B/job\n", all / jobs
-  }' | sort -k5 -n -r -s
-rm -f "$names"
+    for (r in rb) printf "  %-44s %9.1f B/job %6d FPIs %6.1f%%\n", r, rb[r] / jobs, rfp[r], 100 * rb[r] / all > rels
+    printf "total %.1f B/job\n", all / jobs > (rels ".total")
+  }' | sort -k5 -n -r
+printf "\nper relation:\n"
+sort -k2 -n -r "$rels"
+cat "$rels.total"
+rm -f "$names" "$rels" "$rels.total"
