@@ -6,8 +6,10 @@ import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import pg from "pg";
 
-export const PERF_URL = "postgres://postgres@127.0.0.1:5432/porter_perf";
-const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+/** PERF_SERVER=postgres://user@host:port (default the shared :5432): e.g. a cluster of one's own for WAL reads. */
+const SERVER = process.env.PERF_SERVER ?? "postgres://postgres@127.0.0.1:5432";
+export const PERF_URL = `${SERVER}/porter_perf`;
+const ADMIN_URL = `${SERVER}/postgres`;
 
 /** Drops and recreates `porter_perf`, migrates it and seeds the "bench" control plane. */
 export const freshPerfDatabase = async (options: { connections: number; workerConcurrency?: number; statements?: boolean }) => {

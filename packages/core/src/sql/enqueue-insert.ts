@@ -176,6 +176,8 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
      -- nothing selects from would be removed by the planner, and with it every NOTIFY).
      SELECT ins.job_id FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
 const INSERT_SQL = insertSql(false);
+/** The insert statement's text (bench/src/probe/enqueue-explain.ts explains it). */
+export const INSERT_SQL_FOR_PROBES = INSERT_SQL;
 const INSERT_RESERVING_SQL = insertSql(true);
 
 /**

@@ -64,11 +64,15 @@ export class StreamHub {
   private reconnectTimer: NodeJS.Timeout | null = null;
   private backoff: number;
   private heldBackMs = 0;
+  /** The server's start time as the listener last saw it (`pg_postmaster_start_time()`); null while stopped. */
+  private serverStartedAt: string | null = null;
   private readonly pollMs: number;
   private readonly debounceMs: number;
   private readonly reconnect: { min: number; max: number };
   /** Reads of the log (tests: one per wake, whatever the number of subscribers). */
   reads = 0;
+  /** Resets of every subscriber after a server restart (tests). */
+  resets = 0;
 
   constructor(private readonly options: StreamHubOptions) {
     this.pollMs = options.pollMs ?? 2000;
@@ -152,6 +156,17 @@ export class StreamHub {
     }
   }
 
+  /** After a server restart (see `connect`): every subscriber gets `onReset` and a snapshot, as a resume past retention does. */
+  private async resetAll(): Promise<void> {
+    if (!this.running || !this.cursor) return;
+    this.resets++;
+    const head = this.cursor;
+    for (const sub of [...this.subscribers]) {
+      sub.onReset?.();
+      await this.snapshot(this.options.pool, sub, head, true);
+    }
+  }
+
   private async snapshot(db: Db, sub: Subscriber, head: StreamCursor, allLive: boolean): Promise<void> {
     const id = `${head.xid}-${head.id}`;
     if (sub.scope.jobId) {
@@ -195,6 +210,7 @@ export class StreamHub {
     if (!this.running) return;
     this.running = false;
     this.cursor = null;
+    this.serverStartedAt = null;
     for (const t of [this.pollTimer, this.wakeTimer, this.reconnectTimer]) if (t) clearTimeout(t);
     this.pollTimer = this.wakeTimer = this.reconnectTimer = null;
     const listener = this.listener;
@@ -218,6 +234,17 @@ export class StreamHub {
     try {
       await client.connect();
       await client.query(`LISTEN ${STREAM_CHANNEL}`);
+      // The log is an unlogged table (prisma/migrations/20261202002100_job_stream_unlogged): a
+      // server restart after a crash empties it, and the events not yet read are gone. A listener
+      // that comes back to a server started since it last connected resets every subscriber (a
+      // snapshot, as for a cursor past retention) before the next read; the hub's cursor stays,
+      // later events carry higher xids.
+      const { rows } = await client.query<{ t: string }>(`SELECT pg_postmaster_start_time()::text AS t`);
+      const startedAt = rows[0]!.t;
+      if (this.serverStartedAt !== null && this.serverStartedAt !== startedAt) {
+        this.enqueue(() => this.resetAll()).catch((error) => this.options.onError?.(error));
+      }
+      this.serverStartedAt = startedAt;
     } catch (error) {
       if (this.listener === client) this.listener = null;
       client.removeAllListeners("end");

@@ -1,0 +1,12 @@
+-- The live status stream's log as an unlogged table (issue 15, "WAL per job"). Every job writes
+-- three events (enqueue, claim, finish), each a heap row and a primary-key entry: ≈ 200 bytes of
+-- WAL per event, a quarter of a burn-down's WAL and a fifth of an enqueue's (docs/performance.md
+-- "Issue 15: WAL per job"). The log is not the source of truth — the job rows are, and they stay
+-- logged — and it already tells readers when it cannot serve a cursor: a server restart after a
+-- crash empties an unlogged table, so a client resuming from an older Last-Event-ID gets `reset`
+-- and a snapshot (its cursor is not retained, as past the hour of retention), and a running
+-- StreamHub resets its subscribers when its listener finds the server restarted
+-- (packages/core/src/stream/hub.ts). A clean shutdown keeps the table. Unlogged tables are not
+-- replicated: the stream is read on the primary. Its identity sequence becomes unlogged with it;
+-- after a crash ids start again, ordered after every earlier event by the higher xid.
+ALTER TABLE job_stream SET UNLOGGED;
