@@ -50,7 +50,10 @@ export const getPolicyCache = (): PolicyCache => (state.porterConsolePolicyCache
 export const getReplica = (): ReplicaReads | null => {
   if (state.porterConsoleReplica !== undefined) return state.porterConsoleReplica;
   const env = getEnv();
-  if (!env.PORTER_READ_DATABASE_URL) return (state.porterConsoleReplica = null);
+  if (!env.PORTER_READ_DATABASE_URL) {
+    state.porterConsoleReplica = null;
+    return null;
+  }
   const replica = createPool(readReplicaUrl(env.PORTER_READ_DATABASE_URL, consoleDatabaseUrl()), {
     max: 10,
     applicationName: "porter-console-replica",
@@ -68,7 +71,8 @@ export const getReplica = (): ReplicaReads | null => {
         : getLogger().warn("read replica not serving reads: the primary serves them", { state: status.state, reason: status.reason }),
   });
   const isSecureCookie = env.NEXTAUTH_URL?.startsWith("https://") ?? false;
-  return (state.porterConsoleReplica = { router, prisma: createPrisma(replica), isSecureCookie });
+  state.porterConsoleReplica = { router, prisma: createPrisma(replica), isSecureCookie };
+  return state.porterConsoleReplica;
 };
 
 /**
