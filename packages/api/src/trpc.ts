@@ -165,8 +165,11 @@ export const viewerReadProcedure = viewerProcedure.use(async ({ ctx, next, type 
   if (!target?.isReplica) return next();
   const result = await next({ ctx: { db: target.db, prisma: target.prisma } });
   if (result.ok) return result;
-  const isNotFound = result.error.code === "NOT_FOUND";
-  const isReplicaFailure = result.error.code === "INTERNAL_SERVER_ERROR" && !appErrorOf(result.error);
+  // A procedure's AppError reaches here wrapped (code INTERNAL_SERVER_ERROR, the AppError its
+  // cause): baseProcedure maps it to its own code further out.
+  const app = appErrorOf(result.error);
+  const isNotFound = (app?.code ?? result.error.code) === "NOT_FOUND";
+  const isReplicaFailure = result.error.code === "INTERNAL_SERVER_ERROR" && !app;
   if (!isNotFound && !isReplicaFailure) return result;
   if (isReplicaFailure) ctx.reads?.replicaFailed(result.error.cause);
   const primary = ctx.reads!.primary();

@@ -55,6 +55,9 @@ export const compareLsn = (a: string, b: string): number => {
   return d < 0n ? -1 : d > 0n ? 1 : 0;
 };
 
+/** How many recent probes' primary positions bound the lag. */
+const MARKS = 64;
+
 /** Where a read ran: the pool, and whether it is the replica's. */
 export type ReadTarget = { pool: pg.Pool; isReplica: boolean };
 
@@ -71,6 +74,8 @@ export class ReadReplica {
   private readonly probeTimeoutMs: number;
   private last: ReplicaStatus | null = null;
   private probing: Promise<ReplicaStatus> | null = null;
+  /** The primary's position at recent probes and when each probe began (oldest first). */
+  private marks: Array<{ lsn: string; at: number }> = [];
 
   constructor(private readonly options: ReadReplicaOptions) {
     this.primary = options.primary;
@@ -165,9 +170,13 @@ export class ReadReplica {
 
   // The primary's position first, then the replica's replay: a replay at or past it had caught up
   // (lag 0, however long ago the last transaction was: an idle primary writes nothing to replay).
-  // Behind it, the lag is the age of the last transaction replayed (the replica's clock), the
-  // measure pg_stat_replication's replay_lag approximates from the other side.
+  // Behind it, every write older than the newest earlier probe whose primary position the replay
+  // has passed is replayed, so the lag is at most that probe's age; and at most the age of the
+  // last transaction replayed (the replica's clock; null after a restart until one is). The
+  // smaller bound counts. (pg_stat_replication's replay_lag is the primary's view, but its
+  // columns are hidden from a role without pg_read_all_stats.)
   private async measure(): Promise<ReplicaStatus> {
+    const startedAt = Date.now();
     const primaryLsn = await this.writeLsn();
     const { rows } = await this.replica.query<{ is_standby: boolean; replay_lsn: string | null; since_replay_s: number | null }>(
       `SELECT pg_is_in_recovery() AS is_standby, pg_last_wal_replay_lsn()::text AS replay_lsn,
@@ -178,8 +187,11 @@ export class ReadReplica {
     if (!row.is_standby || row.replay_lsn === null) {
       return { state: "down", lagS: null, replayLsn: null, checkedAt, reason: "not a standby (promoted, or not a replica of this primary)" };
     }
+    this.marks = [...this.marks.slice(-(MARKS - 1)), { lsn: primaryLsn, at: startedAt }];
     const isCaughtUp = compareLsn(row.replay_lsn, primaryLsn) >= 0;
-    const lagS = isCaughtUp ? 0 : row.since_replay_s === null ? null : Math.max(0, row.since_replay_s);
+    const passed = this.marks.findLast((m) => compareLsn(row.replay_lsn!, m.lsn) >= 0);
+    const bounds = [row.since_replay_s, passed ? (checkedAt.getTime() - passed.at) / 1000 : null].filter((b): b is number => b !== null);
+    const lagS = isCaughtUp ? 0 : bounds.length ? Math.max(0, Math.min(...bounds)) : null;
     const isLagging = lagS === null || lagS > this.maxLagS;
     return {
       state: isLagging ? "lagging" : "up",
