@@ -79,12 +79,22 @@ const connectStandby = async (): Promise<pg.Client> => {
 
 const replicaOf = (r: ReadReplica): ReplicaReads => ({ router: r, prisma: replicaPrisma });
 
+/** The fields of the procedures' results this file reads (each call reads those of its own). */
+type Out = {
+  job_id: string;
+  jobs: Array<{ job_id: string }>;
+  redrive_id: string;
+  redrives: Array<{ redrive_id: string }>;
+  groups: Array<{ id: string; sample_job_id: string; status: string }>;
+  status: string;
+};
+
 /** One console tRPC call through the HTTP handler as an operator; `cookie` as the browser sends it. */
 const call = async (
   path: string,
   input: unknown,
   opts: { cookie?: string; method?: "GET" | "POST"; via?: ReadReplica } = {},
-): Promise<{ status: number; data: any; setCookie: string | null }> => {
+): Promise<{ status: number; data: Out; setCookie: string | null }> => {
   const method = opts.method ?? "GET";
   const url = `http://console.test/api/trpc/${path}${method === "GET" ? `?input=${encodeURIComponent(JSON.stringify(input))}` : ""}`;
   const headers: Record<string, string> = { host: "console.test", origin: "http://console.test", "content-type": "application/json" };
@@ -97,13 +107,13 @@ const call = async (
     getSession: async () => sessionOf("operator"),
   });
   const body = (await response.json()) as { result?: { data: unknown }; error?: unknown };
-  return { status: response.status, data: body.result?.data ?? body.error, setCookie: response.headers.get("set-cookie") };
+  return { status: response.status, data: (body.result?.data ?? body.error) as Out, setCookie: response.headers.get("set-cookie") };
 };
 
 const listedJobs = async (opts: { cookie?: string; via?: ReadReplica } = {}): Promise<string[]> => {
   const r = await call("jobs.list", { filter: { queue_id: "rr-q" }, limit: 200 }, opts);
   expect(r.status).toBe(200);
-  return r.data.jobs.map((j: { job_id: string }) => j.job_id);
+  return r.data.jobs.map((j) => j.job_id);
 };
 
 const lsnOf = async (db: pg.Pool | pg.Client, sql: string): Promise<string> => (await db.query<{ lsn: string }>(`SELECT ${sql}::text AS lsn`)).rows[0]!.lsn;
@@ -175,21 +185,20 @@ describe("replica reads", () => {
     expect(created.setCookie).toMatch(/HttpOnly/);
     expect(created.setCookie).toMatch(/SameSite=Lax/);
 
-    const ids = async (c?: string) =>
-      (await call("dlq.redrives.list", {}, c ? { cookie: c } : {})).data.redrives.map((r: { redrive_id: string }) => r.redrive_id);
+    const ids = async (c?: string) => (await call("dlq.redrives.list", {}, c ? { cookie: c } : {})).data.redrives.map((r) => r.redrive_id);
     expect(await ids(cookie)).toContain(redriveId); // this session: the primary
     expect(await ids()).not.toContain(redriveId); // another session: the replica, not yet replayed
     // Its progress page by id: not on the replica yet, so the primary answers.
     expect((await call("dlq.redrives.get", { id: redriveId })).data).toMatchObject({ redrive_id: redriveId, status: "running" });
 
     const groups = await call("dlq.groups.list", { dead_only: false }, { cookie });
-    const group = groups.data.groups.find((g: { sample_job_id: string }) => dead.includes(g.sample_job_id));
+    const group = groups.data.groups.find((g) => dead.includes(g.sample_job_id));
     expect(group).toMatchObject({ status: "new" });
-    const triaged = await call("dlq.groups.triage", { id: group.id, status: "investigating" }, { method: "POST", cookie });
+    const triaged = await call("dlq.groups.triage", { id: group!.id, status: "investigating" }, { method: "POST", cookie });
     expect(triaged.status).toBe(200);
     const afterTriage = cookieIn(triaged.setCookie);
-    expect((await call("dlq.groups.get", { id: group.id }, { cookie: afterTriage })).data.status).toBe("investigating");
-    expect((await call("dlq.groups.get", { id: group.id })).data.status).toBe("new"); // the replica, paused
+    expect((await call("dlq.groups.get", { id: group!.id }, { cookie: afterTriage })).data.status).toBe("investigating");
+    expect((await call("dlq.groups.get", { id: group!.id })).data.status).toBe("new"); // the replica, paused
     cookie = afterTriage;
   });
 
@@ -201,7 +210,7 @@ describe("replica reads", () => {
     const listed = await listedJobs({ cookie });
     expect(listed).toContain(fresh); // replayed before the pause
     expect(listed).not.toContain(later); // so this list came from the replica
-    expect((await call("dlq.redrives.list", {}, { cookie })).data.redrives.map((r: { redrive_id: string }) => r.redrive_id)).toContain(redriveId);
+    expect((await call("dlq.redrives.list", {}, { cookie })).data.redrives.map((r) => r.redrive_id)).toContain(redriveId);
   });
 
   it("a replica lagging beyond the bound: reads go to the primary", async () => {
