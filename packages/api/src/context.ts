@@ -1,6 +1,7 @@
 import type { ApiKeyScope, KeyAuthLimits, PolicyCache } from "@porter/core";
 import type { ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
+import { createReads, type Reads, type ReplicaReads } from "./reads";
 
 /** Console roles, weakest first. */
 export const ROLES = ["viewer", "operator", "admin"] as const;
@@ -20,6 +21,11 @@ export type Context = {
   prisma: ControlDb;
   /** Job-type/tenant policy cache shared by the process (enqueue). */
   policyCache: PolicyCache;
+  /**
+   * Where the console's heavy reads run (reads.ts): `viewerReadProcedure` swaps `db`/`prisma` for
+   * its target (the read replica when it may serve them). Absent: the primary, always.
+   */
+  reads?: Reads;
   /** Ceiling of one job's serialized payload (413 above it). */
   maxPayloadBytes: number;
   /** The verified producer key; set by `producerProcedure`. */
@@ -45,6 +51,8 @@ export type CreateContextOptions = {
   db: pg.Pool;
   prisma: ControlDb;
   policyCache: PolicyCache;
+  /** The process's read replica (`PORTER_READ_DATABASE_URL`); absent: every read on the primary. */
+  replica?: ReplicaReads;
   maxPayloadBytes: number;
   getSession?: (req: Request) => Promise<Session | null>;
   trustedOrigins?: readonly string[];
@@ -79,6 +87,7 @@ export const createContext = async (opts: CreateContextOptions): Promise<Context
   db: opts.db,
   prisma: opts.prisma,
   policyCache: opts.policyCache,
+  reads: createReads({ req: opts.req, resHeaders: opts.resHeaders, db: opts.db, prisma: opts.prisma, replica: opts.replica }),
   maxPayloadBytes: opts.maxPayloadBytes,
   apiKey: null,
   session: opts.getSession ? await opts.getSession(opts.req) : null,

@@ -7,6 +7,7 @@ import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type pg from "pg";
 import { createContext, type Session } from "./context";
 import { appErrorOf, DATABASE_UNAVAILABLE_RETRY_AFTER_S, isDatabaseUnavailable } from "./errors";
+import type { ReplicaReads } from "./reads";
 import { appRouter } from "./root";
 import type { ErrorData } from "./trpc";
 
@@ -20,6 +21,8 @@ export type TrpcHttpDeps = {
   prisma: ControlDb;
   /** Shared by the process, so enqueue does not re-read the registry per request. */
   policyCache: PolicyCache;
+  /** The read replica of the console's heavy reads (reads.ts); absent: every read on the primary. */
+  replica?: ReplicaReads;
   /** Ceiling of one job's payload (core refuses more with 413). Default 64 KiB. */
   maxPayloadBytes?: number;
   /** Ceiling of the request body, enforced before it is parsed (413). Default 8 MiB. */
@@ -74,6 +77,7 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         db: deps.db,
         prisma: deps.prisma,
         policyCache: deps.policyCache,
+        replica: deps.replica,
         maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
         getSession: deps.getSession,
         trustedOrigins: deps.trustedOrigins,

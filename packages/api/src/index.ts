@@ -16,6 +16,7 @@ export {
 } from "./events/sse";
 export { checkHealth, type HealthReport } from "./health";
 export { DEFAULT_MAX_BODY_BYTES, handleTrpcRequest, type TrpcHttpDeps } from "./http";
+export { cookieOf, createReads, READ_LSN_COOKIE, type Reads, type ReadTarget, type ReplicaReads, readLsnOf } from "./reads";
 export { type AppRouter, appRouter, createCaller } from "./root";
 export { scopeEnqueueRequest } from "./routers/producer";
 export {
@@ -39,4 +40,5 @@ export {
   producerProcedure,
   publicProcedure,
   viewerProcedure,
+  viewerReadProcedure,
 } from "./trpc";

@@ -126,7 +126,7 @@ export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(
 });
 
 const requireRole = (minimum: Role) =>
-  baseProcedure.meta({ policy: minimum }).use(({ ctx, next, type }) => {
+  baseProcedure.meta({ policy: minimum }).use(async ({ ctx, next, type }) => {
     const session: Session | null = ctx.session;
     if (!session) {
       throw new TRPCError({ code: "UNAUTHORIZED", message: "sign in to the console first" });
@@ -137,7 +137,11 @@ const requireRole = (minimum: Role) =>
     if (ROLES.indexOf(session.role) < ROLES.indexOf(minimum)) {
       throw new TRPCError({ code: "FORBIDDEN", message: `requires the ${minimum} role` });
     }
-    return next({ ctx: { ...ctx, session } });
+    const result = await next({ ctx: { ...ctx, session } });
+    // The session's next reads must see what this one wrote (reads.ts); a failed mutation may
+    // have written too (an audit row), so every one counts.
+    if (type === "mutation") await ctx.reads?.noteWrite();
+    return result;
   });
 
 /**
@@ -148,3 +152,26 @@ const requireRole = (minimum: Role) =>
 export const viewerProcedure = requireRole("viewer");
 export const operatorProcedure = requireRole("operator");
 export const adminProcedure = requireRole("admin");
+
+/**
+ * A viewer query that may be served by the read replica (reads.ts; docs/scaling.md "Replica
+ * reads"): `ctx.db` and `ctx.prisma` are those of `ctx.reads.target()`. A replica read that fails
+ * with a database error, or answers NOT_FOUND (a row it has not replayed yet: a job just enqueued,
+ * a redrive just started), runs again on the primary; any other error is the caller's and stands.
+ * The procedures themselves are unchanged: they read `ctx.db` as ever.
+ */
+export const viewerReadProcedure = viewerProcedure.use(async ({ ctx, next, type }) => {
+  const target = type === "query" && ctx.reads ? await ctx.reads.target() : null;
+  if (!target?.isReplica) return next();
+  const result = await next({ ctx: { db: target.db, prisma: target.prisma } });
+  if (result.ok) return result;
+  // A procedure's AppError reaches here wrapped (code INTERNAL_SERVER_ERROR, the AppError its
+  // cause): baseProcedure maps it to its own code further out.
+  const app = appErrorOf(result.error);
+  const isNotFound = (app?.code ?? result.error.code) === "NOT_FOUND";
+  const isReplicaFailure = result.error.code === "INTERNAL_SERVER_ERROR" && !app;
+  if (!isNotFound && !isReplicaFailure) return result;
+  if (isReplicaFailure) ctx.reads?.replicaFailed(result.error.cause);
+  const primary = ctx.reads!.primary();
+  return next({ ctx: { db: primary.db, prisma: primary.prisma } });
+});

@@ -167,6 +167,32 @@ export function runtimeDatabaseUrl(opts: RuntimeUrlOptions): string {
   return url.toString();
 }
 
+/**
+ * The connection string of the read replica (`PORTER_READ_DATABASE_URL`) as the runtime role: its
+ * host, port, database and parameters, with the user and password of `runtimeUrl` (the primary's
+ * runtime connection, {@link runtimeDatabaseUrl}). A physical replica has the primary's roles, so
+ * the console reads there with no more privileges than on the primary, whatever user the URL named.
+ */
+export function readReplicaUrl(readDatabaseUrl: string, runtimeUrl: string): string {
+  const read = new URL(readDatabaseUrl);
+  const runtime = new URL(runtimeUrl);
+  const user = runtime.username ? decodeURIComponent(runtime.username) : runtime.searchParams.get("user");
+  const password = runtime.password ? decodeURIComponent(runtime.password) : runtime.searchParams.get("password");
+  read.searchParams.delete("user");
+  read.searchParams.delete("password");
+  read.username = "";
+  read.password = "";
+  if (read.host) {
+    if (user) read.username = encodeURIComponent(user);
+    if (password) read.password = encodeURIComponent(password);
+  } else {
+    // A host-less URL (unix socket via ?host=) cannot carry a user in its authority.
+    if (user) read.searchParams.set("user", user);
+    if (password) read.searchParams.set("password", password);
+  }
+  return read.toString();
+}
+
 /** The role a runtime connection string logs in as (the user of `PORTER_APP_DATABASE_URL`, else the default). */
 export function runtimeRoleName(appDatabaseUrl?: string): string {
   if (!appDatabaseUrl) return DEFAULT_RUNTIME_ROLE;

@@ -1,14 +1,21 @@
+import type { ReplicaReads } from "@porter/api";
 import { PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { type ControlDb, createPrisma } from "@porter/db/prisma";
-import { runtimeDatabaseUrl } from "@porter/db/runtime-role";
+import { ReadReplica } from "@porter/db/read-replica";
+import { readReplicaUrl, runtimeDatabaseUrl } from "@porter/db/runtime-role";
 import type pg from "pg";
 import { getEnv } from "./env";
 import { getLogger } from "./logger";
 
 // Process-wide state of the console, created on first use. Kept on globalThis so `next dev`'s
 // module reloads reuse the pool instead of leaking connections.
-const state = globalThis as typeof globalThis & { porterConsolePool?: pg.Pool; porterConsolePrisma?: ControlDb; porterConsolePolicyCache?: PolicyCache };
+const state = globalThis as typeof globalThis & {
+  porterConsolePool?: pg.Pool;
+  porterConsolePrisma?: ControlDb;
+  porterConsolePolicyCache?: PolicyCache;
+  porterConsoleReplica?: ReplicaReads | null;
+};
 
 /** The console's connection string: the runtime role's (README "Configuration"), never the owner's. */
 export const consoleDatabaseUrl = (): string => {
@@ -35,3 +42,45 @@ export const getPrisma = (): ControlDb => (state.porterConsolePrisma ??= createP
 
 /** The job-type/tenant policy cache of enqueue; console edits show within a second. */
 export const getPolicyCache = (): PolicyCache => (state.porterConsolePolicyCache ??= new PolicyCache({ ttlMs: 1000 }));
+
+/**
+ * The read replica of the console's heavy reads (PORTER_READ_DATABASE_URL, as the runtime role),
+ * its router and a Prisma client on its pool; null without one. Created once per process.
+ */
+export const getReplica = (): ReplicaReads | null => {
+  if (state.porterConsoleReplica !== undefined) return state.porterConsoleReplica;
+  const env = getEnv();
+  if (!env.PORTER_READ_DATABASE_URL) {
+    state.porterConsoleReplica = null;
+    return null;
+  }
+  const replica = createPool(readReplicaUrl(env.PORTER_READ_DATABASE_URL, consoleDatabaseUrl()), {
+    max: 10,
+    applicationName: "porter-console-replica",
+    // A replica that does not answer is skipped within a second (its reads go to the primary).
+    connectionTimeoutMillis: 1000,
+    onError: (error) => getLogger().warn("idle replica connection failed", { err: error.message }),
+  });
+  const router = new ReadReplica({
+    primary: getPool(),
+    replica,
+    maxLagS: env.PORTER_READ_MAX_LAG_S,
+    onChange: (status) =>
+      status.state === "up"
+        ? getLogger().info("read replica serving reads", { lagS: status.lagS })
+        : getLogger().warn("read replica not serving reads: the primary serves them", { state: status.state, reason: status.reason }),
+  });
+  const isSecureCookie = env.NEXTAUTH_URL?.startsWith("https://") ?? false;
+  state.porterConsoleReplica = { router, prisma: createPrisma(replica), isSecureCookie };
+  return state.porterConsoleReplica;
+};
+
+/**
+ * Runs a heavy read where the replica router says (the replica when it has replayed `minLsn`, the
+ * session's last write; the primary otherwise, and again on the primary when the replica failed or
+ * found nothing); on the primary without a replica. For reads outside tRPC (the status pages).
+ */
+export const readOnReplica = <T>(minLsn: string | null, read: (db: pg.Pool) => Promise<T>): Promise<T> => {
+  const replica = getReplica();
+  return replica ? replica.router.run(minLsn, read) : read(getPool());
+};

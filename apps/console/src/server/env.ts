@@ -10,6 +10,13 @@ const ZEnv = z
     DATABASE_URL: z.string().min(1).optional(),
     PORTER_APP_DATABASE_URL: z.string().min(1).optional(),
     PORTER_APP_PASSWORD: z.string().min(1).optional(),
+    /**
+     * A streaming replica of DATABASE_URL's server (docs/scaling.md "Replica reads"): the console's
+     * heavy reads go there when it keeps up. Connected as the runtime role, like the primary.
+     */
+    PORTER_READ_DATABASE_URL: z.string().min(1).optional(),
+    /** Replay further behind than this many seconds sends the replica's reads to the primary. */
+    PORTER_READ_MAX_LAG_S: z.coerce.number().positive().default(10),
     PORT: z.coerce.number().int().min(1).max(65_535).default(3000),
     /** Interface the console listens on (`npm start` passes it to `next start -H`). Loopback by default. */
     HOST: z.string().min(1).default("127.0.0.1"),

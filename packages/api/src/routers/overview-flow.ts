@@ -4,7 +4,7 @@ import { AppError } from "@porter/contracts";
 import { type FlowSeriesWindow, type FlowSignals, type QueueSignals, readFlowSeries, readSignals } from "@porter/core";
 import { z } from "zod";
 import { type FLOW_SERIES_WINDOW_NAMES, ZFlowSeriesInput, ZSignalsInput } from "../schemas/overview";
-import { viewerProcedure } from "../trpc";
+import { viewerReadProcedure } from "../trpc";
 
 /** The contract's windows are core's, no more and no fewer (a compile-time check). */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -123,7 +123,7 @@ const queueSignals = (q: QueueSignals, isDetailed: boolean): z.infer<typeof ZQue
 });
 
 /** `overview.series`: the flow charts' points (core readFlowSeries). */
-export const seriesProcedure = viewerProcedure
+export const seriesProcedure = viewerReadProcedure
   .input(ZFlowSeriesInput)
   .output(ZFlowSeries)
   .query(async ({ ctx, input }) => {
@@ -165,7 +165,7 @@ export const seriesProcedure = viewerProcedure
  * projected wait first), then growing ones (the highest arrival ÷ completion first), then the rest
  * by id; with `queue_id`, that queue alone with its tenants and job types (NOT_FOUND when unknown).
  */
-export const signalsProcedure = viewerProcedure
+export const signalsProcedure = viewerReadProcedure
   .input(ZSignalsInput)
   .output(ZSignals)
   .query(async ({ ctx, input }) => {

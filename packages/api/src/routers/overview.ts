@@ -2,7 +2,7 @@ import { JOB_STATES } from "@porter/contracts";
 import { listAudit, poolHealth, queueOverview, throughputByMinute } from "@porter/core";
 import { z } from "zod";
 import { ZAuditListInput, ZThroughputInput } from "../schemas/audit";
-import { createTRPCRouter, viewerProcedure } from "../trpc";
+import { createTRPCRouter, viewerProcedure, viewerReadProcedure } from "../trpc";
 import { seriesProcedure, signalsProcedure } from "./overview-flow";
 
 const ZQueueOverview = z.object({
@@ -37,10 +37,10 @@ const ZPoolHealth = z.object({
  * the flow charts' series and the signals (at risk, growing) of the overview and the queue page.
  */
 export const overviewRouter = createTRPCRouter({
-  queues: viewerProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.db)),
+  queues: viewerReadProcedure.output(z.array(ZQueueOverview)).query(({ ctx }) => queueOverview(ctx.db)),
   /** Per pool: live and lost workers, waiting jobs — the health badge names pools nobody serves. */
   health: viewerProcedure.output(z.array(ZPoolHealth)).query(({ ctx }) => poolHealth(ctx.db)),
-  throughput: viewerProcedure
+  throughput: viewerReadProcedure
     .input(ZThroughputInput)
     .output(z.array(ZThroughputPoint))
     .query(({ ctx, input }) => throughputByMinute(ctx.db, { minutes: input.minutes, ...(input.queue_id ? { queueId: input.queue_id } : {}) })),
@@ -62,7 +62,7 @@ const ZAuditRow = z.object({
 
 /** The audit log: who did what to which object, when, before → after; filterable, newest first. */
 export const auditRouter = createTRPCRouter({
-  list: viewerProcedure
+  list: viewerReadProcedure
     .input(ZAuditListInput)
     .output(z.object({ entries: z.array(ZAuditRow), next_cursor: z.string().nullable() }))
     .query(({ ctx, input }) => {

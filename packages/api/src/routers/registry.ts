@@ -12,7 +12,7 @@ import {
   ZTenantUpdate,
 } from "../schemas/control-plane";
 import { ZTenantUsage, ZTenantUsageInput } from "../schemas/usage";
-import { createTRPCRouter, mergeRouters, viewerProcedure } from "../trpc";
+import { createTRPCRouter, mergeRouters, viewerReadProcedure } from "../trpc";
 import { configRouter } from "./config";
 import { statusLinksRouter } from "./status-links";
 
@@ -26,7 +26,7 @@ export const tenantsRouter = mergeRouters(
   createTRPCRouter({
     links: statusLinksRouter,
     /** Per pool its actual share against its weight share, running vs quota, throttling, resource keys in use; NOT_FOUND for an unknown tenant. */
-    usage: viewerProcedure
+    usage: viewerReadProcedure
       .input(ZTenantUsageInput)
       .output(ZTenantUsage)
       .query(async ({ ctx, input }) => {

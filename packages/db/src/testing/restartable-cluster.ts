@@ -53,7 +53,7 @@ export type RestartableCluster = {
 };
 
 /** The newest Debian-layout PostgreSQL install that has initdb. */
-function defaultBinDir(): string {
+export function defaultBinDir(): string {
   const root = "/usr/lib/postgresql";
   const versions = existsSync(root)
     ? readdirSync(root)
@@ -161,7 +161,8 @@ export async function startRestartableCluster(opts: RestartableClusterOptions = 
   }
 }
 
-function postgresIds(): [number, number] {
+/** The `postgres` OS user's uid and gid (the owner of a cluster started as root). */
+export function postgresIds(): [number, number] {
   const line = readFileSync("/etc/passwd", "utf8")
     .split("\n")
     .find((entry) => entry.startsWith("postgres:"));
@@ -170,7 +171,8 @@ function postgresIds(): [number, number] {
   return [Number(fields[2]), Number(fields[3])];
 }
 
-function tail(file: string, lines: number): string {
+/** The last `lines` lines of `file` ("" when unreadable). */
+export function tail(file: string, lines: number): string {
   try {
     return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
   } catch {

@@ -1,4 +1,5 @@
 import { type Db, deadByQueue, type LiveJobCount, liveJobCounts, oldestReady, workersByState } from "@porter/core";
+import type { ReadReplica } from "@porter/db/read-replica";
 import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { tenantLabeller } from "../../lib/tenant-labels";
 import { FLOW_METRICS } from "./flow-metrics";
@@ -12,6 +13,8 @@ export type ConsoleMetricsOptions = {
   liveCacheMs?: number;
   /** statement_timeout of the live job counts. Default 2 000 ms. */
   liveTimeoutMs?: number;
+  /** The read replica, if any: its state and lag as gauges. */
+  replica?: ReadReplica | undefined;
   /** Where a failed read is reported (the scrape carries on: porter_up 0, that metric absent). */
   onReadError?: (metric: string, error: Error) => void;
 };
@@ -166,6 +169,26 @@ export class ConsoleMetrics {
         this.set(self.isUp ? 1 : 0);
       },
     });
+    const replica = options.replica;
+    if (replica) {
+      // The read replica (docs/scaling.md "Replica reads"): its last probe, at most a second old.
+      new Gauge({
+        name: "porter_read_replica_up",
+        help: "Whether the read replica serves the console's heavy reads (1), or they go to the primary (0: down or lagging beyond PORTER_READ_MAX_LAG_S).",
+        registers,
+        async collect() {
+          this.set((await replica.status()).state === "up" ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: "porter_read_replica_lag_seconds",
+        help: "How far the read replica's replay is behind the primary, in seconds (0: caught up; NaN: unknown, the replica down).",
+        registers,
+        async collect() {
+          this.set((await replica.status()).lagS ?? Number.NaN);
+        },
+      });
+    }
     for (const def of defs) {
       const config = { name: def.name, help: def.help, labelNames: [...def.labelNames], registers };
       const samples = () => (self.samples.get(def.name) ?? []) as Sample[];

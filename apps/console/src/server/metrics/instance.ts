@@ -1,4 +1,4 @@
-import { getPool } from "../db";
+import { getPool, getReplica } from "../db";
 import { getEnv } from "../env";
 import { getLogger } from "../logger";
 import { ConsoleMetrics } from "./console-metrics";
@@ -11,6 +11,7 @@ const state = globalThis as typeof globalThis & { porterConsoleMetrics?: Console
 export const getConsoleMetrics = (): ConsoleMetrics =>
   (state.porterConsoleMetrics ??= new ConsoleMetrics({
     db: getPool(),
+    replica: getReplica()?.router,
     topTenants: getEnv().PORTER_METRICS_TOP_TENANTS,
     onReadError: (metric, error) => getLogger().warn("metrics scrape could not read the database", { metric, err: error.message }),
   }));

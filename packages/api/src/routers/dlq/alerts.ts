@@ -11,7 +11,7 @@ import {
   ZAlertWebhookSet,
   ZGroupId,
 } from "../../schemas/dlq";
-import { adminProcedure, createTRPCRouter, viewerProcedure } from "../../trpc";
+import { adminProcedure, createTRPCRouter, viewerProcedure, viewerReadProcedure } from "../../trpc";
 
 /**
  * DLQ alerts (issue 12): the alerts list and banner count (viewer), the rules (viewer reads,
@@ -20,7 +20,7 @@ import { adminProcedure, createTRPCRouter, viewerProcedure } from "../../trpc";
  */
 export const alertsRouter = createTRPCRouter({
   /** Alerts, newest first, firing and resolved (or one state), and how many fire now. */
-  list: viewerProcedure
+  list: viewerReadProcedure
     .input(ZAlertListInput)
     .output(ZAlertListOutput)
     .query(({ ctx, input }) => listAlerts(ctx.prisma, input)),

@@ -15,7 +15,7 @@ import {
   ZReasonCode,
   ZReasonCodeInput,
 } from "../../schemas/dlq";
-import { adminProcedure, createTRPCRouter, operatorProcedure, viewerProcedure } from "../../trpc";
+import { adminProcedure, createTRPCRouter, operatorProcedure, viewerProcedure, viewerReadProcedure } from "../../trpc";
 
 const detailOf = async (db: Parameters<typeof getDlqGroup>[0], id: string) => {
   const group = await getDlqGroup(db, id);
@@ -26,7 +26,7 @@ const detailOf = async (db: Parameters<typeof getDlqGroup>[0], id: string) => {
 /** Failure groups: the Dead letters list, a group's detail and jobs (viewer), its triage (operator). */
 export const groupsRouter = createTRPCRouter({
   /** Groups by filters (owner "me" is the caller), sorted, offset-paginated; only those with jobs still DEAD by default. */
-  list: viewerProcedure
+  list: viewerReadProcedure
     .input(ZGroupListInput)
     .output(ZGroupListOutput)
     .query(({ ctx, input }) =>
@@ -47,13 +47,13 @@ export const groupsRouter = createTRPCRouter({
     ),
 
   /** One group: summary, worker versions, oldest dead job, thread. 404 when unknown. */
-  get: viewerProcedure
+  get: viewerReadProcedure
     .input(z.strictObject({ id: ZGroupId }))
     .output(ZGroupDetail)
     .query(({ ctx, input }) => detailOf(ctx.db, input.id)),
 
   /** A group's jobs still DEAD (default) or every death of the last 14 days, newest first. */
-  jobs: viewerProcedure
+  jobs: viewerReadProcedure
     .input(ZGroupJobsInput)
     .output(ZGroupJobsOutput)
     .query(({ ctx, input }) =>
@@ -85,7 +85,7 @@ export const groupsRouter = createTRPCRouter({
 /** A single dead job's own triage: read it (viewer), change it (operator). */
 export const dlqJobsRouter = createTRPCRouter({
   /** Its owner, status, reason code, group and thread (status "new" until triaged). 404 unless it died. */
-  get: viewerProcedure
+  get: viewerReadProcedure
     .input(z.strictObject({ job_id: z.uuid("a job id (uuid)") }))
     .output(ZJobTriage)
     .query(({ ctx, input }) => readJobTriage(ctx.prisma, input.job_id)),

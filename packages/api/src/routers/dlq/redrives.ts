@@ -11,7 +11,7 @@ import {
   ZRedrivePreview,
   ZRedriveRequest,
 } from "../../schemas/dlq";
-import { createTRPCRouter, operatorProcedure, viewerProcedure } from "../../trpc";
+import { createTRPCRouter, operatorProcedure, viewerReadProcedure } from "../../trpc";
 
 /** The most verdicts and eligible ids a preview lists (the counts cover every job). */
 const PREVIEW_LIST = 1000;
@@ -51,12 +51,12 @@ const create = operatorProcedure
     }),
   );
 
-const list = viewerProcedure
+const list = viewerReadProcedure
   .input(ZRedriveListInput)
   .output(ZRedriveListOutput)
   .query(async ({ ctx, input }) => listRedrives(ctx.db, { status: input.status, offset: input.cursor ? Number(input.cursor) : 0, limit: input.limit }));
 
-const get = viewerProcedure
+const get = viewerReadProcedure
   .input(ZRedriveId)
   .output(ZRedrive)
   .query(async ({ ctx, input }) => {

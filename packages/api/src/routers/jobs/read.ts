@@ -2,7 +2,7 @@ import { AppError, JOB_STATES, ZJobState, ZJobStatus } from "@porter/contracts";
 import { countJobsByState, dlqErrorCodes, getJob, listAttempts, listJobs } from "@porter/core";
 import { z } from "zod";
 import { ZJobFilter, ZJobsCursor } from "../../schemas/jobs";
-import { viewerProcedure } from "../../trpc";
+import { viewerReadProcedure } from "../../trpc";
 import { toCoreFilter } from "./filter";
 
 const ZJobListRow = z.object({
@@ -41,7 +41,7 @@ const ZAttempt = z.object({
 });
 
 /** A page of jobs, newest first, live and finished together (cursor from the previous page). */
-export const list = viewerProcedure
+export const list = viewerReadProcedure
   .input(
     z.strictObject({
       filter: ZJobFilter.default({}),
@@ -55,13 +55,13 @@ export const list = viewerProcedure
   .query(({ ctx, input }) => listJobs(ctx.db, { filter: toCoreFilter(input.filter), cursor: input.cursor ?? null, limit: input.limit }));
 
 /** Jobs matching the filter per state (the filter's own states ignored): the browser's sidebar. */
-export const counts = viewerProcedure
+export const counts = viewerReadProcedure
   .input(z.strictObject({ filter: ZJobFilter.default({}) }))
   .output(z.record(z.enum(JOB_STATES), z.number().int()))
   .query(({ ctx, input }) => countJobsByState(ctx.db, toCoreFilter(input.filter)));
 
 /** One job: envelope, result or structured error, the full timeline, and its attempts side by side. */
-export const get = viewerProcedure
+export const get = viewerReadProcedure
   .input(z.strictObject({ job_id: z.uuid() }))
   .output(ZJobStatus.extend({ attempts: z.array(ZAttempt) }))
   .query(async ({ ctx, input }) => {
@@ -71,7 +71,7 @@ export const get = viewerProcedure
   });
 
 /** The error codes DEAD jobs carry now, with counts (from the failure groups, not a scan): the browser's error-code filter. */
-export const errorCodes = viewerProcedure
+export const errorCodes = viewerReadProcedure
   .input(z.strictObject({}).default({}))
   .output(z.strictObject({ codes: z.array(z.strictObject({ code: z.string(), count: z.number().int() })) }))
   .query(async ({ ctx }) => ({ codes: await dlqErrorCodes(ctx.db) }));

@@ -1,11 +1,11 @@
 import { JOB_STATES } from "@porter/contracts";
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
-import { getPool, getPrisma } from "../../../server/db";
+import { getPrisma, readOnReplica } from "../../../server/db";
 import type { StatusAccess } from "../../../server/status-access";
 import { loadStatusJobs, parseStatusQuery, type StatusQuery, type StatusTenant, statusTenant } from "../../../server/status-page";
 import { LiveJob, StatusLive } from "./live";
-import { statusRequest } from "./request";
+import { readLsn, statusRequest } from "./request";
 import { Failure, stateLabel, Time } from "./ui";
 
 export const dynamic = "force-dynamic";
@@ -70,7 +70,8 @@ export default async function StatusPage({
 }
 
 async function StatusJobsView({ tenant, access, query }: { tenant: StatusTenant; access: StatusAccess; query: StatusQuery }) {
-  const { counts, page } = await loadStatusJobs(getPool(), { tenant, access }, query);
+  // On the read replica when it keeps up (docs/scaling.md "Replica reads"); access was checked on the primary.
+  const { counts, page } = await readOnReplica(await readLsn(), (db) => loadStatusJobs(db, { tenant, access }, query));
   const q = query;
   const states = [...STATES, ...Object.keys(counts).filter((s) => !STATES.includes(s))];
   const total = Object.values(counts).reduce((a, b) => a + b, 0);

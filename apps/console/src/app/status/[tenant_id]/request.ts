@@ -1,3 +1,5 @@
+import { READ_LSN_COOKIE } from "@porter/api";
+import { isLsn } from "@porter/db/read-replica";
 import { cookies } from "next/headers";
 import { getConsoleSession } from "../../../server/auth";
 import { getEnv } from "../../../server/env";
@@ -14,4 +16,10 @@ export const statusRequest = async (rawTenantId: string): Promise<StatusRequest>
     secret: getEnv().AUTH_SECRET,
     sessionRole: session?.role ?? null,
   };
+};
+
+/** The WAL position this browser's last console write left (reads.ts), for reads on the replica; null when none. */
+export const readLsn = async (): Promise<string | null> => {
+  const value = (await cookies()).get(READ_LSN_COOKIE)?.value;
+  return value && isLsn(value) ? value : null;
 };

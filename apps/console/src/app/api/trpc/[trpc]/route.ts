@@ -1,6 +1,6 @@
 import { createSessionReader, handleTrpcRequest } from "@porter/api";
 import { getSessionUserCache, isSecureCookie } from "../../../../server/auth";
-import { getPolicyCache, getPool, getPrisma } from "../../../../server/db";
+import { getPolicyCache, getPool, getPrisma, getReplica } from "../../../../server/db";
 import { getEnv } from "../../../../server/env";
 import { getLogger } from "../../../../server/logger";
 import { getStreamNotifier } from "../../../../server/stream";
@@ -22,6 +22,8 @@ const handler = (request: Request): Promise<Response> => {
     keyAuthLimits: { defaultRatePerSecond: env.PORTER_API_KEY_RATE },
     trustedOrigins: env.NEXTAUTH_URL ? [new URL(env.NEXTAUTH_URL).origin] : [],
     policyCache: getPolicyCache(),
+    // Heavy console reads on the read replica when there is one (docs/scaling.md "Replica reads").
+    replica: getReplica() ?? undefined,
     streamNotifier: getStreamNotifier(),
     maxBodyBytes: env.PORTER_MAX_BODY_BYTES,
     maxPayloadBytes: env.PORTER_MAX_PAYLOAD_BYTES,

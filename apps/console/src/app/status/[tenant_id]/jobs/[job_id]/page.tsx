@@ -1,10 +1,10 @@
 import type { TenantTimelineEvent } from "@porter/core";
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
-import { getPool, getPrisma } from "../../../../../server/db";
+import { getPrisma, readOnReplica } from "../../../../../server/db";
 import { loadStatusJob } from "../../../../../server/status-page";
 import { LiveJob, StatusLive } from "../../live";
-import { statusRequest } from "../../request";
+import { readLsn, statusRequest } from "../../request";
 import { Failure, ProgressBar, Time } from "../../ui";
 
 export const dynamic = "force-dynamic";
@@ -37,7 +37,9 @@ const KIND: Record<TenantTimelineEvent["kind"], string> = {
 
 export default async function StatusJobPage({ params }: { params: Promise<{ tenant_id: string; job_id: string }> }) {
   const { tenant_id, job_id } = await params;
-  const data = await loadStatusJob(getPrisma(), getPool(), { ...(await statusRequest(tenant_id)), jobId: decodeURIComponent(job_id) });
+  const req = { ...(await statusRequest(tenant_id)), jobId: decodeURIComponent(job_id) };
+  // The job on the read replica when it keeps up; not there (enqueued a moment ago): on the primary.
+  const data = await readOnReplica(await readLsn(), (db) => loadStatusJob(getPrisma(), db, req));
   if (!data) notFound();
   const { tenant, job } = data;
   const home = `/status/${encodeURIComponent(tenant.id)}`;
