@@ -121,22 +121,23 @@ export const runStep = async (
   const claimAfter = await Promise.all(procs.map(scrapeClaimBuckets));
 
   const like = `${options.tag}-%`;
-  const { rows: stats } = await db.query<{ done: number; succeeded: number; span_s: number; start_p99_ms: number; duplicates: number }>(
-    `WITH f AS (SELECT job_id, state, run_at, claimed_at, finished_at FROM finished_jobs WHERE idempotency_key LIKE $1),
-          a AS (SELECT a.job_id, a.started_at FROM job_attempts a JOIN f USING (job_id))
+  // Successful attempts have no job_attempts row (the finished row holds the claim): a job claimed
+  // twice shows as attempt > 1 or as an attempt row. Throughput over the middle 80 % of the finishes
+  // (the capped queues' tail and the first claims' ramp left out).
+  const { rows: stats } = await db.query<{ done: number; succeeded: number; mid_s: number; claim_p99_ms: number; duplicates: number }>(
+    `WITH f AS (SELECT job_id, state, attempt, run_at, claimed_at, finished_at FROM finished_jobs WHERE idempotency_key LIKE $1)
      SELECT (SELECT count(*)::int FROM f) AS done,
             (SELECT count(*)::int FROM f WHERE state = 'SUCCEEDED') AS succeeded,
-            (SELECT extract(epoch FROM max(finished_at) - min(claimed_at))::float8 FROM f) AS span_s,
-            (SELECT (1000 * extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY a.started_at - f.run_at)))::float8
-               FROM a JOIN f USING (job_id)) AS start_p99_ms,
-            (SELECT count(*)::int FROM (SELECT job_id FROM a GROUP BY job_id HAVING count(*) > 1) d) AS duplicates`,
+            (SELECT extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY finished_at) - percentile_disc(0.1) WITHIN GROUP (ORDER BY finished_at))::float8 FROM f) AS mid_s,
+            (SELECT (1000 * extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY claimed_at - run_at)))::float8 FROM f) AS claim_p99_ms,
+            (SELECT count(*)::int FROM f WHERE attempt > 1) + (SELECT count(*)::int FROM job_attempts a JOIN f USING (job_id)) AS duplicates`,
     [like],
   );
   const s = stats[0]!;
-  // Fair share: in every 500 ms window (by claim time) before the first tenant ran out of backlog,
-  // tenant C (weight 2 of 4) should take about half of the claims.
+  // Fair share: in every 500 ms window (by claim time) of the uncapped queue before the first tenant
+  // ran out of backlog there, tenant C (weight 2 of 4) should take about half of the claims.
   const { rows: windows } = await db.query<{ w: number; c: number; total: number }>(
-    `WITH f AS (SELECT tenant_id, claimed_at FROM finished_jobs WHERE idempotency_key LIKE $1),
+    `WITH f AS (SELECT tenant_id, claimed_at FROM finished_jobs WHERE idempotency_key LIKE $1 AND queue_id = 'ks.background'),
           cut AS (SELECT min(last) AS until, (SELECT min(claimed_at) FROM f) AS first FROM (SELECT max(claimed_at) AS last FROM f GROUP BY tenant_id) x)
      SELECT floor(extract(epoch FROM f.claimed_at - cut.first) / 0.5)::int AS w,
             count(*) FILTER (WHERE tenant_id = 'tenant_C')::int AS c, count(*)::int AS total
@@ -157,8 +158,8 @@ export const runStep = async (
     serverConnections,
     clientAddresses,
     pgbouncerClients: pooledClients,
-    jobsPerSecond: s.done / Math.max(0.001, s.span_s),
-    startP99Ms: s.start_p99_ms,
+    jobsPerSecond: (0.8 * s.done) / Math.max(0.001, s.mid_s),
+    startP99Ms: s.claim_p99_ms,
     claimP99Ms: 1000 * quantileOfBuckets(claimBefore, claimAfter, 0.99),
     dbCpuCores: cpu / Math.max(0.001, (Date.now() - t0) / 1000),
     dbCpuMsPerJob: (1000 * cpu) / Math.max(1, s.done),

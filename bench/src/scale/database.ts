@@ -88,6 +88,11 @@ export const startDatabase = async (progress: (line: string) => void): Promise<S
       shared_preload_libraries: "'pg_stat_statements'",
       "pg_stat_statements.track": "top",
       shared_buffers: "256MB",
+      // A host cut off while it holds the maintenance leadership keeps its session lock until the
+      // server drops its idle connection: without keepalives that is the OS default, two hours.
+      tcp_keepalives_idle: "2",
+      tcp_keepalives_interval: "1",
+      tcp_keepalives_count: "3",
     },
   });
   writeState({ clusterRoot: join(cluster.dataDir, "..") });
