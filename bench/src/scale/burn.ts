@@ -42,6 +42,8 @@ export type StepResult = {
   duplicates: number;
   lost: number;
   samples: number;
+  /** How long the preload overran the common release (0: it did not). */
+  overrunMs: number;
   waits: Array<{ event: string; n: number }>;
   statements: Array<{ query: string; calls: number; totalMs: number; meanMs: number }>;
 };
@@ -52,11 +54,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export const runStep = async (
   database: ScaleDatabase,
   procs: WorkerProc[],
-  options: { label: string; hosts: number; jobs: number; tag: string; viaPgBouncer: boolean; pgbouncerAdminUrl?: string; timeoutMs: number },
+  options: {
+    label: string;
+    hosts: number;
+    jobs: number;
+    handlerBaseMs: number;
+    tag: string;
+    viaPgBouncer: boolean;
+    pgbouncerAdminUrl?: string;
+    timeoutMs: number;
+  },
 ): Promise<StepResult> => {
   const { db } = database;
   await db.query("SELECT pg_stat_statements_reset()");
-  const releaseAt = new Date(Date.now() + 3_000 + options.jobs / 2);
+  const releaseAt = new Date(Date.now() + 4_000 + options.jobs * 1.5);
   const batches: Array<Parameters<typeof enqueueJobs>[1]> = [];
   for (let k = 0; k < options.jobs; k += 500) {
     batches.push(
@@ -67,16 +78,18 @@ export const runStep = async (
           job_type: t.type,
           tenant_id: tenantOf(n).id,
           idempotency_key: `${options.tag}-${n}`,
-          payload: { source_ref: `bench://${options.tag}/${n}`, ms: durationOf(n) },
+          payload: { source_ref: `bench://${options.tag}/${n}`, ms: options.handlerBaseMs + durationOf(n) },
           not_before: releaseAt.toISOString(),
         };
       }),
     );
   }
   for (const batch of batches) await enqueueJobs(db, batch);
-  if (Date.now() > releaseAt.getTime() - 200) throw new Error("the preload took longer than the release delay: fewer jobs per step");
+  // On a loaded machine the preload may overrun the release: the first jobs then start early, which
+  // the throughput over the middle of the finishes tolerates.
+  const overrunMs = Date.now() - releaseAt.getTime();
   const claimBefore = await Promise.all(procs.map(scrapeClaimBuckets));
-  await sleep(releaseAt.getTime() - Date.now());
+  await sleep(Math.max(0, releaseAt.getTime() - Date.now()));
   const cpuBefore = database.cpuSeconds();
   const t0 = Date.now();
 
@@ -122,13 +135,16 @@ export const runStep = async (
 
   const like = `${options.tag}-%`;
   // Successful attempts have no job_attempts row (the finished row holds the claim): a job claimed
-  // twice shows as attempt > 1 or as an attempt row. Throughput over the middle 80 % of the finishes
-  // (the capped queues' tail and the first claims' ramp left out).
-  const { rows: stats } = await db.query<{ done: number; succeeded: number; mid_s: number; claim_p99_ms: number; duplicates: number }>(
-    `WITH f AS (SELECT job_id, state, attempt, run_at, claimed_at, finished_at FROM finished_jobs WHERE idempotency_key LIKE $1)
+  // twice shows as attempt > 1 or as an attempt row. Throughput: the uncapped queue's (ks.background,
+  // ¾ of the jobs) over the middle 80 % of its finishes — the capped queues run at their caps by
+  // design, and the first claims' ramp is left out.
+  const { rows: stats } = await db.query<{ done: number; succeeded: number; uncapped: number; mid_s: number; claim_p99_ms: number; duplicates: number }>(
+    `WITH f AS (SELECT job_id, queue_id, state, attempt, run_at, claimed_at, finished_at FROM finished_jobs WHERE idempotency_key LIKE $1)
      SELECT (SELECT count(*)::int FROM f) AS done,
             (SELECT count(*)::int FROM f WHERE state = 'SUCCEEDED') AS succeeded,
-            (SELECT extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY finished_at) - percentile_disc(0.1) WITHIN GROUP (ORDER BY finished_at))::float8 FROM f) AS mid_s,
+            (SELECT count(*)::int FROM f WHERE queue_id = 'ks.background') AS uncapped,
+            (SELECT extract(epoch FROM percentile_disc(0.9) WITHIN GROUP (ORDER BY finished_at) - percentile_disc(0.1) WITHIN GROUP (ORDER BY finished_at))::float8
+               FROM f WHERE queue_id = 'ks.background') AS mid_s,
             (SELECT (1000 * extract(epoch FROM percentile_cont(0.99) WITHIN GROUP (ORDER BY claimed_at - run_at)))::float8 FROM f) AS claim_p99_ms,
             (SELECT count(*)::int FROM f WHERE attempt > 1) + (SELECT count(*)::int FROM job_attempts a JOIN f USING (job_id)) AS duplicates`,
     [like],
@@ -158,7 +174,7 @@ export const runStep = async (
     serverConnections,
     clientAddresses,
     pgbouncerClients: pooledClients,
-    jobsPerSecond: (0.8 * s.done) / Math.max(0.001, s.mid_s),
+    jobsPerSecond: (0.8 * s.uncapped) / Math.max(0.001, s.mid_s),
     startP99Ms: s.claim_p99_ms,
     claimP99Ms: 1000 * quantileOfBuckets(claimBefore, claimAfter, 0.99),
     dbCpuCores: cpu / Math.max(0.001, (Date.now() - t0) / 1000),
@@ -168,6 +184,7 @@ export const runStep = async (
     duplicates: s.duplicates + (s.done - s.succeeded),
     lost: options.jobs - s.done,
     samples,
+    overrunMs: Math.max(0, overrunMs),
     waits: [...waits.entries()].map(([event, n]) => ({ event, n })).sort((x, y) => y.n - x.n),
     statements: statements.map((r) => ({ query: r.query, calls: r.calls, totalMs: r.total_ms, meanMs: r.mean_ms })),
   };

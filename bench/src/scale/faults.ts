@@ -66,9 +66,9 @@ const leaderHost = async (database: ScaleDatabase, hosts: Host[]): Promise<Host 
 };
 
 /** Results the completer wrote and PostgreSQL refused because the lease had moved on (completer.ts's warning). */
-const refusedLate = (procs: WorkerProc[]) =>
+const refusedLate = (procs: WorkerProc[], from: number[]) =>
   procs
-    .flatMap((p) => p.lines)
+    .flatMap((p, i) => p.lines.slice(from[i] ?? 0))
     .filter((l) => l.msg === "results refused: the lease is no longer held by this worker")
     .reduce((n, l) => n + ((l.jobRowIds as unknown[] | undefined)?.length ?? 1), 0);
 
@@ -94,6 +94,7 @@ export const runPartition = async (
     `SELECT count(*)::int AS n FROM jobs WHERE state = 'RUNNING' AND lease_owner = ANY($1) AND idempotency_key LIKE $2`,
     [onVictim.map((p) => p.workerId), `${tag}-%`],
   );
+  const linesAtCut = onVictim.map((p) => p.lines.length);
   setLink(victim, "down");
   const downAt = Date.now();
   options.progress(`partition: ${victim.veth} down (${victim.ns}${wasLeader ? ", the maintenance leader" : ""}, ${held[0]!.n} jobs of the run held there)`);
@@ -111,7 +112,7 @@ export const runPartition = async (
       WHERE f.idempotency_key LIKE $1 AND a.worker_id = ANY($2) AND f.attempt > 1`,
     [`${tag}-%`, onVictim.map((p) => p.workerId)],
   );
-  const refused = refusedLate(onVictim);
+  const refused = refusedLate(onVictim, linesAtCut);
   const exited = procs.filter((p) => p.exit !== undefined).length;
   return [
     {
