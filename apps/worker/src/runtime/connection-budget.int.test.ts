@@ -8,6 +8,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
 import { createDiagPlane, enqueue, waitFor, waitForStates } from "../testing/fixtures";
+import { spawnWorker } from "../testing/worker-process";
 import { defaultPoolSize, MIN_POOL_SIZE, startWorker } from "./start-worker";
 
 const testDb = useTestDatabase();
@@ -132,4 +133,33 @@ describe("a worker's connection budget", () => {
       await worker.drain();
     }
   });
+
+  it("the porter-worker bin: --db-pool-size and --listen-database-url reach the worker; a pool under 3 or a bad PORTER_PREPARED_STATEMENTS is a usage error", async () => {
+    const worker = spawnWorker({
+      connectionString: testDb.appConnectionString,
+      pool,
+      args: ["--concurrency", "8", "--db-pool-size", "3", "--listen-database-url", testDb.connectionString, "--no-prepared-statements"],
+      env: { PORTER_APP_DATABASE_URL: testDb.appConnectionString },
+    });
+    try {
+      const started = await worker.waitForLog((line) => line.msg === "worker started", 90_000);
+      expect(started).toMatchObject({ concurrency: 8, dbPoolSize: 3, separateListenConnection: true });
+      await waitFor("the LISTEN connection", async () => (await connections()).some((c) => c.application_name === "porter-worker-listen"), {
+        timeoutMs: 30_000,
+      });
+      expect((await connections()).find((c) => c.application_name === "porter-worker-listen")?.usename).toBe("postgres");
+      const [id] = await enqueue(db, [{ type: "diag.effect", payload: { key: "bin-unnamed", ms: 1 } }]);
+      await waitForStates(db, [id!], ["SUCCEEDED"], 30_000);
+    } finally {
+      worker.child.kill("SIGTERM");
+      await worker.exited;
+    }
+
+    const small = spawnWorker({ connectionString: testDb.appConnectionString, pool, args: ["--db-pool-size", "2"] });
+    expect((await small.exited).code).toBe(2);
+    expect(small.output()).toContain('--db-pool-size must be an integer ≥ 3, got "2"');
+    const badEnv = spawnWorker({ connectionString: testDb.appConnectionString, pool, env: { PORTER_PREPARED_STATEMENTS: "sometimes" } });
+    expect((await badEnv.exited).code).toBe(2);
+    expect(badEnv.output()).toContain("PORTER_PREPARED_STATEMENTS");
+  }, 180_000);
 });
