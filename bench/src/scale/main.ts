@@ -25,12 +25,12 @@ Options:
   --per-host <n>        worker processes per host (default 1)
   --concurrency <n>     slots per worker process (default 16)
   --db-pool-size <n>    each worker's pool size (default 4)
-  --jobs <n>            jobs per burn-down step (default 4000)
+  --jobs <n>            jobs per burn-down step (default 2000)
   --handler-ms <n>      each job's handler sleeps this long plus 0–20 ms (default 50), so a host's
                         slots, not its share of the CPU, bound what it runs
   --pgbouncer-hosts <n> host count of the PgBouncer step (default 4; 0: no such step)
   --no-faults           skip the partition and restart
-  --budget-s <s>        give up (and clean up) after this many seconds (default 600)
+  --budget-s <s>        give up (and clean up) after this many seconds (default 900)
   --out <file>          also write the tables (markdown) to this file
   -h, --help            show this help
 `;
@@ -45,11 +45,11 @@ const main = async (): Promise<void> => {
       "per-host": { type: "string", default: "1" },
       concurrency: { type: "string", default: "16" },
       "db-pool-size": { type: "string", default: "4" },
-      jobs: { type: "string", default: "4000" },
+      jobs: { type: "string", default: "2000" },
       "handler-ms": { type: "string", default: "50" },
       "pgbouncer-hosts": { type: "string", default: "4" },
       "no-faults": { type: "boolean" },
-      "budget-s": { type: "string", default: "600" },
+      "budget-s": { type: "string", default: "900" },
       out: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
