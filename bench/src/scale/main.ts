@@ -109,7 +109,8 @@ const main = async (): Promise<void> => {
   try {
     const stale = cleanStaleRun();
     if (stale.length > 0) progress(`cleaned a killed run's leftovers: ${stale.join(", ")}`);
-    createBridge();
+    const staleNamespaces = createBridge();
+    if (staleNamespaces.length > 0) progress(`removed a killed run's namespaces (and what ran in them): ${staleNamespaces.join(", ")}`);
     const maxHosts = Math.max(...hostCounts, bouncerHosts, values["no-faults"] ? 0 : 3);
     const hosts: Host[] = Array.from({ length: maxHosts }, (_, i) => createHost(i + 1));
     progress(`bridge and ${hosts.length} host namespaces up; load average ${loadavg()[0]!.toFixed(1)}`);

@@ -31,9 +31,10 @@ const ourNamespaces = (): string[] =>
     .map((line) => line.split(" ")[0] ?? "")
     .filter((name) => name.startsWith(NS_PREFIX));
 
-/** Removes every namespace, veth and the bridge of this harness, killing what still runs inside the namespaces. */
-export const removeNetwork = (): void => {
-  for (const ns of ourNamespaces()) {
+/** Removes every namespace, veth and the bridge of this harness, killing what still runs inside the namespaces; returns the namespaces removed. */
+export const removeNetwork = (): string[] => {
+  const removed = ourNamespaces();
+  for (const ns of removed) {
     let pids: string[] = [];
     try {
       pids = ip("netns", "pids", ns).split("\n").filter(Boolean);
@@ -54,14 +55,16 @@ export const removeNetwork = (): void => {
     if (name?.startsWith(VETH_PREFIX)) ipQuiet("link", "del", name);
   }
   ipQuiet("link", "del", BRIDGE);
+  return removed;
 };
 
-/** Creates the bridge (BRIDGE_ADDRESS/24) after removing anything a killed run left. */
-export const createBridge = (): void => {
-  removeNetwork();
+/** Creates the bridge (BRIDGE_ADDRESS/24) after removing anything a killed run left; returns the stale namespaces removed. */
+export const createBridge = (): string[] => {
+  const stale = removeNetwork();
   ip("link", "add", BRIDGE, "type", "bridge");
   ip("addr", "add", `${BRIDGE_ADDRESS}/24`, "dev", BRIDGE);
   ip("link", "set", BRIDGE, "up");
+  return stale;
 };
 
 /** Creates host `index`: its namespace, a veth pair (eth0 inside), its address, lo up. */
