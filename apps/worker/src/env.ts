@@ -7,6 +7,15 @@ const ZEnv = z.object({
   PORTER_APP_DATABASE_URL: z.url().optional(),
   /** Password of the runtime role `porter_app` when it is derived from DATABASE_URL. */
   PORTER_APP_PASSWORD: z.string().min(1).optional(),
+  /**
+   * Connection string of the LISTEN and maintenance connections, used as it is (direct to
+   * PostgreSQL when DATABASE_URL goes through a transaction-mode pooler); the `--listen-database-url` flag wins.
+   */
+  PORTER_LISTEN_DATABASE_URL: z.url().optional(),
+  /** Most connections of the worker's pool (the `--db-pool-size` flag wins). */
+  PORTER_DB_POOL_SIZE: z.coerce.number().int().min(3).max(1000).optional(),
+  /** "off": no named prepared statements on the pool's connections (a transaction-mode pooler); the `--no-prepared-statements` flag wins. */
+  PORTER_PREPARED_STATEMENTS: z.enum(["on", "off"]).optional(),
   /** Recorded with each worker and in structured errors; defaults to the package version. */
   PORTER_WORKER_VERSION: z.string().min(1).max(100).optional(),
   /** Drain grace period in milliseconds (the `--grace-ms` flag wins). */

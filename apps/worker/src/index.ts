@@ -23,5 +23,5 @@ export {
   withOwnHandlers,
 } from "./handlers/own-handlers";
 export { createLogger, type Logger } from "./logger";
-export { type StartedWorker, type StartWorkerOptions, startWorker } from "./runtime/start-worker";
+export { defaultPoolSize, MIN_POOL_SIZE, type StartedWorker, type StartWorkerOptions, startWorker } from "./runtime/start-worker";
 export { type DrainReport, PorterWorker, type WorkerOptions } from "./runtime/worker";

@@ -86,3 +86,41 @@ describe("withTransaction when the connection dies", () => {
     }
   });
 });
+
+// Issue 16, point 3: behind a transaction-mode pooler (PgBouncer 1.18) a statement prepared on one
+// server connection is missing on the next, so `preparedStatements: false` sends named queries unnamed.
+describe("createPool's preparedStatements option", () => {
+  const preparedOnSameConnection = async (pool: pg.Pool) => {
+    const client = await pool.connect();
+    try {
+      const named = await client.query<{ n: number }>({ name: "porter.pool_test", text: "SELECT $1::int + 1 AS n", values: [41] });
+      const again = await client.query<{ n: number }>({ name: "porter.pool_test", text: "SELECT $1::int + 1 AS n", values: [1] });
+      const rowMode = await client.query({ name: "porter.pool_test_rows", text: "SELECT 1 AS a, 2 AS b", rowMode: "array" });
+      const { rows } = await client.query<{ name: string }>("SELECT name FROM pg_prepared_statements ORDER BY name");
+      return { results: [named.rows[0]?.n, again.rows[0]?.n], rowMode: rowMode.rows, prepared: rows.map((r) => r.name) };
+    } finally {
+      client.release();
+    }
+  };
+
+  it("by default a named query is prepared once on its connection", async () => {
+    const pool = createPool(testDb.connectionString, { max: 1 });
+    try {
+      expect(await preparedOnSameConnection(pool)).toEqual({ results: [42, 2], rowMode: [[1, 2]], prepared: ["porter.pool_test", "porter.pool_test_rows"] });
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it("false: the same queries give the same results and nothing is prepared on the connection", async () => {
+    const pool = createPool(testDb.connectionString, { max: 1, preparedStatements: false });
+    try {
+      expect(await preparedOnSameConnection(pool)).toEqual({ results: [42, 2], rowMode: [[1, 2]], prepared: [] });
+      // The pool's own query (pool.query) goes through the same client class.
+      await pool.query({ name: "porter.pool_test_direct", text: "SELECT 1" });
+      expect((await pool.query("SELECT count(*)::int AS n FROM pg_prepared_statements")).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await pool.end();
+    }
+  });
+});

@@ -30,11 +30,31 @@ export type CreatePoolOptions = {
    * query reports the failure itself).
    */
   onError?: (error: Error) => void;
+  /**
+   * Named prepared statements (`{ name, text }` queries: parsed and planned once per connection).
+   * Default true. `false` sends every such query unnamed (parse, bind and execute in one round
+   * trip), as a connection pooler in transaction mode needs: PgBouncer 1.18 hands each transaction
+   * to any server connection, where a statement prepared on another one does not exist.
+   */
+  preparedStatements?: boolean;
 };
 
 /**
+ * A pg.Client that sends named queries unnamed ({@link CreatePoolOptions.preparedStatements}):
+ * the name is dropped, text, values, types and row mode are kept.
+ */
+class UnnamedStatementsClient extends pg.Client {
+  // pg's query has a dozen overloads; this one forwards every call shape and only rewrites a config object's name.
+  override query(...args: unknown[]): never {
+    const [config, ...rest] = args;
+    const unnamed = config !== null && typeof config === "object" && "name" in config && !("submit" in config) ? { ...config, name: undefined } : config;
+    return (pg.Client.prototype.query as (...a: unknown[]) => never).call(this, unnamed, ...rest);
+  }
+}
+
+/**
  * Creates a `pg.Pool` for `connectionString` with Porter's defaults (max 10 connections,
- * statement_timeout off). Every connection it opens gets an `error` listener for its whole life,
+ * statement_timeout off, named prepared statements on). Every connection it opens gets an `error` listener for its whole life,
  * so a connection dying while idle or while checked out (a transaction, an effect) never crashes
  * the process: pg's pool only listens to idle clients, and a checked-out client emits 'error'
  * when its server goes away. The caller owns the pool and must `end()` it.
@@ -47,6 +67,7 @@ export function createPool(connectionString: string, opts: CreatePoolOptions = {
     statement_timeout: opts.statementTimeoutMs ?? 0,
     idleTimeoutMillis: opts.idleTimeoutMillis ?? 30_000,
     connectionTimeoutMillis: opts.connectionTimeoutMillis ?? 10_000,
+    ...(opts.preparedStatements === false ? { Client: UnnamedStatementsClient } : {}),
   });
   const onError = opts.onError ?? (() => {});
   pool.on("error", onError);

@@ -11,7 +11,7 @@ import { HandlerSetupError, loadHandlerModule } from "../handlers/own-handlers";
 import { createLogger } from "../logger";
 import { startMetricsServer } from "../metrics/metrics-server";
 import { WorkerMetrics } from "../metrics/worker-metrics";
-import { type StartedWorker, startWorker } from "../runtime/start-worker";
+import { MIN_POOL_SIZE, type StartedWorker, startWorker } from "../runtime/start-worker";
 import { createStopSignals } from "../runtime/stop-signals";
 
 const USAGE = `Usage: porter-worker --pool <name> [options]
@@ -38,6 +38,15 @@ Options:
   --skip-other-pools     leave out --handlers' handlers of job types in other pools instead of
                          refusing to start (one module for every pool's worker, as npm start does)
   --no-maintenance       never take the maintenance leadership
+  --db-pool-size <n>     most connections of the worker's pool, ≥ 3 (default: PORTER_DB_POOL_SIZE,
+                         else min(concurrency + 6, 40)); the process opens at most this many plus
+                         the LISTEN and the maintenance connection
+  --listen-database-url <url>  connection string of the LISTEN and maintenance connections, used as
+                         it is (default: PORTER_LISTEN_DATABASE_URL, else the pool's); set it to a
+                         direct connection when DATABASE_URL goes through PgBouncer in
+                         transaction mode (notifications and the leader's session lock need a session)
+  --no-prepared-statements  send the pool's queries unnamed (default: PORTER_PREPARED_STATEMENTS, on);
+                         for a transaction-mode pooler that does not track prepared statements
   --metrics-port <n>     serve Prometheus metrics of this process on GET /metrics at this port
                          (default: PORTER_WORKER_METRICS_PORT; unset: no endpoint; 0: a free port)
   --metrics-host <host>  interface of the metrics endpoint (default 127.0.0.1; 0.0.0.0 to widen)
@@ -48,6 +57,9 @@ Environment:
                          porter_app on that server and database (required unless the next is set)
   PORTER_APP_DATABASE_URL  connection string of the runtime role, used as it is
   PORTER_APP_PASSWORD    password of porter_app when derived from DATABASE_URL
+  PORTER_LISTEN_DATABASE_URL  the LISTEN and maintenance connections' connection string (see the flag)
+  PORTER_DB_POOL_SIZE    most connections of the worker's pool (see --db-pool-size)
+  PORTER_PREPARED_STATEMENTS  on|off: named prepared statements on the pool's connections (default on)
   PORTER_WORKER_VERSION  version recorded with the worker and in errors (default: package version)
   PORTER_DRAIN_GRACE_MS  drain grace period in ms
   PORTER_WORKER_METRICS_PORT  port of the metrics endpoint (the --metrics-port flag wins)
@@ -95,6 +107,9 @@ const main = async (): Promise<void> => {
         handlers: { type: "string" },
         "skip-other-pools": { type: "boolean" },
         "no-maintenance": { type: "boolean" },
+        "db-pool-size": { type: "string" },
+        "listen-database-url": { type: "string" },
+        "no-prepared-statements": { type: "boolean" },
         "metrics-port": { type: "string" },
         "metrics-host": { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -115,6 +130,11 @@ const main = async (): Promise<void> => {
 
   const env = orFail(() => parseEnv());
   const graceMs = positiveInt("grace-ms", values["grace-ms"], 0) ?? env.PORTER_DRAIN_GRACE_MS;
+  const poolSize = positiveInt("db-pool-size", values["db-pool-size"], MIN_POOL_SIZE) ?? env.PORTER_DB_POOL_SIZE;
+  const listenConnectionString = values["listen-database-url"] ?? env.PORTER_LISTEN_DATABASE_URL;
+  if (listenConnectionString !== undefined && !URL.canParse(listenConnectionString))
+    fail(`--listen-database-url must be a connection URL, got "${listenConnectionString}"`);
+  const preparedStatements = values["no-prepared-statements"] ? false : env.PORTER_PREPARED_STATEMENTS !== "off";
   if (!env.DATABASE_URL && !env.PORTER_APP_DATABASE_URL) {
     return fail("DATABASE_URL (or PORTER_APP_DATABASE_URL) is required (npm start runs workers against the embedded database)");
   }
@@ -214,6 +234,9 @@ const main = async (): Promise<void> => {
       hangGraceMs,
       prefetch,
       maintenance: !values["no-maintenance"],
+      poolSize,
+      preparedStatements,
+      ...(listenConnectionString ? { listenConnectionString } : {}),
       webhook: { ca: webhookCa },
       workerId,
       ...(metrics ? { probe: metrics.probe } : {}),

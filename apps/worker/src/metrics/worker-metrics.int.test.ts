@@ -77,6 +77,10 @@ describe("worker --metrics-port", () => {
 
     expect(sampleOf(text, "porter_worker_claims_total")).toBeGreaterThanOrEqual(1);
     expect(sampleOf(text, "porter_worker_claimed_rows_sum")).toBe(6);
+    // Every claim statement's round trip is observed once, none of them 0 s or over 5 s.
+    expect(sampleOf(text, "porter_worker_claim_seconds_count")).toBe(sampleOf(text, "porter_worker_claims_total"));
+    expect(sampleOf(text, "porter_worker_claim_seconds_sum")).toBeGreaterThan(0);
+    expect(sampleOf(text, "porter_worker_claim_seconds_bucket", { le: "5" })).toBe(sampleOf(text, "porter_worker_claims_total"));
     expect(sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "ack" })).toBe(5);
     expect(sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "fail" })).toBe(1);
     expect(sampleOf(text, "porter_worker_attempts_total", { job_type: "diag.sleep", outcome: "succeeded" })).toBe(5);

@@ -18,8 +18,8 @@ describe("WorkerMetrics", () => {
   it("turns probe calls and the worker's state into series with pool and worker_id labels", async () => {
     const metrics = new WorkerMetrics({ pool: "p", workerId: "w-1" });
     const { probe } = metrics;
-    probe.onClaim(0);
-    probe.onClaim(7);
+    probe.onClaim(0, 0.0015);
+    probe.onClaim(7, 0.03);
     probe.onWrite("ack", 5);
     probe.onWrite("fail", 2);
     probe.onHeartbeat(3);
@@ -34,6 +34,9 @@ describe("WorkerMetrics", () => {
     expect(sampleOf(text, "porter_worker_claims_total", { pool: "p", worker_id: "w-1" })).toBe(2);
     expect(sampleOf(text, "porter_worker_claimed_rows_sum", { pool: "p", worker_id: "w-1" })).toBe(7);
     expect(sampleOf(text, "porter_worker_claimed_rows_count", { pool: "p", worker_id: "w-1" })).toBe(2);
+    expect(sampleOf(text, "porter_worker_claim_seconds_bucket", { le: "0.002", pool: "p", worker_id: "w-1" })).toBe(1);
+    expect(sampleOf(text, "porter_worker_claim_seconds_bucket", { le: "0.05", pool: "p", worker_id: "w-1" })).toBe(2);
+    expect(sampleOf(text, "porter_worker_claim_seconds_sum", { pool: "p", worker_id: "w-1" })).toBeCloseTo(0.0315, 6);
     expect(sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "ack", pool: "p", worker_id: "w-1" })).toBe(5);
     expect(sampleOf(text, "porter_worker_result_batch_rows_sum", { kind: "fail", pool: "p", worker_id: "w-1" })).toBe(2);
     expect(sampleOf(text, "porter_worker_heartbeats_total", { pool: "p", worker_id: "w-1" })).toBe(1);

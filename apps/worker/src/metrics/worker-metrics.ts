@@ -12,6 +12,9 @@ export type WorkerGaugeSource = {
 /** Batch sizes: one job up to the completer's and the prefetch's ceilings (1000). */
 const BATCH_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
 
+/** Claim round trips: 1 ms to 5 s (a claim waiting on a busy server or a restart). */
+const CLAIM_SECONDS_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
+
 /**
  * One worker process's Prometheus registry (its own, never prom-client's global one): counters and
  * histograms fed by the runtime's {@link WorkerProbe} calls (in memory, no database cost), gauges
@@ -74,10 +77,17 @@ export class WorkerMetrics {
         },
       });
     }
+    const claimSeconds = new Histogram({
+      name: "porter_worker_claim_seconds",
+      help: "Claim statements' round trip as the worker waited for it (empty claims included).",
+      buckets: CLAIM_SECONDS_BUCKETS,
+      registers,
+    });
     this.probe = {
-      onClaim: (rows) => {
+      onClaim: (rows, seconds) => {
         claims.inc();
         claimed.observe(rows);
+        claimSeconds.observe(seconds);
       },
       onWrite: (kind, rows) => writes.observe({ kind }, rows),
       onHeartbeat: (leases) => {

@@ -192,7 +192,7 @@ export class ClaimLoop {
           continue;
         }
         this.isClaiming = false;
-        this.options.probe?.onClaim(jobs.length);
+        this.options.probe?.onClaim(jobs.length, (performance.now() - claimStartedAt) / 1000);
         if (jobs.length > 0) this.options.onClaimed?.();
         if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         this.buffer.accept(jobs);

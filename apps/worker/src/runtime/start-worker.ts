@@ -15,6 +15,26 @@ export type StartWorkerOptions = {
    * (README "Configuration"); a superuser or the tables' owner gets a warning in the log.
    */
   connectionString: string;
+  /**
+   * Connection string of the worker's two session-bound connections: the LISTEN connection
+   * (notifications) and the maintenance connection (a session advisory lock elects the leader).
+   * Default `connectionString`. Behind a transaction-mode pooler (PgBouncer) this must reach
+   * PostgreSQL directly: a pooler in transaction mode neither delivers notifications nor keeps a
+   * session lock. docs/scaling.md "Connection budget".
+   */
+  listenConnectionString?: string;
+  /**
+   * Most connections of the worker's pool (claims, the completer, heartbeats, effects). Default
+   * `min(concurrency + 6, 40)`. The worker opens at most this many plus the LISTEN connection plus
+   * the maintenance connection (docs/scaling.md "Connection budget").
+   */
+  poolSize?: number;
+  /**
+   * Named prepared statements on the pool's connections. Default true. `false` for a pooler in
+   * transaction mode that does not track them (PgBouncer before 1.21, or without
+   * `max_prepared_statements`): each query is then parsed and planned on every run.
+   */
+  preparedStatements?: boolean;
   /** The pool (lane) whose queues this worker serves. */
   pool: string;
   /**
@@ -33,6 +53,18 @@ export type StartWorkerOptions = {
    */
   otherPools?: "error" | "skip";
 } & Pick<WorkerOptions, "version" | "workerId" | "graceMs" | "hangGraceMs" | "prefetch" | "maintenance" | "startTimeoutMs" | "webhook" | "probe">;
+
+/**
+ * The smallest pool a worker runs with: a claim, the completer's ack batch and a heartbeat batch
+ * may be under way at once; with fewer they queue behind each other (an effect waits for one too).
+ */
+export const MIN_POOL_SIZE = 3;
+
+/**
+ * The worker pool's size when `poolSize` is not given: claims, the completer (2) and heartbeats
+ * need a few connections, effects one each while they run; never more than 40.
+ */
+export const defaultPoolSize = (concurrency: number | undefined): number => Math.min((concurrency ?? 20) + 6, 40);
 
 /** A running worker: `drain()` stops it (claims stop, in-flight work finishes or is handed back, its connections close). */
 export type StartedWorker = {
@@ -63,12 +95,15 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
   // Clashes first, with every handler given (also those a "skip" leaves out).
   withOwnHandlers(given);
   const logger = options.logger ?? createLogger({ level: process.env.LOG_LEVEL || "info" });
+  if (options.poolSize !== undefined && (!Number.isInteger(options.poolSize) || options.poolSize < MIN_POOL_SIZE)) {
+    throw new RangeError(`poolSize must be an integer ≥ ${MIN_POOL_SIZE}, got ${options.poolSize}`);
+  }
   const db = createPool(options.connectionString, {
-    // Claims, the completer (2) and heartbeats need a few connections; effects one each while they run.
-    max: Math.min((options.concurrency ?? 20) + 6, 40),
+    max: options.poolSize ?? defaultPoolSize(options.concurrency),
     applicationName: `porter-worker:${options.pool}`,
     connectionTimeoutMillis: 60_000,
     onError: (error) => logger.warn("idle database connection failed", { err: error }),
+    preparedStatements: options.preparedStatements ?? true,
   });
   let worker: PorterWorker;
   let own: AnyHandler[];
@@ -78,6 +113,7 @@ export const startWorker = async (options: StartWorkerOptions): Promise<StartedW
     worker = await PorterWorker.start({
       db,
       connectionString: options.connectionString,
+      listenConnectionString: options.listenConnectionString,
       poolId: options.pool,
       concurrency: options.concurrency,
       logger,

@@ -8,8 +8,10 @@ import type { WorkerProbe } from "./worker-probe";
 export type WorkerOptions = {
   /** pg.Pool for claims, acks, heartbeats and effects; owned by the caller (the worker never ends it). */
   db: pg.Pool;
-  /** For the dedicated LISTEN and maintenance connections. */
+  /** For the dedicated LISTEN and maintenance connections (unless `listenConnectionString` is given). */
   connectionString: string;
+  /** The dedicated LISTEN and maintenance connections' own connection string (direct to PostgreSQL when `db` goes through a pooler). Default `connectionString`. */
+  listenConnectionString?: string | undefined;
   /** The pool (lane) whose queues this worker serves. */
   poolId: string;
   /** Slots: jobs run at once. Default: the pool's `worker_concurrency`. */

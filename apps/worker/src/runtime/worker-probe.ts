@@ -1,12 +1,12 @@
 /**
  * What the runtime tells an observer as it works: plain synchronous calls with counts it already
- * has in hand (no clock reads, no allocation beyond the call, never a database round trip). The
+ * has in hand (no clock reads beyond the claim's own timing, no allocation beyond the call, never a database round trip). The
  * worker's Prometheus registry (metrics/worker-metrics.ts) implements it; without one the runtime
  * calls {@link NOOP_PROBE}.
  */
 export type WorkerProbe = {
-  /** A claim statement returned `rows` jobs (0 for an empty claim). */
-  onClaim: (rows: number) => void;
+  /** A claim statement returned `rows` jobs (0 for an empty claim) after `seconds` (the round trip, as the worker waited for it). */
+  onClaim: (rows: number, seconds: number) => void;
   /** The completer wrote one batch of `rows` acks or failures (one statement). */
   onWrite: (kind: "ack" | "fail", rows: number) => void;
   /** One batched lease extension: `leases` extended or lost together. */

@@ -111,7 +111,7 @@ export class PorterWorker {
       options.probe,
     );
     this.listener = new NotificationListener({
-      connectionString: options.connectionString,
+      connectionString: options.listenConnectionString ?? options.connectionString,
       poolId: options.poolId,
       logger: this.logger,
       onReady: () => this.claimLoop.onReady(),
@@ -136,7 +136,7 @@ export class PorterWorker {
     const maintenance = options.maintenance ?? true;
     this.leader = maintenance
       ? new MaintenanceLeader({
-          connectionString: options.connectionString,
+          connectionString: options.listenConnectionString ?? options.connectionString,
           logger: this.logger,
           notifier: { touch: () => this.streamNotifier.touch() },
           ...(typeof maintenance === "object" ? maintenance : {}),
@@ -206,7 +206,13 @@ export class PorterWorker {
       "registering the worker",
       this.options.startTimeoutMs ?? DEFAULTS.startTimeoutMs,
     );
-    this.logger.info("worker started", { concurrency: this.concurrency, version: this.version, handlers: [...this.handlers.keys()] });
+    this.logger.info("worker started", {
+      concurrency: this.concurrency,
+      version: this.version,
+      handlers: [...this.handlers.keys()],
+      dbPoolSize: this.options.db.options.max,
+      separateListenConnection: this.options.listenConnectionString !== undefined && this.options.listenConnectionString !== this.options.connectionString,
+    });
     this.leaseKeeper.start();
     this.listener.start();
     this.leader?.start();
