@@ -34,6 +34,7 @@ describe("routines: the migrated database matches packages/core/src/sql/routines
       "audit.sql",
       "authenticate-key.sql",
       "claim.sql",
+      "effects.sql",
       "dlq.sql",
       "redrive.sql",
       "stream.sql",
