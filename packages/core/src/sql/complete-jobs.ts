@@ -1,5 +1,5 @@
 import type { Db } from "../db";
-import { inRowOrder, type LeaseRef } from "./extend-leases";
+import type { LeaseRef } from "./extend-leases";
 import { insertFinished } from "./finish";
 import { flowHistogramsSql, flowUpsertSql, msBetween, waitMsSql } from "./flow-write";
 
@@ -25,9 +25,8 @@ export type CompleteOutcome = { completed: string[]; stale: string[] };
  * one upsert) are added in the same statement (flow-write.ts).
  * Transition `complete` (sql/transitions.ts).
  */
-export const completeJobs = async (db: Db, batch: Completion[], now?: Date): Promise<CompleteOutcome> => {
-  if (batch.length === 0) return { completed: [], stale: [] };
-  const items = inRowOrder(batch); // the lock order of every batch over leases (extend-leases.ts)
+export const completeJobs = async (db: Db, items: Completion[], now?: Date): Promise<CompleteOutcome> => {
+  if (items.length === 0) return { completed: [], stale: [] };
   const { rows } = await db.query<{ id: string }>({
     name: "porter.complete",
     text: `WITH input AS (

@@ -7,16 +7,6 @@ import type { Db } from "../db";
  * — still cannot pass for another attempt.
  */
 export type LeaseRef = { id: string; leaseToken: string; attempt: number };
-
-/**
- * `items` in the order of their job rows' ids (bigint as text: shorter first, then by text). A
- * worker's batch statements over its leases (start marks, acks, failures, lease extensions) send
- * their rows in this order, and each locks them in its input's order (a nested loop over the
- * input, the primary key per row): two such statements in flight at once — a start mark and an ack
- * of the same jobs, the start mark being asynchronous — then cannot deadlock each other.
- */
-export const inRowOrder = <T extends { id: string }>(items: readonly T[]): T[] =>
-  [...items].sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 /** A lease to extend, with the attempt's progress (its JSON) when it changed since the last heartbeat. */
 export type HeartbeatItem = LeaseRef & { progress?: string | null };
 export type ExtendOutcome = {
@@ -46,9 +36,8 @@ export type ExtendOutcome = {
  * in no index, so the update stays HOT. Progress shares the heartbeat's durability (asynchronous
  * commit): it is a display value, never something a resume depends on (that is the checkpoint).
  */
-export const extendLeases = async (db: Db, batch: HeartbeatItem[], now?: Date): Promise<ExtendOutcome> => {
-  if (batch.length === 0) return { extended: [], lost: [] };
-  const items = inRowOrder(batch);
+export const extendLeases = async (db: Db, items: HeartbeatItem[], now?: Date): Promise<ExtendOutcome> => {
+  if (items.length === 0) return { extended: [], lost: [] };
   const { rows } = await db.query<{ id: string; lease_until: Date; cancel_requested: boolean }>({
     name: "porter.extend",
     text: `WITH input AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $4::int[], $5::text[]) AS t(id, token, attempt, progress)),

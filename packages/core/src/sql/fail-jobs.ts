@@ -1,7 +1,7 @@
 import type { TJobError } from "@porter/contracts";
 import type { Db } from "../db";
 import type { FailureDecision } from "../policy/decide";
-import { inRowOrder, type LeaseRef } from "./extend-leases";
+import type { LeaseRef } from "./extend-leases";
 import { insertAttempt, insertFinished } from "./finish";
 import { flowHistogramsSql, flowRetryCodesSql, flowUpsertSql, msBetween, readyAtBeforeSql, waitMsSql } from "./flow-write";
 
@@ -35,9 +35,8 @@ export type FailOutcome = { applied: Array<{ id: string; state: FailureDecision[
  * retries by code, run time; the wait and run histograms in one upsert) are added in the same
  * statement (flow-write.ts). Transition `fail` (sql/transitions.ts).
  */
-export const failJobs = async (db: Db, batch: Failure[], now?: Date): Promise<FailOutcome> => {
-  if (batch.length === 0) return { applied: [], stale: [] };
-  const items = inRowOrder(batch); // the lock order of every batch over leases (extend-leases.ts)
+export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<FailOutcome> => {
+  if (items.length === 0) return { applied: [], stale: [] };
   const { rows } = await db.query<{ id: string; state: FailureDecision["state"] }>({
     name: "porter.fail",
     text: `WITH input AS (

@@ -1,5 +1,5 @@
 import type { Db } from "../db";
-import { inRowOrder, type LeaseRef } from "./extend-leases";
+import type { LeaseRef } from "./extend-leases";
 
 export type StartOutcome = { started: string[]; lost: string[] };
 
@@ -16,9 +16,8 @@ export type StartOutcome = { started: string[]; lost: string[] };
  * effects are ledgered, its late results are refused — only its count is off by one, in the
  * job's favour. Durable marks would cost a WAL flush per batch of starts on the hot path.
  */
-export const startJobs = async (db: Db, batch: LeaseRef[], now?: Date): Promise<StartOutcome> => {
-  if (batch.length === 0) return { started: [], lost: [] };
-  const items = inRowOrder(batch); // the lock order of every batch over leases (extend-leases.ts)
+export const startJobs = async (db: Db, items: LeaseRef[], now?: Date): Promise<StartOutcome> => {
+  if (items.length === 0) return { started: [], lost: [] };
   const { rows } = await db.query<{ id: string }>({
     name: "porter.start",
     text: `UPDATE jobs j SET started_at = coalesce($4::timestamptz, clock_timestamp())
