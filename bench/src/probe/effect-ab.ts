@@ -7,6 +7,7 @@
 // Variants alternate, order rotated per round; the ratio of each round's pair is printed, with the
 // deadlocks the database counted during the run.
 //   npx tsx bench/src/probe/effect-ab.ts <jobs> <rounds>
+import { readFileSync } from "node:fs";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { defineHandler } from "@porter/sdk";
@@ -24,8 +25,13 @@ const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
 const jobs = Number(process.argv[2] ?? 3000);
 const rounds = Number(process.argv[3] ?? 3);
 const concurrency = 24;
-type Variant = "plain" | "ledger";
-const VARIANTS: Variant[] = ["plain", "ledger"];
+type Variant = "plain" | "ledger" | "ledger-keyshare";
+// ledger-keyshare: the claim locks the job row FOR KEY SHARE to the end (the commit's fence unchanged).
+const VARIANTS = (process.env.AB_VARIANTS ?? "plain,ledger").split(",") as Variant[];
+const CLAIM_WITH_KEY_SHARE = readFileSync(new globalThis.URL("../../../packages/core/src/sql/routines/effects.sql", import.meta.url), "utf8").replace(
+  "AND j.state = 'RUNNING';",
+  "AND j.state = 'RUNNING' FOR KEY SHARE;",
+);
 
 const admin = async (sql: string) => {
   const c = new pg.Client(ADMIN);
@@ -62,6 +68,10 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
   await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
   await admin(`CREATE DATABASE ${DB} TEMPLATE ${TPL}`);
   const pool = createPool(URL, { max: concurrency + 2, applicationName: "effect-ab" });
+  if (variant === "ledger-keyshare") {
+    if (!CLAIM_WITH_KEY_SHARE.includes("FOR KEY SHARE;")) throw new Error("the claim's lock was not put in");
+    await pool.query(CLAIM_WITH_KEY_SHARE);
+  }
   let ran = 0;
   let done: () => void = () => undefined;
   const all = new Promise<void>((resolve) => (done = resolve));
@@ -101,8 +111,14 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
 };
 
 const rates = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
+console.log(
+  `load average ${(await import("node:os"))
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
 for (let round = 0; round < rounds; round++) {
-  const order = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+  const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]!);
   const got = new Map<Variant, number>();
   for (const v of order) {
     const r = await runOne(v);
@@ -110,9 +126,9 @@ for (let round = 0; round < rounds; round++) {
     rates.get(v)!.push(r.rate);
     console.log(`round ${round + 1} ${v}: ${r.rate.toFixed(0)} jobs/s, ${r.applied}/${jobs} effects applied once, ${r.deadlocks} deadlocks`);
   }
-  console.log(`round ${round + 1} ledger/plain: ${(got.get("ledger")! / got.get("plain")!).toFixed(3)}`);
+  for (const v of VARIANTS.slice(1)) console.log(`round ${round + 1} ${v}/${VARIANTS[0]}: ${(got.get(v)! / got.get(VARIANTS[0]!)!).toFixed(3)}`);
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`median ledger/plain: ${(median(rates.get("ledger")!) / median(rates.get("plain")!)).toFixed(3)}`);
+for (const v of VARIANTS.slice(1)) console.log(`median ${v}/${VARIANTS[0]}: ${(median(rates.get(v)!) / median(rates.get(VARIANTS[0]!)!)).toFixed(3)}`);
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
 await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);

@@ -23,19 +23,21 @@ const integerLiteral = (value: string | number): string => {
 };
 
 /**
- * `ctx.effect(key, fn)`: runs `fn` at most once per (tenant, key), ever, in one transaction on one
- * connection with the ledger row — database writes made through `fn`'s client commit together with
- * it — in two messages of the simple protocol around `fn` (routines/effects.sql):
+ * `ctx.effect(key, fn)`: runs `fn` at most once per (tenant, key) — per committed ledger row — in
+ * one transaction on one connection with the ledger row: database writes made through `fn`'s client
+ * commit together with it. Two messages of the simple protocol around `fn` (routines/effects.sql):
  * `BEGIN; SELECT * FROM porter_effect_claim(…)` checks the caller's lease (token, attempt, RUNNING;
- * FOR KEY SHARE: a rescue passes over the job until the effect ends, the worker's start marks and
- * heartbeats do not wait) and claims the ledger row; `SELECT porter_effect_commit(…); COMMIT` checks
- * the lease again under FOR SHARE (fencing: raised, the whole effect rolls back), stores `fn`'s
- * result and marks the attempt started if its start mark has not landed. A stale attempt is refused
- * with StaleLeaseError, before `fn` or at commit. When the key was applied before (by an earlier
- * attempt or another job of the tenant), `fn` is not run and the stored result is returned.
+ * a plain read, no lock: the worker's start marks, heartbeats and acks never wait on `fn`) and
+ * claims the ledger row; `SELECT porter_effect_commit(…); COMMIT` fences — checks the lease again
+ * under FOR SHARE, held to the COMMIT in the same message — stores `fn`'s result and marks the
+ * attempt started if its start mark has not landed. A stale attempt is refused with
+ * StaleLeaseError, before `fn` or at commit (everything rolled back). When the key was applied
+ * before (by an earlier attempt or another job of the tenant), `fn` is not run and the stored
+ * result is returned.
  *
- * The values go in as literals (escaped; integers checked): a parameterised statement cannot share a
- * message with BEGIN or COMMIT, and each message is a round trip. Plans are cached in the functions.
+ * The values go in as literals (escaped; integers checked): a parameterised statement cannot share
+ * a message with BEGIN or COMMIT, and each message is a round trip. Plans are cached in the
+ * functions. Was six round trips (BEGIN, lock, start mark, claim, result, COMMIT) plus `fn`'s.
  */
 export const applyEffect = async <T>(
   pool: pg.Pool,

@@ -7,20 +7,28 @@
 --   … fn's own statements on the same connection …
 --   SELECT porter_effect_commit(…); COMMIT             -- fence, result, start mark, commit
 --
--- Locks on the job row, and why no effect closes a deadlock cycle:
--- - The claim takes FOR KEY SHARE on the job row and holds it to the end. It conflicts only with
---   FOR UPDATE and DELETE (jobs has no unique column an update changes): the rescue's FOR UPDATE
---   SKIP LOCKED passes over a job with an effect in flight (as with FOR SHARE before), and the ack of
---   this attempt cannot come before its handler returns. The worker's batched non-key updates —
---   start marks (start-jobs.ts), lease extensions, checkpoints — never wait on it. The ledger row is
---   touched by nobody else but another claim of the same key, which waits for it (ON CONFLICT).
--- - The commit takes FOR SHARE (blocks a non-key update that moves the lease away — a hand-back, a
---   rescue that got in before the claim's lock — from committing under it) only in its last
---   message, after which it waits on nothing: it may wait for a batch holding the row, but holds
---   nothing such a batch waits for. An effect is a leaf of every wait chain.
+-- Locks on the job row, and why an effect closes no deadlock cycle:
+-- - The claim checks the lease without locking the row (a plain read): the worker's batches on the
+--   job rows — start marks (start-jobs.ts), lease extensions, checkpoints, acks — never wait on an
+--   effect while its `fn` runs. (FOR KEY SHARE here cost ~15% of the effect's throughput in
+--   probe/effect-ab.ts — a lock record per effect and multixacts with the start marks — and FOR
+--   SHARE, before, blocked those batches behind `fn` and deadlocked them with each other.) The
+--   ledger row is touched by nobody else but another claim of the same key, which waits for it
+--   (ON CONFLICT) and then sees it applied.
+-- - The commit takes FOR SHARE on the job row in its last message only, after `fn`: it blocks every
+--   write that could move the lease (rescue, hand-back, ack, fail) until COMMIT, and once it has
+--   the lock it waits on nothing more. It may wait for a batch holding the row, but holds nothing
+--   such a batch waits for: an effect is a leaf of every wait chain.
 -- Fencing: the claim refuses a lease not held (token, attempt, RUNNING) before `fn` runs; the commit
 -- checks it again under FOR SHARE and raises PR409 when it is gone, so the transaction — the ledger
--- row and fn's writes — rolls back. A stale worker never applies an effect once its lease was lost.
+-- row and fn's writes — rolls back, and COMMIT is never reached. A stale worker never applies an
+-- effect once its lease was lost: a rescue or hand-back that commits before the fence wins and the
+-- effect is refused; one that comes after waits for the effect's COMMIT and sees its ledger row.
+-- What that trades: a rescue (lease expired: the worker stopped heartbeating) or a hand-back may
+-- now take the job while `fn` runs — before, the effect's lock made the rescue pass over it. The
+-- effect is then refused at commit: its writes through `tx` roll back and the next attempt applies
+-- it once; anything `fn` did outside the database is repeated by that attempt, as after a crash
+-- in `fn`.
 
 -- The claim, in the caller's transaction. Returns `held` false (nothing written: roll back and
 -- refuse) when the lease is not held; `claimed` true when this transaction now holds the ledger row
@@ -32,8 +40,7 @@ RETURNS TABLE (held boolean, claimed boolean, result jsonb)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   PERFORM 1 FROM jobs j
-   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state = 'RUNNING'
-     FOR KEY SHARE;
+   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state = 'RUNNING';
   IF NOT FOUND THEN
     RETURN QUERY SELECT false, false, NULL::jsonb;
     RETURN;
