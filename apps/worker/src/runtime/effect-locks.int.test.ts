@@ -5,7 +5,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandlerMap } from "../handlers/handler-map";
 import { createLogger } from "../logger";
-import { createDiagPlane, enqueue, waitFor, waitForStates } from "../testing/fixtures";
+import { createDiagPlane, enqueue, jobRow, waitFor, waitForStates } from "../testing/fixtures";
 import { PorterWorker } from "./worker";
 
 // ctx.effect against the worker's own batched statements on the job rows — start marks of
@@ -89,6 +89,79 @@ describe("ctx.effect and the worker's batches on the same job rows", () => {
     );
     expect(rows[0]).toEqual({ n: jobs, once: jobs, ledger: jobs });
   }, 180_000);
+});
+
+describe("fencing of an effect whose lease moved to another worker while fn ran", () => {
+  it("the stale worker's effect is refused at commit (its writes roll back); the new holder applies it once", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let isInsideA = false;
+    const outcomes: Record<string, string> = {};
+    const gated = defineHandler({
+      type: "test.gated",
+      run: async (_job, ctx) => {
+        try {
+          const result = await ctx.effect("gated-key", async (tx) => {
+            await tx.query(EFFECT_SQL, ["gated"]);
+            if (ctx.workerId === "worker-a") {
+              isInsideA = true;
+              await gate; // the lease moves to worker B meanwhile
+            }
+            return ctx.workerId;
+          });
+          outcomes[ctx.workerId] = `applied by ${result}`;
+        } catch (error) {
+          outcomes[ctx.workerId] = (error as Error).name;
+          throw error;
+        }
+        return null;
+      },
+    });
+    const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+    // Two workers, each on its own pool (its own connections).
+    const poolA = createPool(testDb.appConnectionString, { max: 6 });
+    const poolB = createPool(testDb.appConnectionString, { max: 6 });
+    const start = (pool: pg.Pool, workerId: string) =>
+      PorterWorker.start({
+        db: pool,
+        connectionString: testDb.appConnectionString,
+        poolId: "diag-pool",
+        workerId,
+        logger,
+        concurrency: 1,
+        handlers: createHandlerMap([gated]),
+      });
+    const [id] = await enqueue(db, [{ type: "test.gated", payload: {}, maxAttempts: 3 }]);
+    const workerA = await start(poolA, "worker-a");
+    let workerB: PorterWorker | undefined;
+    try {
+      await waitFor("worker A inside the effect's fn", () => isInsideA);
+      // Worker A stops with no grace: the job is handed back (its effect's transaction holds no
+      // lock on the job row) while fn still runs, and worker B claims it.
+      await workerA.drain({ graceMs: 0 });
+      workerB = await start(poolB, "worker-b");
+      await waitFor("worker B holding the lease", async () => {
+        const { rows } = await db.query<{ owner: string }>(`SELECT lease_owner AS owner FROM jobs WHERE job_id = $1 AND state = 'RUNNING'`, [id]);
+        return rows[0]?.owner === "worker-b";
+      });
+      // B's claim of the key waits for A's transaction (the ledger row A claimed) — until A's fn returns.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(outcomes).toEqual({});
+      release();
+      await waitForStates(db, [id!], ["SUCCEEDED"]);
+      expect(outcomes).toEqual({ "worker-a": "StaleLeaseError", "worker-b": "applied by worker-b" });
+      const { rows: effects } = await db.query(`SELECT key, applied FROM diag_effects WHERE key = 'gated'`);
+      expect(effects).toEqual([{ key: "gated", applied: 1 }]);
+      const { rows: ledger } = await db.query(`SELECT result FROM job_effects WHERE key = 'gated-key'`);
+      expect(ledger).toEqual([{ result: "worker-b" }]);
+      expect((await jobRow(db, id!))?.state).toBe("SUCCEEDED");
+    } finally {
+      release();
+      await workerB?.drain({ graceMs: 1000 });
+      await poolA.end();
+      await poolB.end();
+    }
+  }, 60_000);
 });
 
 /** The test's own setup statements' statistics reach pg_stat_database before the first read. */
