@@ -33,7 +33,9 @@ export const startPorter = async (config: WorkerConfig, url: string, log: JobLog
       run: async (job, ctx) => {
         try {
           await log.run(job.payload as BenchPayload, job.attempt, (k) =>
-            isLedger ? ctx.effect(`effect-${k}`, (tx) => tx.query(EFFECT_SQL, [k])) : pool.query(EFFECT_SQL, [k]),
+            // The ledger stores fn's result: the statement's row count, as a handler would return a
+            // small value — not the driver's result object (~1 KB of JSON, its type table).
+            isLedger ? ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount) : pool.query(EFFECT_SQL, [k]),
           );
         } catch (error) {
           if (error instanceof InjectedFailure) throw new RetryableError(error.message, { code: "BENCH_TRANSIENT" });

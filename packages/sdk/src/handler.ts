@@ -60,8 +60,11 @@ export type HandlerContext = {
   heartbeat: () => Promise<void>;
   /**
    * Runs `fn` at most once per (tenant, key), ever: a redelivered job gets the stored result of
-   * the first application instead. Writes made through `tx` commit together with the ledger row.
-   * Refused (throws) once this attempt no longer holds its lease.
+   * the first application instead. Writes made through `tx` commit together with the ledger row,
+   * or not at all. Refused (throws) once this attempt no longer holds its lease — before `fn`, or
+   * at commit when the lease was lost while `fn` ran (rescued, handed back): then nothing of it
+   * commits and the job's next attempt applies it; what `fn` did outside `tx` may happen again,
+   * as after a crash in `fn`. Costs two round trips besides `fn`'s own statements.
    */
   effect: <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>) => Promise<T>;
   /** pino child logger bound to jobId, jobType, tenantId, attempt, workerId, trace_id and span_id (of `trace`). */

@@ -23,6 +23,11 @@ export type CompleterOptions = {
   onWritten?: () => void;
   /** Counts written batches and their sizes (in memory; the worker's metrics). */
   probe?: WorkerProbe;
+  /**
+   * Awaited before each write: the worker's start marks in flight land first (PrefetchBuffer's
+   * `startsLanded`), so an ack and a start mark never hold rows of the same jobs at once.
+   */
+  beforeWrite?: () => Promise<void>;
 };
 
 /**
@@ -107,6 +112,8 @@ export class Completer {
     let outage = 0;
     try {
       while (this.acks.length + this.fails.length > 0) {
+        if (this.options.beforeWrite) await this.options.beforeWrite();
+        // Taken right after (no await between): a start mark sent from here on leaves these out.
         const acks = this.acks.splice(0, this.maxBatch);
         const fails = this.fails.splice(0, this.maxBatch);
         const outcomes = await Promise.all([

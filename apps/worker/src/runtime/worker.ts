@@ -71,6 +71,7 @@ export class PorterWorker {
       flushIntervalMs: options.flushIntervalMs,
       maxBatch: options.flushBatch,
       probe: options.probe,
+      beforeWrite: () => this.buffer.startsLanded(),
       onWritten: () => {
         this.streamNotifier.touch();
         this.claimLoop.onWritten();

@@ -1,0 +1,168 @@
+import { createPool } from "@porter/db/pool";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { defineHandler, RetryableError } from "@porter/sdk";
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHandlerMap } from "../handlers/handler-map";
+import { createLogger } from "../logger";
+import { createDiagPlane, enqueue, jobRow, waitFor, waitForStates } from "../testing/fixtures";
+import { PorterWorker } from "./worker";
+
+// ctx.effect against the worker's own batched statements on the job rows — start marks of
+// prefetched jobs, acks, failures, lease extensions — on real connections: no deadlock, and each
+// effect exactly once. Then fencing: an attempt whose lease moved to another worker while its
+// effect ran has that effect refused at commit, and the other worker's attempt applies it once.
+
+const testDb = useTestDatabase();
+let db: pg.Pool;
+
+const EFFECT_SQL = `INSERT INTO diag_effects (key, applied) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1`;
+
+beforeAll(async () => {
+  db = createPool(testDb.appConnectionString, { max: 4 });
+  await createDiagPlane(db, { workerConcurrency: 64 });
+  await db.query(`INSERT INTO job_types (id, queue_id) VALUES ('test.effect', 'diag'), ('test.gated', 'diag')`);
+});
+
+afterAll(async () => {
+  await db.end();
+});
+
+const deadlocks = async (): Promise<number> => {
+  const { rows } = await db.query<{ n: string }>(`SELECT deadlocks::text AS n FROM pg_stat_database WHERE datname = current_database()`);
+  return Number(rows[0]!.n);
+};
+
+/** Waits until no backend of `applicationName` is left: a backend's statistics (deadlocks) are flushed by its exit. */
+const backendsGone = (applicationName: string) =>
+  waitFor(`the ${applicationName} backends to exit`, async () => {
+    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [applicationName]);
+    return rows[0]!.n === 0;
+  });
+
+describe("ctx.effect and the worker's batches on the same job rows", () => {
+  it("many concurrent effects with prefetch, failures and acks: no deadlock, every effect exactly once", async () => {
+    const jobs = 1200;
+    // A tenth fail their first attempt (a fail batch among the acks), then succeed.
+    const handler = defineHandler({
+      type: "test.effect",
+      run: async (job, ctx) => {
+        const n = (job.payload as { n: number }).n;
+        if (n % 10 === 0 && job.attempt === 1) throw new RetryableError("transient", { code: "TEST_TRANSIENT" });
+        await ctx.effect(`e-${n}`, (tx) => tx.query(EFFECT_SQL, [`e-${n}`]));
+        return null;
+      },
+    });
+    await db.query(`UPDATE queues SET backoff_base_ms = 50, backoff_cap_ms = 100 WHERE id = 'diag'`);
+    const ids = await enqueue(
+      db,
+      Array.from({ length: jobs }, (_, n) => ({ type: "test.effect", payload: { n }, maxAttempts: 5 })),
+    );
+    await pg_stat_flush_wait();
+    const before = await deadlocks();
+    const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+    const pools = [0, 1].map(() => createPool(testDb.appConnectionString, { max: 18, applicationName: "effect-locks-worker" }));
+    const workers = await Promise.all(
+      pools.map((pool) =>
+        PorterWorker.start({
+          db: pool,
+          connectionString: testDb.appConnectionString,
+          poolId: "diag-pool",
+          logger,
+          concurrency: 16,
+          handlers: createHandlerMap([handler]),
+        }),
+      ),
+    );
+    try {
+      await waitForStates(db, ids, ["SUCCEEDED"], 120_000);
+    } finally {
+      await Promise.all(workers.map((w) => w.drain({ graceMs: 2000 })));
+      await Promise.all(pools.map((p) => p.end()));
+    }
+    await backendsGone("effect-locks-worker");
+    expect(await deadlocks()).toBe(before);
+    const { rows } = await db.query<{ n: number; once: number; ledger: number }>(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE applied = 1)::int AS once,
+              (SELECT count(*)::int FROM job_effects WHERE key LIKE 'e-%') AS ledger
+         FROM diag_effects WHERE key LIKE 'e-%'`,
+    );
+    expect(rows[0]).toEqual({ n: jobs, once: jobs, ledger: jobs });
+  }, 180_000);
+});
+
+describe("fencing of an effect whose lease moved to another worker while fn ran", () => {
+  it("the stale worker's effect is refused at commit (its writes roll back); the new holder applies it once", async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let isInsideA = false;
+    const outcomes: Record<string, string> = {};
+    const gated = defineHandler({
+      type: "test.gated",
+      run: async (_job, ctx) => {
+        try {
+          const result = await ctx.effect("gated-key", async (tx) => {
+            await tx.query(EFFECT_SQL, ["gated"]);
+            if (ctx.workerId === "worker-a") {
+              isInsideA = true;
+              await gate; // the lease moves to worker B meanwhile
+            }
+            return ctx.workerId;
+          });
+          outcomes[ctx.workerId] = `applied by ${result}`;
+        } catch (error) {
+          outcomes[ctx.workerId] = (error as Error).name;
+          throw error;
+        }
+        return null;
+      },
+    });
+    const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+    // Two workers, each on its own pool (its own connections).
+    const poolA = createPool(testDb.appConnectionString, { max: 6 });
+    const poolB = createPool(testDb.appConnectionString, { max: 6 });
+    const start = (pool: pg.Pool, workerId: string) =>
+      PorterWorker.start({
+        db: pool,
+        connectionString: testDb.appConnectionString,
+        poolId: "diag-pool",
+        workerId,
+        logger,
+        concurrency: 1,
+        handlers: createHandlerMap([gated]),
+      });
+    const [id] = await enqueue(db, [{ type: "test.gated", payload: {}, maxAttempts: 3 }]);
+    const workerA = await start(poolA, "worker-a");
+    let workerB: PorterWorker | undefined;
+    try {
+      await waitFor("worker A inside the effect's fn", () => isInsideA);
+      // Worker A stops with no grace: the job is handed back (its effect's transaction holds no
+      // lock on the job row) while fn still runs, and worker B claims it.
+      await workerA.drain({ graceMs: 0 });
+      workerB = await start(poolB, "worker-b");
+      await waitFor("worker B holding the lease", async () => {
+        const { rows } = await db.query<{ owner: string }>(`SELECT lease_owner AS owner FROM jobs WHERE job_id = $1 AND state = 'RUNNING'`, [id]);
+        return rows[0]?.owner === "worker-b";
+      });
+      // B's claim of the key waits for A's transaction (the ledger row A claimed) — until A's fn returns.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(outcomes).toEqual({});
+      release();
+      await waitForStates(db, [id!], ["SUCCEEDED"]);
+      expect(outcomes).toEqual({ "worker-a": "StaleLeaseError", "worker-b": "applied by worker-b" });
+      const { rows: effects } = await db.query(`SELECT key, applied FROM diag_effects WHERE key = 'gated'`);
+      expect(effects).toEqual([{ key: "gated", applied: 1 }]);
+      const { rows: ledger } = await db.query(`SELECT result FROM job_effects WHERE key = 'gated-key'`);
+      expect(ledger).toEqual([{ result: "worker-b" }]);
+      expect((await jobRow(db, id!))?.state).toBe("SUCCEEDED");
+    } finally {
+      release();
+      await workerB?.drain({ graceMs: 1000 });
+      await poolA.end();
+      await poolB.end();
+    }
+  }, 60_000);
+});
+
+/** The test's own setup statements' statistics reach pg_stat_database before the first read. */
+const pg_stat_flush_wait = () => new Promise((resolve) => setTimeout(resolve, 1100));

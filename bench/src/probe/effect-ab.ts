@@ -1,0 +1,134 @@
+// Probe (not part of the suite): ctx.effect against a plain write, as bench (g) applies them but
+// without its failures (whose retry delay dilutes the difference). Each run: a fresh database
+// cloned from a migrated template holding N ready jobs, an in-process PorterWorker (24 slots, 26
+// connections, adaptive prefetch) whose handler applies one effect per job — `plain`: one
+// INSERT … ON CONFLICT on the worker's pool (synchronous commit, like the ledger's); `ledger`: the
+// same statement through ctx.effect (fn returns the statement's rowCount, stored in the ledger).
+// Variants alternate, order rotated per round; the ratio of each round's pair is printed, with the
+// deadlocks the database counted during the run.
+//   npx tsx bench/src/probe/effect-ab.ts <jobs> <rounds>
+import { readFileSync } from "node:fs";
+import { migrate } from "@porter/db/migrator";
+import { createPool } from "@porter/db/pool";
+import { defineHandler } from "@porter/sdk";
+import { createHandlerMap } from "@porter/worker/handlers/handler-map";
+import { createLogger } from "@porter/worker/logger";
+import { PorterWorker } from "@porter/worker/runtime/worker";
+import pg from "pg";
+import { EFFECTS_TABLE_SQL } from "../systems/types";
+import { EFFECT_SQL } from "../worker/job-log";
+import { enqueueBenchBacklog } from "./bench-backlog";
+
+const DB = process.env.AB_DB ?? "porter_perf_effect";
+const ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
+const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
+const jobs = Number(process.argv[2] ?? 3000);
+const rounds = Number(process.argv[3] ?? 3);
+const concurrency = 24;
+type Variant = "plain" | "ledger" | "ledger-keyshare";
+// ledger-keyshare: the claim locks the job row FOR KEY SHARE to the end (the commit's fence unchanged).
+const VARIANTS = (process.env.AB_VARIANTS ?? "plain,ledger").split(",") as Variant[];
+const CLAIM_WITH_KEY_SHARE = readFileSync(new globalThis.URL("../../../packages/core/src/sql/routines/effects.sql", import.meta.url), "utf8").replace(
+  "AND j.state = 'RUNNING';",
+  "AND j.state = 'RUNNING' FOR KEY SHARE;",
+);
+
+const admin = async (sql: string) => {
+  const c = new pg.Client(ADMIN);
+  await c.connect();
+  try {
+    return await c.query(sql);
+  } finally {
+    await c.end();
+  }
+};
+
+const TPL = `${DB}_tpl`;
+await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
+await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
+await admin(`CREATE DATABASE ${TPL}`);
+await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
+{
+  const c = new pg.Client(`postgres://postgres@127.0.0.1:5432/${TPL}`);
+  await c.connect();
+  await c.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', $1)`, [concurrency]);
+  await c.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
+  await c.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
+  await c.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+  await c.query(EFFECTS_TABLE_SQL);
+  await c.end();
+  const seed = createPool(`postgres://postgres@127.0.0.1:5432/${TPL}`, { max: 2 });
+  await enqueueBenchBacklog(seed, jobs);
+  await seed.end();
+}
+
+const deadlocks = async () => Number((await admin(`SELECT deadlocks FROM pg_stat_database WHERE datname = '${DB}'`)).rows[0]?.deadlocks ?? 0);
+
+const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: number; applied: number }> => {
+  await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
+  await admin(`CREATE DATABASE ${DB} TEMPLATE ${TPL}`);
+  const pool = createPool(URL, { max: concurrency + 2, applicationName: "effect-ab" });
+  if (variant === "ledger-keyshare") {
+    if (!CLAIM_WITH_KEY_SHARE.includes("FOR KEY SHARE;")) throw new Error("the claim's lock was not put in");
+    await pool.query(CLAIM_WITH_KEY_SHARE);
+  }
+  let ran = 0;
+  let done: () => void = () => undefined;
+  const all = new Promise<void>((resolve) => (done = resolve));
+  const handler = defineHandler({
+    type: "bench.job",
+    run: async (job, ctx) => {
+      const k = (job.payload as { k: number }).k;
+      if (variant === "plain") await pool.query(EFFECT_SQL, [k]);
+      else await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount);
+      ran += 1;
+      if (ran === jobs) done();
+      return null;
+    },
+  });
+  const t0 = performance.now();
+  const worker = await PorterWorker.start({
+    db: pool,
+    connectionString: URL,
+    poolId: "bench",
+    concurrency,
+    logger: createLogger({ level: "warn" }),
+    handlers: createHandlerMap([handler]),
+    maintenance: false,
+  });
+  await all;
+  const seconds = (performance.now() - t0) / 1000;
+  await worker.drain({ graceMs: 2000 });
+  const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM bench_effects WHERE applied = 1`);
+  await pool.end();
+  // The backends' statistics are flushed as they exit.
+  for (let i = 0; i < 50; i++) {
+    const left = Number((await admin(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = '${DB}'`)).rows[0].n);
+    if (left === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { rate: jobs / seconds, deadlocks: await deadlocks(), applied: rows[0]!.n };
+};
+
+const rates = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
+console.log(
+  `load average ${(await import("node:os"))
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
+for (let round = 0; round < rounds; round++) {
+  const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]!);
+  const got = new Map<Variant, number>();
+  for (const v of order) {
+    const r = await runOne(v);
+    got.set(v, r.rate);
+    rates.get(v)!.push(r.rate);
+    console.log(`round ${round + 1} ${v}: ${r.rate.toFixed(0)} jobs/s, ${r.applied}/${jobs} effects applied once, ${r.deadlocks} deadlocks`);
+  }
+  for (const v of VARIANTS.slice(1)) console.log(`round ${round + 1} ${v}/${VARIANTS[0]}: ${(got.get(v)! / got.get(VARIANTS[0]!)!).toFixed(3)}`);
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+for (const v of VARIANTS.slice(1)) console.log(`median ${v}/${VARIANTS[0]}: ${(median(rates.get(v)!) / median(rates.get(VARIANTS[0]!)!)).toFixed(3)}`);
+await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
+await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
