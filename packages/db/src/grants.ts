@@ -28,6 +28,11 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   jobs: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // Redrive and prune lock finished rows (SELECT … FOR UPDATE), which needs UPDATE.
   finished_jobs: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // finished_jobs is partitioned by day (migration 20261202002400_partitioned_history); the daily
+  // partitions are created and dropped by SECURITY DEFINER routines (routines/partitions.sql) and
+  // reached through finished_jobs only. The default partition holds what no day covers and the
+  // rows kept past their day's retirement: maintenance prunes it by name (core prune-finished.ts).
+  finished_jobs_default: ["SELECT", "UPDATE", "DELETE"],
   idempotency_keys: ["SELECT", "INSERT", "DELETE"],
   job_attempts: ["SELECT", "INSERT", "DELETE"],
   job_events: ["SELECT", "INSERT", "DELETE"],
