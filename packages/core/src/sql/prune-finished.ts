@@ -6,32 +6,37 @@ export const HISTORY_DAYS_AHEAD = 7;
 /** Partitions at most one pass retires (one a call of porter_history_retire, each a short lock). */
 const RETIRE_PER_PASS = 4;
 
-// The row-by-row retention statement on one table: `target` is finished_jobs (the partitioned table)
-// or one of its partitions, `queues` limits the queues it serves. Per queue and terminal state (DEAD
-// is kept), a range scan of the (queue_id, state, finished_at) index up to the queue's cutoff.
-const pruneRowsSql = (target: string, queues: string) => `
+// The row-by-row retention statement, on finished_jobs (the partitioned table) for the queues
+// kept shorter than the horizon; `onTable` points it at one partition, for every queue. Per queue
+// and terminal state (DEAD is kept), a range scan of the (queue_id, state, finished_at) index up to
+// the queue's cutoff.
+const PRUNE_ROWS = `
   WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
    victims AS (
      SELECT v.job_id, v.tenant_id, v.idempotency_key
        FROM queues q
        CROSS JOIN unnest(ARRAY['SUCCEEDED', 'CANCELLED', 'EXPIRED']::job_state[]) AS s(state)
        CROSS JOIN LATERAL (
-         SELECT f.job_id, f.tenant_id, f.idempotency_key FROM ${target} f
+         SELECT f.job_id, f.tenant_id, f.idempotency_key FROM finished_jobs f
           WHERE f.queue_id = q.id AND f.state = s.state
             AND f.finished_at < (SELECT t FROM at) - q.retention_s * interval '1 second'
           ORDER BY f.finished_at
           LIMIT $2
           FOR UPDATE SKIP LOCKED
        ) v
-      WHERE ${queues}
+      WHERE q.retention_s < porter_history_horizon_s()
       LIMIT $2
-   ), jobs_gone AS (DELETE FROM ${target} f USING victims v WHERE f.job_id = v.job_id RETURNING f.job_id), -- primary key
+   ), jobs_gone AS (DELETE FROM finished_jobs f USING victims v WHERE f.job_id = v.job_id RETURNING f.job_id), -- primary key
    a AS (DELETE FROM job_attempts x USING victims v WHERE x.job_id = v.job_id),
    e AS (DELETE FROM job_events x USING victims v WHERE x.job_id = v.job_id),
    k AS (DELETE FROM idempotency_keys x USING victims v
           WHERE (x.tenant_id, x.idempotency_key) = (v.tenant_id, v.idempotency_key) AND x.job_id = v.job_id),
    fx AS (DELETE FROM job_effects x USING victims v WHERE x.job_id = v.job_id)
    SELECT count(*)::text AS n FROM jobs_gone`;
+
+/** {@link PRUNE_ROWS} on one partition (a name of this file, never input), for every queue. */
+const onTable = (partition: "finished_jobs_default" | "finished_jobs_p_first"): string =>
+  PRUNE_ROWS.replaceAll("finished_jobs f", `${partition} f`).replace("WHERE q.retention_s < porter_history_horizon_s()", "");
 
 /**
  * Retention of finished jobs: DEAD jobs are the dead-letter queue and are kept until redriven;
@@ -51,28 +56,24 @@ const pruneRowsSql = (target: string, queues: string) => `
  * The hot table never carries history, so pruning cannot bloat it. Transition `prune`
  * (sql/transitions.ts). `pruned` counts rows deleted either way; `partitionsDropped` the days.
  */
-export const pruneFinished = async (
-  db: Db,
-  params: { now?: Date; batch?: number } = {},
-): Promise<{ pruned: number; partitionsDropped: number }> => {
+export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ pruned: number; partitionsDropped: number }> => {
   const now = params.now ?? null;
   const batch = params.batch ?? 5000;
   let pruned = 0;
   let partitionsDropped = 0;
   for (let i = 0; i < RETIRE_PER_PASS; i++) {
-    const { rows } = await db.query<{ dropped: string }>(
-      `SELECT dropped::text FROM porter_history_retire(coalesce($1::timestamptz, clock_timestamp()))`,
-      [now],
-    );
+    const { rows } = await db.query<{ dropped: string }>(`SELECT dropped::text FROM porter_history_retire(coalesce($1::timestamptz, clock_timestamp()))`, [
+      now,
+    ]);
     if (rows.length === 0) break;
     partitionsDropped += 1;
     pruned += Number(rows[0]?.dropped ?? 0);
   }
   const count = async (sql: string) => Number((await db.query<{ n: string }>(sql, [now, batch])).rows[0]?.n ?? 0);
-  pruned += await count(pruneRowsSql("finished_jobs", "q.retention_s < porter_history_horizon_s()"));
-  pruned += await count(pruneRowsSql("finished_jobs_default", "true"));
+  pruned += await count(PRUNE_ROWS);
+  pruned += await count(onTable("finished_jobs_default"));
   const { rows } = await db.query<{ has_first: boolean }>(`SELECT to_regclass('public.finished_jobs_p_first') IS NOT NULL AS has_first`);
-  if (rows[0]?.has_first) pruned += await count(pruneRowsSql("finished_jobs_p_first", "true"));
+  if (rows[0]?.has_first) pruned += await count(onTable("finished_jobs_p_first"));
   return { pruned, partitionsDropped };
 };
 
@@ -83,9 +84,9 @@ export const pruneFinished = async (
  * partitions created.
  */
 export const ensureHistoryPartitions = async (db: Db, params: { now?: Date; days?: number } = {}): Promise<string[]> => {
-  const { rows } = await db.query<{ name: string }>(
-    `SELECT name FROM porter_history_ensure(coalesce($1::timestamptz, clock_timestamp()), $2) AS name`,
-    [params.now ?? null, params.days ?? HISTORY_DAYS_AHEAD],
-  );
+  const { rows } = await db.query<{ name: string }>(`SELECT name FROM porter_history_ensure(coalesce($1::timestamptz, clock_timestamp()), $2) AS name`, [
+    params.now ?? null,
+    params.days ?? HISTORY_DAYS_AHEAD,
+  ]);
   return rows.map((r) => r.name);
 };

@@ -35,6 +35,7 @@ describe("routines: the migrated database matches packages/core/src/sql/routines
       "authenticate-key.sql",
       "claim.sql",
       "dlq.sql",
+      "partitions.sql",
       "redrive.sql",
       "stream.sql",
       "tokens.sql",

@@ -46,7 +46,8 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Creates the daily partitions missing up to p_days days after p_now, after the last one that
--- exists (never one in the past: that range's jobs stay in the default partition). A day for which
+-- exists (never before it, and at most p_days back: older ranges stay in the default partition,
+-- and a retired day is never made again). A day for which
 -- the default partition already holds rows (an id made far ahead of time) is skipped, since
 -- PostgreSQL refuses a partition whose rows sit in the default one; those jobs stay there.
 -- Returns the names created.
@@ -61,8 +62,11 @@ DECLARE
   v_hi uuid;
   v_name text;
 BEGIN
-  SELECT porter_uuidv7_time(max(p.hi)) INTO v_last FROM porter_history_partitions() p WHERE NOT p.is_default;
-  v_day := greatest(coalesce(v_last, v_today), v_today);
+  SELECT porter_uuidv7_time(p.hi) INTO v_last FROM porter_history_partitions() p
+   WHERE NOT p.is_default ORDER BY p.hi DESC LIMIT 1;
+  -- From the end of the last day (filling a gap left while maintenance was down, at most p_days
+  -- back), or today.
+  v_day := greatest(coalesce(v_last, v_today), v_today - p_days * interval '1 day');
   WHILE v_day < p_now + p_days * interval '1 day' LOOP
     v_lo := porter_uuidv7_floor(v_day);
     v_hi := porter_uuidv7_floor(v_day + interval '1 day');
@@ -119,15 +123,18 @@ BEGIN
     RETURN;
   END;
   -- Detached, its range belongs to the default partition: the rows to keep move there under the
-  -- same job_id. Inserted into the partition itself, so the statement triggers of finished_jobs
-  -- (DLQ counts, status stream, webhooks) do not count them again; the DLQ's row trigger
-  -- recomputes the same fingerprint.
+  -- same job_id. A move, not an event: inserted into the partition itself, so the statement
+  -- triggers of finished_jobs (DLQ counts, status stream, webhooks) do not see it, with the row
+  -- triggers cloned onto the partition off for this statement (this transaction holds the
+  -- partition's lock from the ALTER to the commit: no other writer sees them off).
   SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO v_cols
     FROM pg_attribute a WHERE a.attrelid = 'public.finished_jobs'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
   EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
+  ALTER TABLE finished_jobs_default DISABLE TRIGGER USER;
   EXECUTE format('INSERT INTO finished_jobs_default (%s) SELECT %s FROM %I f WHERE %s',
                  v_cols, regexp_replace(v_cols, '([^, ]+)', 'f.\1', 'g'), v_part, v_keep);
   GET DIAGNOSTICS v_kept = ROW_COUNT;
+  ALTER TABLE finished_jobs_default ENABLE TRIGGER USER;
   EXECUTE format('DROP TABLE %I', v_part);
   partition_name := v_part;
   dropped := v_total - v_kept;
