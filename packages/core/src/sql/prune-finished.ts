@@ -61,6 +61,13 @@ export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number
   const batch = params.batch ?? 5000;
   let pruned = 0;
   let partitionsDropped = 0;
+  const count = async (sql: string) => Number((await db.query<{ n: string }>(sql, [now, batch])).rows[0]?.n ?? 0);
+  pruned += await count(PRUNE_ROWS);
+  pruned += await count(onTable("finished_jobs_default"));
+  const { rows } = await db.query<{ has_first: boolean }>(`SELECT to_regclass('public.finished_jobs_p_first') IS NOT NULL AS has_first`);
+  if (rows[0]?.has_first) pruned += await count(onTable("finished_jobs_p_first"));
+  // Then whole days: rows the statements above could delete are gone first, row by row, as their
+  // queues' retention says (a day past the horizon holds none of theirs by then).
   for (let i = 0; i < RETIRE_PER_PASS; i++) {
     const { rows } = await db.query<{ dropped: string }>(`SELECT dropped::text FROM porter_history_retire(coalesce($1::timestamptz, clock_timestamp()))`, [
       now,
@@ -69,11 +76,6 @@ export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number
     partitionsDropped += 1;
     pruned += Number(rows[0]?.dropped ?? 0);
   }
-  const count = async (sql: string) => Number((await db.query<{ n: string }>(sql, [now, batch])).rows[0]?.n ?? 0);
-  pruned += await count(PRUNE_ROWS);
-  pruned += await count(onTable("finished_jobs_default"));
-  const { rows } = await db.query<{ has_first: boolean }>(`SELECT to_regclass('public.finished_jobs_p_first') IS NOT NULL AS has_first`);
-  if (rows[0]?.has_first) pruned += await count(onTable("finished_jobs_p_first"));
   return { pruned, partitionsDropped };
 };
 
