@@ -28,6 +28,15 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   jobs: ["SELECT", "INSERT", "UPDATE", "DELETE"],
   // Redrive and prune lock finished rows (SELECT … FOR UPDATE), which needs UPDATE.
   finished_jobs: ["SELECT", "INSERT", "UPDATE", "DELETE"],
+  // finished_jobs is partitioned by day (migration 20261202002400_partitioned_history); the daily
+  // partitions are created and dropped by SECURITY DEFINER routines (routines/partitions.sql) and
+  // reached through finished_jobs only. The default partition holds what no day covers and the
+  // rows kept past their day's retirement: maintenance prunes it by name (core prune-finished.ts).
+  finished_jobs_default: ["SELECT", "UPDATE", "DELETE"],
+  // The first partition: the table as it was before the partitioning (an upgraded database's
+  // history, every job created before the migration's next midnight), pruned row by row as before
+  // until its day is retired; then it is gone and this entry names nothing.
+  finished_jobs_p_first: ["SELECT", "UPDATE", "DELETE"],
   idempotency_keys: ["SELECT", "INSERT", "DELETE"],
   job_attempts: ["SELECT", "INSERT", "DELETE"],
   job_events: ["SELECT", "INSERT", "DELETE"],

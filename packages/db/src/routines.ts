@@ -68,16 +68,18 @@ const TOUCHED_SQL = `
    WHERE p.pronamespace = 'public'::regnamespace AND p.xmin = pg_current_xact_id()::xid
   UNION ALL
   SELECT ${TRIGGER_NAME} FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-   WHERE NOT t.tgisinternal AND c.relnamespace = 'public'::regnamespace AND t.xmin = pg_current_xact_id()::xid`;
+   WHERE NOT t.tgisinternal AND t.tgparentid = 0 AND c.relnamespace = 'public'::regnamespace AND t.xmin = pg_current_xact_id()::xid`;
 
 // Every function and trigger of schema `public` with its full definition; extension members are not Porter's.
+// A trigger on a partitioned table is cloned onto each partition (tgparentid names the parent's):
+// the clones come and go with the partitions and are not the file's objects, here or above.
 const DEFINITIONS_SQL = `
   SELECT ${FUNCTION_NAME} AS object, pg_get_functiondef(p.oid) AS definition FROM pg_proc p
    WHERE p.pronamespace = 'public'::regnamespace
      AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
   UNION ALL
   SELECT ${TRIGGER_NAME}, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-   WHERE NOT t.tgisinternal AND c.relnamespace = 'public'::regnamespace`;
+   WHERE NOT t.tgisinternal AND t.tgparentid = 0 AND c.relnamespace = 'public'::regnamespace`;
 
 async function touchedObjects(client: pg.ClientBase): Promise<string[]> {
   return (await client.query<{ object: string }>(TOUCHED_SQL)).rows.map((row) => row.object).sort();

@@ -27,7 +27,8 @@ const tables = async (): Promise<string[]> =>
   (
     await db.pool.query<{ name: string }>(
       `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') ORDER BY 1`,
+        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND (NOT c.relispartition OR c.relname = ANY($1::text[])) ORDER BY 1`,
+      [Object.keys(RUNTIME_GRANTS)],
     )
   ).rows.map((r) => r.name);
 

@@ -5,7 +5,7 @@ import { pruneWebhookDeliveries } from "../webhooks/deliveries";
 import { agePriorities } from "./age-priorities";
 import { expireJobs } from "./expire-jobs";
 import { foldFlowHours, pruneFlow } from "./flow-fold";
-import { pruneFinished } from "./prune-finished";
+import { ensureHistoryPartitions, pruneFinished } from "./prune-finished";
 import { pruneQueueSamples, sampleQueues } from "./queue-samples";
 import { type RescueOutcome, rescueExpiredLeases } from "./rescue-expired-leases";
 import { rescueLostWorkers } from "./rescue-lost-workers";
@@ -23,6 +23,9 @@ export type MaintenanceReport = RescueOutcome & {
   aged: number;
   limitsRecovered: number;
   pruned: number;
+  /** Daily partitions of finished_jobs created ahead of time, and dropped past the retention horizon. */
+  partitionsCreated: number;
+  partitionsDropped: number;
   workersPruned: number;
   /** Failure-group history pruned: hourly counts (kept 8 days) and death rows (kept 14 days). */
   dlqHoursPruned: number;
@@ -41,8 +44,9 @@ export type MaintenanceReport = RescueOutcome & {
 
 /**
  * One maintenance pass: release the jobs of lost workers (worker-liveness.ts), rescue expired leases, expire passed deadlines (and promote due retries),
- * age waiting priorities, recover throttled resource keys' limits, prune finished jobs past
- * retention, forgotten workers and webhook delivery log rows past 14 days; fold the flow rollups' completed hours and prune them; sample every queue's gauges once a minute
+ * age waiting priorities, recover throttled resource keys' limits, create finished_jobs' daily
+ * partitions ahead of time and prune finished jobs past retention (whole partitions where it can:
+ * prune-finished.ts), forgotten workers and webhook delivery log rows past 14 days; fold the flow rollups' completed hours and prune them; sample every queue's gauges once a minute
  * (queue-samples.ts) and prune the samples. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
  */
@@ -65,6 +69,7 @@ export const runMaintenance = async (
   if (rescue.requeued + rescue.dead + rescue.cancelled + rescue.expired + expire.expired + expire.promoted > 0) params.notifier?.touch();
   const { aged } = await agePriorities(db, params);
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
+  const partitionsCreated = (await ensureHistoryPartitions(db, { now: params.now })).length;
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
   const dlq = await pruneDlq(db, { now: params.now });
@@ -82,6 +87,8 @@ export const runMaintenance = async (
     aged,
     limitsRecovered,
     pruned: prune.pruned,
+    partitionsCreated,
+    partitionsDropped: prune.partitionsDropped,
     workersPruned,
     dlqHoursPruned: dlq.hours,
     dlqDeathsPruned: dlq.deaths,

@@ -1,37 +1,100 @@
 import type { Db } from "../db";
 
+/** How many days of partitions of finished_jobs maintenance keeps created ahead of the clock. */
+export const HISTORY_DAYS_AHEAD = 7;
+
+/** Partitions at most one pass retires (one a call of porter_history_retire, each a short lock). */
+const RETIRE_PER_PASS = 4;
+
+// The row-by-row retention statement, on finished_jobs (the partitioned table) for the queues
+// kept shorter than the horizon; `onTable` points it at one partition, for every queue. Per queue
+// and terminal state (DEAD is kept), a range scan of the (queue_id, state, finished_at) index up to
+// the queue's cutoff.
+const PRUNE_ROWS = `
+  WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
+   victims AS (
+     SELECT v.job_id, v.tenant_id, v.idempotency_key
+       FROM queues q
+       CROSS JOIN unnest(ARRAY['SUCCEEDED', 'CANCELLED', 'EXPIRED']::job_state[]) AS s(state)
+       CROSS JOIN LATERAL (
+         SELECT f.job_id, f.tenant_id, f.idempotency_key FROM finished_jobs f
+          WHERE f.queue_id = q.id AND f.state = s.state
+            AND f.finished_at < (SELECT t FROM at) - q.retention_s * interval '1 second'
+          ORDER BY f.finished_at
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED
+       ) v
+      WHERE q.retention_s < porter_history_horizon_s()
+      LIMIT $2
+   ), jobs_gone AS (DELETE FROM finished_jobs f USING victims v WHERE f.job_id = v.job_id RETURNING f.job_id), -- primary key
+   a AS (DELETE FROM job_attempts x USING victims v WHERE x.job_id = v.job_id),
+   e AS (DELETE FROM job_events x USING victims v WHERE x.job_id = v.job_id),
+   k AS (DELETE FROM idempotency_keys x USING victims v
+          WHERE (x.tenant_id, x.idempotency_key) = (v.tenant_id, v.idempotency_key) AND x.job_id = v.job_id),
+   fx AS (DELETE FROM job_effects x USING victims v WHERE x.job_id = v.job_id)
+   SELECT count(*)::text AS n FROM jobs_gone`;
+
+/** {@link PRUNE_ROWS} on one partition (a name of this file, never input), for every queue. */
+const onTable = (partition: "finished_jobs_default" | "finished_jobs_p_first"): string =>
+  PRUNE_ROWS.replaceAll("finished_jobs f", `${partition} f`).replace("WHERE q.retention_s < porter_history_horizon_s()", "");
+
 /**
- * Retention: deletes finished jobs older than their queue's `retention_s`, with their attempts,
- * events, effects and idempotency keys, in batches. DEAD jobs are the dead-letter queue and are
- * kept until redriven. Only `finished_jobs` and the side tables are touched: the hot table never
- * carries history, so pruning cannot bloat it. Transition `prune` (sql/transitions.ts).
+ * Retention of finished jobs: DEAD jobs are the dead-letter queue and are kept until redriven;
+ * the others go once past their queue's `retention_s`, with their attempts, events, effects and
+ * idempotency keys. finished_jobs is partitioned by day of creation (migration
+ * 20261202002400_partitioned_history), so most history goes a whole partition at a time:
+ *
+ * - whole partitions: a day whose every job was created before the horizon (the longest retention
+ *   of any queue, at least a day) is dropped by `porter_history_retire` (routines/partitions.sql),
+ *   after its side-table rows are deleted and its DEAD and late-finishing rows moved to the default
+ *   partition — no row-by-row DELETE of the jobs, no bloat left behind;
+ * - row by row, as before: the queues kept shorter than the horizon (their rows are deleted inside
+ *   partitions that are dropped later anyway), the default partition (ids no day covers, the rows
+ *   kept past their day), and the first partition an upgraded database's old table became, until
+ *   it is retired in turn.
+ *
+ * The hot table never carries history, so pruning cannot bloat it. Transition `prune`
+ * (sql/transitions.ts). `pruned` counts rows deleted either way; `partitionsDropped` the days.
  */
-export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ pruned: number }> => {
-  const { rows } = await db.query<{ n: string }>(
-    `WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
-     victims AS (
-       -- Per queue and terminal state (DEAD is kept), a range scan of
-       -- finished_jobs_queue_id_state_finished_at_idx up to the queue's retention cutoff.
-       SELECT v.job_id, v.tenant_id, v.idempotency_key
-         FROM queues q
-         CROSS JOIN unnest(ARRAY['SUCCEEDED', 'CANCELLED', 'EXPIRED']::job_state[]) AS s(state)
-         CROSS JOIN LATERAL (
-           SELECT f.job_id, f.tenant_id, f.idempotency_key FROM finished_jobs f
-            WHERE f.queue_id = q.id AND f.state = s.state
-              AND f.finished_at < (SELECT t FROM at) - q.retention_s * interval '1 second'
-            ORDER BY f.finished_at
-            LIMIT $2
-            FOR UPDATE SKIP LOCKED
-         ) v
-        LIMIT $2
-     ), jobs_gone AS (DELETE FROM finished_jobs f USING victims v WHERE f.job_id = v.job_id RETURNING f.job_id), -- primary key
-     a AS (DELETE FROM job_attempts x USING victims v WHERE x.job_id = v.job_id),
-     e AS (DELETE FROM job_events x USING victims v WHERE x.job_id = v.job_id),
-     k AS (DELETE FROM idempotency_keys x USING victims v
-            WHERE (x.tenant_id, x.idempotency_key) = (v.tenant_id, v.idempotency_key) AND x.job_id = v.job_id),
-     fx AS (DELETE FROM job_effects x USING victims v WHERE x.job_id = v.job_id)
-     SELECT count(*)::text AS n FROM jobs_gone`,
-    [params.now ?? null, params.batch ?? 5000],
+export const pruneFinished = async (db: Db, params: { now?: Date; batch?: number } = {}): Promise<{ pruned: number; partitionsDropped: number }> => {
+  const now = params.now ?? null;
+  const batch = params.batch ?? 5000;
+  let pruned = 0;
+  let partitionsDropped = 0;
+  const count = async (sql: string) => Number((await db.query<{ n: string }>(sql, [now, batch])).rows[0]?.n ?? 0);
+  // What there is to do row by row: most databases have no queue kept shorter than the horizon,
+  // and the first partition only until it is retired (planning a statement over every partition
+  // costs more than this look).
+  const { rows } = await db.query<{ has_short: boolean; has_first: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM queues WHERE retention_s < porter_history_horizon_s()) AS has_short,
+            to_regclass('public.finished_jobs_p_first') IS NOT NULL AS has_first`,
   );
-  return { pruned: Number(rows[0]?.n ?? 0) };
+  if (rows[0]?.has_short) pruned += await count(PRUNE_ROWS);
+  pruned += await count(onTable("finished_jobs_default"));
+  if (rows[0]?.has_first) pruned += await count(onTable("finished_jobs_p_first"));
+  // Then whole days: rows the statements above could delete are gone first, row by row, as their
+  // queues' retention says (a day past the horizon holds none of theirs by then).
+  for (let i = 0; i < RETIRE_PER_PASS; i++) {
+    const { rows } = await db.query<{ dropped: string }>(`SELECT dropped::text FROM porter_history_retire(coalesce($1::timestamptz, clock_timestamp()))`, [
+      now,
+    ]);
+    if (rows.length === 0) break;
+    partitionsDropped += 1;
+    pruned += Number(rows[0]?.dropped ?? 0);
+  }
+  return { pruned, partitionsDropped };
+};
+
+/**
+ * Creates the daily partitions of finished_jobs missing up to {@link HISTORY_DAYS_AHEAD} days after
+ * `now` (`porter_history_ensure`, routines/partitions.sql); a day that cannot be locked at once is
+ * created on a later pass, and until then its jobs land in the default partition. Returns the
+ * partitions created.
+ */
+export const ensureHistoryPartitions = async (db: Db, params: { now?: Date; days?: number } = {}): Promise<string[]> => {
+  const { rows } = await db.query<{ name: string }>(`SELECT name FROM porter_history_ensure(coalesce($1::timestamptz, clock_timestamp()), $2) AS name`, [
+    params.now ?? null,
+    params.days ?? HISTORY_DAYS_AHEAD,
+  ]);
+  return rows.map((r) => r.name);
 };

@@ -14,7 +14,8 @@ export type DbEnum = { name: string; labels: string[] };
 export type DatabaseSchema = { tables: DbTable[]; enums: DbEnum[] };
 
 /**
- * Reads tables (except those starting with `_`, Porter's bookkeeping), their columns and
+ * Reads tables (except those starting with `_`, Porter's bookkeeping, and partitions: a partitioned
+ * table is one model, its partitions and their indexes copies of it), their columns and
  * indexes, and enum types of `schema` from pg_catalog.
  */
 export async function readDatabaseSchema(db: Queryable, schema = "public"): Promise<DatabaseSchema> {
@@ -24,7 +25,7 @@ export async function readDatabaseSchema(db: Queryable, schema = "public"): Prom
        FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND left(c.relname, 1) <> '_'
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND left(c.relname, 1) <> '_'
       ORDER BY c.relname, a.attnum`,
     [schema],
   );
@@ -44,7 +45,7 @@ export async function readDatabaseSchema(db: Queryable, schema = "public"): Prom
        FROM (SELECT x.*, ic.relname FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid) i
        JOIN pg_class t ON t.oid = i.indrelid
        JOIN pg_namespace n ON n.oid = t.relnamespace
-      WHERE n.nspname = $1 AND left(t.relname, 1) <> '_'
+      WHERE n.nspname = $1 AND NOT t.relispartition AND left(t.relname, 1) <> '_'
       ORDER BY t.relname, i.relname`,
     [schema],
   );

@@ -22,6 +22,9 @@
 --    (a redrive, retention).
 -- plpgsql, one step a line (the order matters: URLs before hosts, quoted values before numbers,
 -- units before ids); it runs once per dead row, never on the hot path.
+-- Since migration 20261202002400_partitioned_history finished_jobs is partitioned: the triggers
+-- below are declared on the partitioned table (the row trigger is cloned onto each partition; the
+-- statement triggers see the rows of every partition in their transition tables).
 CREATE OR REPLACE FUNCTION porter_normalize_error_message(p_message text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE

@@ -36,6 +36,7 @@ describe("routines: the migrated database matches packages/core/src/sql/routines
       "claim.sql",
       "dlq.sql",
       "effects.sql",
+      "partitions.sql",
       "redrive.sql",
       "stream.sql",
       "tokens.sql",

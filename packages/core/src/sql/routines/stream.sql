@@ -13,6 +13,8 @@
 -- 4. INSERT on finished_jobs: the terminal `state` event (SUCCEEDED, DEAD, CANCELLED, EXPIRED),
 --    statement-level like 1.
 -- `failure` keeps the raw error's code, class and message only (projected for tenants when read).
+-- Since migration 20261202002400_partitioned_history finished_jobs is partitioned; its statement
+-- trigger below is declared on the partitioned table and sees the rows of every partition.
 CREATE OR REPLACE FUNCTION porter_stream_jobs_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind, progress, failure)

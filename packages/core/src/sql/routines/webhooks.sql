@@ -5,6 +5,8 @@
 -- one index-backed probe and never reads the transition table. webhook.deliver's own transitions
 -- never produce webhooks (no loops). ON CONFLICT: a (endpoint, job, state, redrive count) is queued once; a redriven job that
 -- finishes again is a new event.
+-- Since migration 20261202002400_partitioned_history finished_jobs is partitioned; the trigger is
+-- declared on the partitioned table and sees the rows of every partition.
 CREATE OR REPLACE FUNCTION porter_webhook_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE scope = 'tenant' AND enabled) THEN

@@ -1,0 +1,284 @@
+// Probe (not part of the suite): finished_jobs partitioned by day (migration
+// 20261202002400_partitioned_history) against the plain table it was. docs/scaling.md
+// "Partitioned history" has the numbers.
+//
+//   tsx bench/src/probe/history-probe.ts retention [rows=1000000]
+//     the same rows retired by dropping their day (porter_history_retire) and by the row-by-row
+//     DELETE of the plain table (the statement pruneFinished ran before): time, WAL, sizes after.
+//   tsx bench/src/probe/history-probe.ts claim [finished=10000000] [claims=2000]
+//     claim (batch 10) + ack latency over a backlog with no finished rows, then with `finished`
+//     retained rows, then again after their days were dropped.
+//   tsx bench/src/probe/history-probe.ts ack [jobs=20000] [rounds=3]
+//     the ack's cost: burn-downs interleaved on two databases, one partitioned, one with the plain
+//     table (every migration but the partitioning one).
+import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { claimJobs, completeJobs, enqueueJobs } from "@porter/core";
+import { defaultMigrationsDir, migrate } from "@porter/db/migrator";
+import { createPool } from "@porter/db/pool";
+import pg from "pg";
+import { enqueueBenchBacklog } from "./bench-backlog";
+
+const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+const url = (name: string) => `postgres://postgres@127.0.0.1:5432/${name}`;
+const PARTITIONING = "20261202002400_partitioned_history";
+const DAY = 86_400_000;
+
+const fresh = async (name: string, opts: { plain?: boolean } = {}): Promise<pg.Pool> => {
+  const admin = new pg.Client(ADMIN_URL);
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  let dir = defaultMigrationsDir();
+  if (opts.plain) {
+    dir = mkdtempSync(join(tmpdir(), "porter-plain-"));
+    for (const m of readdirSync(defaultMigrationsDir()).filter((m) => m < PARTITIONING))
+      cpSync(join(defaultMigrationsDir(), m), join(dir, m), { recursive: true });
+  }
+  await migrate(url(name), { migrationsDir: dir });
+  if (opts.plain) rmSync(dir, { recursive: true });
+  const pool = createPool(url(name), { max: 4 });
+  await pool.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 10)`);
+  await pool.query(`INSERT INTO queues (id, pool_id, retention_s) VALUES ('bench', 'bench', 86400)`);
+  await pool.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
+  await pool.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+  return pool;
+};
+
+/** `rows` finished jobs created over one day from `from` (UUIDv7 ids), with their idempotency keys (prefix `key`). */
+const fill = async (db: pg.Pool, table: string, rows: number, from: Date, key: string) => {
+  for (let lo = 1; lo <= rows; lo += 500_000) {
+    const hi = Math.min(rows, lo + 500_000 - 1);
+    await db.query(
+      `WITH g AS (SELECT i, $2::timestamptz + (i * ($5::double precision / $1)) * interval '1 ms' AS t FROM generate_series($3::int, $4::int) i),
+       f AS (
+         INSERT INTO ${table} (id, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, attempt,
+                               max_attempts, timeout_s, run_at, trace_id, created_at, finished_at, result)
+         SELECT i, (lpad(to_hex(floor(extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7' || lpad(to_hex(i), 19, '0'))::uuid,
+                'bench.job', 'bench', 'bench', '{"source_ref":"s3://bucket/objects/0123456789abcdef","v":1}', 50, $6 || i,
+                'SUCCEEDED', 1, 5, 300, t, 'trace-' || i, t, t + interval '40 ms', '{"ok":true}'
+           FROM g
+         RETURNING tenant_id, idempotency_key, job_id, created_at)
+       INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at) SELECT * FROM f`,
+      [rows, from, lo, hi, DAY - 1000, key],
+    );
+  }
+};
+
+const walNow = async (db: pg.Pool) => (await db.query<{ l: string }>(`SELECT pg_current_wal_lsn()::text AS l`)).rows[0]!.l;
+const walSince = async (db: pg.Pool, lsn: string) =>
+  Number((await db.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS b`, [lsn])).rows[0]!.b);
+const size = async (db: pg.Pool, rel: string) =>
+  Number((await db.query<{ b: string }>(`SELECT coalesce(pg_total_relation_size(to_regclass($1)), 0)::text AS b`, [rel])).rows[0]!.b);
+const historySize = async (db: pg.Pool) =>
+  Number(
+    (
+      await db.query<{ b: string }>(
+        `SELECT coalesce(sum(pg_total_relation_size(i.inhrelid)), 0)::text AS b FROM pg_inherits i WHERE i.inhparent = 'finished_jobs'::regclass`,
+      )
+    ).rows[0]!.b,
+  );
+const mb = (b: number) => `${(b / 1024 ** 2).toFixed(1)} MB`;
+
+// The row-by-row retention statement pruneFinished ran before the partitioning, on a plain table.
+const OLD_PRUNE = (table: string) => `
+  WITH at AS (SELECT $1::timestamptz AS t),
+   victims AS (
+     SELECT v.job_id, v.tenant_id, v.idempotency_key
+       FROM queues q
+       CROSS JOIN unnest(ARRAY['SUCCEEDED', 'CANCELLED', 'EXPIRED']::job_state[]) AS s(state)
+       CROSS JOIN LATERAL (
+         SELECT f.job_id, f.tenant_id, f.idempotency_key FROM ${table} f
+          WHERE f.queue_id = q.id AND f.state = s.state
+            AND f.finished_at < (SELECT t FROM at) - q.retention_s * interval '1 second'
+          ORDER BY f.finished_at LIMIT $2 FOR UPDATE SKIP LOCKED) v
+      LIMIT $2
+   ), jobs_gone AS (DELETE FROM ${table} f USING victims v WHERE f.job_id = v.job_id RETURNING f.job_id),
+   a AS (DELETE FROM job_attempts x USING victims v WHERE x.job_id = v.job_id),
+   e AS (DELETE FROM job_events x USING victims v WHERE x.job_id = v.job_id),
+   k AS (DELETE FROM idempotency_keys x USING victims v
+          WHERE (x.tenant_id, x.idempotency_key) = (v.tenant_id, v.idempotency_key) AND x.job_id = v.job_id),
+   fx AS (DELETE FROM job_effects x USING victims v WHERE x.job_id = v.job_id)
+   SELECT count(*)::int AS n FROM jobs_gone`;
+
+const retention = async (rows: number) => {
+  const db = await fresh("porter_history");
+  const day = new Date(Math.floor(Date.now() / DAY) * DAY + 2 * DAY); // a day partition ahead of the clock
+  const later = new Date(day.getTime() + 3 * DAY);
+  await db.query(`SELECT porter_history_ensure(now(), 7)`);
+  // The plain table: finished_jobs as it was (the same columns and indexes, not partitioned).
+  await db.query(`CREATE TABLE finished_plain (LIKE finished_jobs INCLUDING ALL)`);
+  let t = performance.now();
+  await fill(db, "finished_jobs", rows, day, "p");
+  await fill(db, "finished_plain", rows, day, "d");
+  console.log(`filled 2 × ${rows} rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  await db.query(`VACUUM ANALYZE`);
+  const before = { part: await historySize(db), plain: await size(db, "finished_plain"), keys: await size(db, "idempotency_keys") };
+
+  // Drop: the retirement of every day past the horizon (the filled one; the others are empty).
+  await db.query(`CHECKPOINT`);
+  let lsn = await walNow(db);
+  t = performance.now();
+  let dropped = 0;
+  for (;;) {
+    const r = await db.query<{ dropped: string }>(`SELECT dropped::text FROM porter_history_retire($1)`, [later]);
+    if (r.rows.length === 0) break;
+    dropped += Number(r.rows[0]!.dropped);
+  }
+  const dropMs = performance.now() - t;
+  const dropWal = await walSince(db, lsn);
+  const afterDrop = { part: await historySize(db), keys: await size(db, "idempotency_keys") };
+
+  // DELETE: the old statement, batches of 5000 (pruneFinished's default), until nothing is left.
+  await db.query(`CHECKPOINT`);
+  lsn = await walNow(db);
+  t = performance.now();
+  let deleted = 0;
+  for (;;) {
+    const r = await db.query<{ n: number }>(OLD_PRUNE("finished_plain"), [later, 5000]);
+    if (r.rows[0]!.n === 0) break;
+    deleted += r.rows[0]!.n;
+  }
+  const deleteMs = performance.now() - t;
+  const deleteWal = await walSince(db, lsn);
+  const afterDelete = { plain: await size(db, "finished_plain"), keys: await size(db, "idempotency_keys") };
+  t = performance.now();
+  await db.query(`VACUUM finished_plain`);
+  await db.query(`VACUUM idempotency_keys`);
+  const vacuumMs = performance.now() - t;
+  const afterVacuum = { plain: await size(db, "finished_plain"), keys: await size(db, "idempotency_keys") };
+  const load = (await import("node:os")).loadavg()[0]!.toFixed(1);
+  console.log(
+    JSON.stringify({
+      rows,
+      load,
+      drop: { dropped, ms: Math.round(dropMs), wal: mb(dropWal), tableBefore: mb(before.part), tableAfter: mb(afterDrop.part), keysAfter: mb(afterDrop.keys) },
+      delete: {
+        deleted,
+        ms: Math.round(deleteMs),
+        wal: mb(deleteWal),
+        tableBefore: mb(before.plain),
+        tableAfter: mb(afterDelete.plain),
+        vacuumMs: Math.round(vacuumMs),
+        tableAfterVacuum: mb(afterVacuum.plain),
+        keysBefore: mb(before.keys),
+        keysAfterVacuum: mb(afterVacuum.keys),
+      },
+    }),
+  );
+  await db.end();
+};
+
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+/** `claims` claim calls of 10 jobs, each acked; p50/p99 of the claim and of the ack. */
+const claimRun = async (db: pg.Pool, claims: number) => {
+  const claimMs: number[] = [];
+  const ackMs: number[] = [];
+  for (let i = 0; i < claims; i++) {
+    const a = performance.now();
+    const jobs = await claimJobs(db, { poolId: "bench", workerId: "probe", limit: 10 });
+    const b = performance.now();
+    if (jobs.length === 0) break;
+    await completeJobs(
+      db,
+      jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })),
+    );
+    claimMs.push(b - a);
+    ackMs.push(performance.now() - b);
+  }
+  const f = (x: number) => Number(x.toFixed(2));
+  return { claim_p50: f(quantile(claimMs, 0.5)), claim_p99: f(quantile(claimMs, 0.99)), ack_p50: f(quantile(ackMs, 0.5)), ack_p99: f(quantile(ackMs, 0.99)) };
+};
+
+const claim = async (finished: number, claims: number) => {
+  const db = await fresh("porter_history");
+  await enqueueBenchBacklog(db, claims * 10 * 3 + 1000);
+  const empty = await claimRun(db, claims);
+  console.log(JSON.stringify({ finished: 0, ...empty, load: (await import("node:os")).loadavg()[0]!.toFixed(1) }));
+  // Retained history: `finished` rows over the three days before tomorrow's partitions… as past days
+  // are the first partition here, the rows go to days ahead, retired below by moving the clock.
+  const from = new Date(Math.floor(Date.now() / DAY) * DAY + 2 * DAY);
+  await db.query(`SELECT porter_history_ensure(now(), 7)`);
+  const t = performance.now();
+  const perDay = Math.ceil(finished / 3);
+  for (let d = 0; d < 3; d++) await fill(db, "finished_jobs", perDay, new Date(from.getTime() + d * DAY), `h${d}-`);
+  await db.query(`VACUUM ANALYZE`);
+  console.log(`filled ${3 * perDay} rows in ${((performance.now() - t) / 1000).toFixed(0)} s, history ${mb(await historySize(db))}`);
+  const full = await claimRun(db, claims);
+  console.log(JSON.stringify({ finished: 3 * perDay, ...full, load: (await import("node:os")).loadavg()[0]!.toFixed(1) }));
+  const d0 = performance.now();
+  for (;;) {
+    const r = await db.query(`SELECT * FROM porter_history_retire($1)`, [new Date(from.getTime() + 5 * DAY)]);
+    if (r.rows.length === 0) break;
+  }
+  console.log(`retired in ${((performance.now() - d0) / 1000).toFixed(1)} s`);
+  const after = await claimRun(db, claims);
+  console.log(JSON.stringify({ finished: "dropped", ...after, load: (await import("node:os")).loadavg()[0]!.toFixed(1) }));
+  await db.end();
+};
+
+/** One burn-down of `jobs` jobs (claim 100, ack 100) on `db`: ack ms per call and jobs/s. */
+let burns = 0;
+const burn = async (db: pg.Pool, jobs: number) => {
+  // Keys of their own per burn-down (the shared backlog's keys would deduplicate a second one).
+  burns += 1;
+  for (let i = 0; i < jobs; i += 1000) {
+    const batch = Array.from({ length: Math.min(1000, jobs - i) }, (_, k) => ({
+      job_type: "bench.job",
+      tenant_id: "bench",
+      payload: { k: i + k },
+      idempotency_key: `b${burns}-${i + k}`,
+    }));
+    await enqueueJobs(db, batch);
+  }
+  await db.query(`VACUUM ANALYZE jobs`);
+  let ackMs = 0;
+  let calls = 0;
+  let done = 0;
+  const t0 = performance.now();
+  for (;;) {
+    const claimed = await claimJobs(db, { poolId: "bench", workerId: "probe", limit: 100 });
+    if (claimed.length === 0) break;
+    const b = performance.now();
+    await completeJobs(
+      db,
+      claimed.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })),
+    );
+    ackMs += performance.now() - b;
+    calls += 1;
+    done += claimed.length;
+  }
+  return { ackMsPerCall: ackMs / calls, jobsPerS: done / ((performance.now() - t0) / 1000) };
+};
+
+const ack = async (jobs: number, rounds: number) => {
+  const part = await fresh("porter_history");
+  const plain = await fresh("porter_history_plain", { plain: true });
+  const ratios: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const a = await burn(part, jobs);
+    const b = await burn(plain, jobs);
+    ratios.push(a.ackMsPerCall / b.ackMsPerCall);
+    console.log(
+      JSON.stringify({
+        round: r + 1,
+        partitioned: { ackMsPerCall: a.ackMsPerCall.toFixed(2), jobsPerS: Math.round(a.jobsPerS) },
+        plain: { ackMsPerCall: b.ackMsPerCall.toFixed(2), jobsPerS: Math.round(b.jobsPerS) },
+        ackRatio: (a.ackMsPerCall / b.ackMsPerCall).toFixed(3),
+        load: (await import("node:os")).loadavg()[0]!.toFixed(1),
+      }),
+    );
+  }
+  console.log(`median ack ratio partitioned / plain: ${quantile(ratios, 0.5).toFixed(3)}`);
+  await part.end();
+  await plain.end();
+};
+
+const [mode, a1, a2] = process.argv.slice(2);
+if (mode === "retention") await retention(Number(a1 ?? 1_000_000));
+else if (mode === "claim") await claim(Number(a1 ?? 10_000_000), Number(a2 ?? 2000));
+else if (mode === "ack") await ack(Number(a1 ?? 20_000), Number(a2 ?? 3));
+else throw new Error("usage: history-probe.ts retention [rows] | claim [finished] [claims] | ack [jobs] [rounds]");
