@@ -193,6 +193,8 @@ describe("migrate", () => {
         "porter_dlq_record",
         "porter_dlq_release",
         "porter_dlq_stamp",
+        "porter_effect_claim",
+        "porter_effect_commit",
         "porter_history_ensure",
         "porter_history_horizon_s",
         "porter_history_partitions",
