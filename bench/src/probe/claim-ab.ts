@@ -99,7 +99,7 @@ const tplOf = (mix: string) => `${DB}_tpl${mix ? `_${mix}` : ""}`;
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
 for (const mix of new Set(variants.map((v) => v.mix))) {
   const TPL = tplOf(mix);
-  for (const mix of new Set(variants.map((v) => v.mix))) await admin(`DROP DATABASE IF EXISTS ${tplOf(mix)} WITH (FORCE)`);
+  await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
   await admin(`CREATE DATABASE ${TPL}`);
   await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   const c = new pg.Client(`postgres://postgres@127.0.0.1:5432/${TPL}`);

@@ -99,18 +99,23 @@ BEGIN
     -- each). Without the lock the claim leaves every capped queue alone — even work that appears in
     -- them before the pick's snapshot — so nothing it takes is counted against a cap.
     v_path := 'queues';
+    v_now := coalesce(p_now, clock_timestamp());
     IF EXISTS (SELECT 1 FROM queues q
-                WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused
-                  AND EXISTS (SELECT 1 FROM jobs j
-                               WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT')
-                                 AND j.run_at <= coalesce(p_now, clock_timestamp()))) THEN
+                CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                                     WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT')
+                                       AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                                     -- in jobs_claim_idx's order: the generic plan's estimate of a
+                                     -- queue's rows (all queues alike) otherwise prefers a seq scan
+                                     ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id
+                                     LIMIT 1) w
+                WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused) THEN
       PERFORM pg_advisory_xact_lock(hashtext('porter.claim:' || p_pool));
       v_capped_locked := true;
     END IF;
   ELSE
     v_path := 'fast';
   END IF;
-  v_now := coalesce(p_now, clock_timestamp());
+  v_now := coalesce(p_now, clock_timestamp()); -- after the locks: the pick's clock
   v_token := nextval('lease_token_seq');
 
   -- The pick: which rows, locked, in claim order (v_tids); the claim of them follows, for both paths.
@@ -354,7 +359,8 @@ BEGIN
            WHEN 'queue' THEN EXISTS (
              SELECT 1 FROM jobs j
               WHERE j.queue_id = v_key AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
-                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}')))
+                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}'))
+              ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id LIMIT 1)
            WHEN 'tenant' THEN EXISTS (
              SELECT 1 FROM queues q JOIN jobs j ON j.queue_id = q.id AND j.tenant_id = v_key
               WHERE q.pool_id = p_pool AND NOT q.paused AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
