@@ -84,9 +84,10 @@ const runners: Record<Exclude<ScenarioId, "h">, (c: BenchContext) => Promise<Sce
 
 /** Quick mode shows the peers' default configurations in the burn-down only (where they differ most). */
 const variantsFor = (id: ScenarioId | "warm-up") =>
-  (options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c") ? ctx.variants.filter((v) => !isPeerDefault(v)) : ctx.variants).filter(
-    (v) => id === "c" || !isBurnDownOnly(v),
-  );
+  (options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c")
+    ? ctx.variants.filter((v) => !isPeerDefault(v))
+    : ctx.variants
+  ).filter((v) => id === "c" || !isBurnDownOnly(v));
 
 const results: ScenarioResult[] = [];
 /** Scenarios with a table of their own shape (h: fairness), in markdown. */
