@@ -14,21 +14,30 @@
 -- * Locks first. The aging lock of the pool is taken shared (porter_age takes it exclusively:
 --   aging.sql); then, when a limit applies, one claim lock so that count-then-claim cannot race:
 --   limits that span pools (tenant quotas and start rates, resource keys) take the global
---   `porter.claim` lock, caps local to the pool (pool or queue concurrency caps) the pool's lock.
---   The statement that follows takes a new snapshot (READ COMMITTED, VOLATILE function), so it sees
---   every claim committed before the lock was granted.
+--   `porter.claim` lock, a pool cap the pool's lock, and queue caps alone the pool's lock only when
+--   a capped queue has claimable work (else the claim leaves the capped queues alone and takes
+--   none). The statement that follows takes a new snapshot (READ COMMITTED, VOLATILE function), so
+--   it sees every claim committed before the lock was granted.
 -- * Two statements: each path picks its rows (locked FOR UPDATE SKIP LOCKED, their ctids in claim
 --   order), then one claim statement, shared by both paths, updates the picked row versions by
 --   ctid (no second primary-key probe) and moves the queues' virtual clocks. The rows stay locked
 --   by this transaction in between: nothing else can change them, and the claim's new snapshot sees
 --   the versions picked.
--- * Fast path (v_unlimited): no cap, quota, rate or resource-key limit applies to the pool, so the
---   claim takes no lock and counts nothing; it skips the window ranking the limits need and merges
---   the per-(queue, tenant) scans of jobs_claim_idx directly.
--- * Limited path: room per pool, resource key (adaptive limit, token bucket), queue and tenant
---   (quota, start-rate tokens); candidates per (queue, tenant) in (priority DESC, vft) order,
---   ranked per queue, tenant and resource key, cut to each room; the token buckets (tokens.sql) are
---   debited for the rows picked, in the same statement (the claim takes every row picked).
+-- * Three paths (v_path). 'fast': no cap, quota, rate or resource-key limit applies to the pool,
+--   so the claim takes no lock and counts nothing; it skips the window ranking the limits need and
+--   merges the per-(queue, tenant) scans of jobs_claim_idx directly. 'queues': only queue caps
+--   apply (the demo's pools): the fast path's merge, with RUNNING counted and the candidates ranked
+--   only for the capped queues (issue 15: the limited path cost 0.57× of the fast path's burn-down
+--   for a pool with one capped queue). 'full': room per pool, resource key (adaptive limit, token
+--   bucket), queue and tenant (quota, start-rate tokens); candidates per (queue, tenant) in
+--   (priority DESC, vft) order, ranked per queue, tenant and resource key, cut to each room; the
+--   token buckets (tokens.sql) are debited for the rows picked, in the same statement (the claim
+--   takes every row picked).
+-- * Bounds (queues and full paths): the concurrency limits whose room the claim used up while
+--   claimable work of the pool stays behind come back as extra rows (job columns null, `bound`
+--   'queue:<id>', 'pool:<id>', 'tenant:<id>' or 'resource_key:<id>'). A claim a cap cuts to zero
+--   rows still names it, so the worker claims again when one of its own jobs under that limit
+--   finishes (claim-loop.ts) rather than at the poll — and only then, not after every write.
 -- * Weighted fair queuing: each job's virtual finish time (vft) is set at enqueue
 --   (packages/core/src/sql/fair-clock.ts); claims take jobs in (priority DESC, vft) order, one
 --   index scan per (queue, tenant) listed in fair_clocks.
@@ -48,8 +57,8 @@
 -- Its signature changed twice (4 → 5 arguments): the migrator drops an overload this file no
 -- longer creates. A change of the returned columns needs `DROP FUNCTION IF EXISTS` first (CREATE OR
 -- REPLACE cannot change a return type): the returned columns changed when the claim began to
--- return the job's last checkpoint (20261202000700_progress) and again when it began to return the
--- job's traceparent (20261202001200_traceparent), hence the DROP below.
+-- return the job's last checkpoint (20261202000700_progress), its traceparent
+-- (20261202001200_traceparent) and its bounds (`bound`, issue 15), hence the DROP below.
 DROP FUNCTION IF EXISTS porter_claim(text, text, integer, timestamptz, integer);
 CREATE OR REPLACE FUNCTION porter_claim(p_pool text, p_worker text, p_limit integer, p_now timestamptz, p_start integer)
 RETURNS TABLE (
