@@ -195,4 +195,7 @@ for (const v of variants) {
   );
 }
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-for (const mix of new Set(variants.map((v) => v.mix))) await admin(`DROP DATABASE IF EXISTS ${tplOf(mix)} WITH (FORCE)`);
+// AB_KEEP_TPL=1: the templates stay (for psql timings of single claims against the same backlogs).
+if (process.env.AB_KEEP_TPL !== "1") {
+  for (const mix of new Set(variants.map((v) => v.mix))) await admin(`DROP DATABASE IF EXISTS ${tplOf(mix)} WITH (FORCE)`);
+}
