@@ -87,7 +87,7 @@ const variantsFor = (id: ScenarioId | "warm-up") =>
   (options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c")
     ? ctx.variants.filter((v) => !isPeerDefault(v))
     : ctx.variants
-  ).filter((v) => id === "c" || !isBurnDownOnly(v));
+  ).filter((v) => id === "c" || (id === "warm-up" && options.scenarios.includes("c")) || !isBurnDownOnly(v));
 
 const results: ScenarioResult[] = [];
 /** Scenarios with a table of their own shape (h: fairness), in markdown. */
