@@ -17,6 +17,7 @@ import { FAIRNESS_FULL, FAIRNESS_QUICK, fairness } from "./scenarios/fairness";
 import { idleLatency, steadyArrivals } from "./scenarios/latency";
 import { realistic } from "./scenarios/realistic";
 import { fmt, markdownTable } from "./table";
+import { isBurnDownOnly } from "./variants";
 
 const options = parseOptions(process.argv.slice(2));
 if (options.help) {
@@ -83,7 +84,10 @@ const runners: Record<Exclude<ScenarioId, "h">, (c: BenchContext) => Promise<Sce
 
 /** Quick mode shows the peers' default configurations in the burn-down only (where they differ most). */
 const variantsFor = (id: ScenarioId | "warm-up") =>
-  options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c") ? ctx.variants.filter((v) => !isPeerDefault(v)) : ctx.variants;
+  (options.quick && id !== "c" && !(id === "warm-up" && options.scenarios.join() === "c")
+    ? ctx.variants.filter((v) => !isPeerDefault(v))
+    : ctx.variants
+  ).filter((v) => id === "c" || (id === "warm-up" && options.scenarios.includes("c")) || !isBurnDownOnly(v));
 
 const results: ScenarioResult[] = [];
 /** Scenarios with a table of their own shape (h: fairness), in markdown. */

@@ -2,7 +2,7 @@
 export type SystemName = "porter" | "graphile" | "pgboss";
 
 /** One system in one configuration: peers run both with their defaults and tuned per their docs. */
-export type VariantId = "porter" | "graphile-default" | "graphile-tuned" | "pgboss-default" | "pgboss-tuned";
+export type VariantId = "porter" | "porter-policy" | "graphile-default" | "graphile-tuned" | "pgboss-default" | "pgboss-tuned";
 
 export type Variant = {
   id: VariantId;
@@ -34,6 +34,17 @@ export const VARIANTS: readonly Variant[] = [
     settings:
       "PorterWorker defaults: batched claims of free slots + adaptive prefetch (50 ms of work at the measured start rate, ≤ 1000), batched acks, LISTEN, maintenance on",
     enqueueKey: "porter",
+  },
+  {
+    // Burn-down (c) only: Porter's claim on its policy path (docs/scheduling.md), against its
+    // uncapped single-tenant figure above and the peers.
+    id: "porter-policy",
+    system: "porter",
+    label: "porter (policy: capped queue in pool, 3 weighted tenants)",
+    tuned: false,
+    settings:
+      "as porter, in a pool that also holds a queue capped at 4 (empty: every claim of the pool is under a queue cap), the jobs spread over tenants tenant_A/B/C weighted 1/1/2; burn-down (c) only",
+    enqueueKey: "porter-policy",
   },
   {
     id: "graphile-default",
@@ -81,6 +92,16 @@ export const TUNED = {
   graphile: { localQueueSize: 500, completeJobBatchDelay: 0, failJobBatchDelay: 0 },
   pgboss: { batchSize: 500, localConcurrency: 4, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5, burstWhenBatchFull: true },
 } as const;
+
+/** Variants measured in burn-down (c) only. */
+export const isBurnDownOnly = (v: Variant): boolean => v.id === "porter-policy";
+
+/** The policy variant's tenants (porter-policy): the demo's, with their weights. */
+export const POLICY_TENANTS = [
+  { id: "tenant_A", weight: 1 },
+  { id: "tenant_B", weight: 1 },
+  { id: "tenant_C", weight: 2 },
+] as const;
 
 /** Every system's queue/task name in its own database. */
 export const QUEUE = "bench";

@@ -2,6 +2,10 @@
 // from a migrated template, one variant's routine file applied over it, N ready jobs, an
 // in-process PorterWorker burn-down (as split.ts). Variants alternate, order rotated per round.
 //   npx tsx bench/src/probe/claim-ab.ts <jobs> <rounds> A=file.sql B=file.sql …
+// A variant spec may end in `@policy`: that variant's pool also holds a capped queue (cap 4, empty:
+// every claim takes the limited path) and its jobs are spread over tenants A/B/C weighted 1/1/2 —
+// the policy path of burn-down (c); `@tenants`: the three tenants without the capped queue. Without
+// either: one uncapped queue, one tenant.
 // LIMITED=1: the queue gets a concurrency cap far above the worker's slots (the limited path,
 // never cut). Reports jobs/s, this database's backend CPU per job, and the claim call's time
 // per row at the driver (ratios to the first variant at the end).
@@ -21,8 +25,9 @@ const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
 const jobs = Number(process.argv[2] ?? 50_000);
 const rounds = Number(process.argv[3] ?? 3);
 const variants = process.argv.slice(4).map((a) => {
-  const [name, file] = a.split("=");
-  return { name: name!, sql: readFileSync(file!, "utf8") };
+  const [name, spec] = a.split("=");
+  const [file, mix] = spec!.split("@");
+  return { name: name!, sql: readFileSync(file!, "utf8"), mix: mix ?? "" };
 });
 const concurrency = 24;
 const stripFlowFor = new Set((process.env.AB_STRIP_FLOW ?? "").split(",").filter(Boolean));
@@ -90,32 +95,35 @@ const ticksOf = (pids: number[]) => {
   return sum;
 };
 
-const TPL = `${DB}_tpl`;
+const tplOf = (mix: string) => `${DB}_tpl${mix ? `_${mix}` : ""}`;
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
-await admin(`CREATE DATABASE ${TPL}`);
-await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
-{
+for (const mix of new Set(variants.map((v) => v.mix))) {
+  const TPL = tplOf(mix);
+  await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
+  await admin(`CREATE DATABASE ${TPL}`);
+  await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   const c = new pg.Client(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   await c.connect();
   await c.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', $1)`, [concurrency]);
   await c.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
   if (limited) await c.query(`UPDATE queues SET concurrency_cap = 100000`);
+  if (mix === "policy") await c.query(`INSERT INTO queues (id, pool_id, concurrency_cap) VALUES ('capped', 'bench', 4)`);
   await c.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
   await c.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+  if (mix) await c.query(`INSERT INTO tenants (id, weight) VALUES ('tenant_A', 1), ('tenant_B', 1), ('tenant_C', 2)`);
   await c.end();
   // The backlog, enqueued once by core (what producers run), cloned by every run.
   const seed = createPool(`postgres://postgres@127.0.0.1:5432/${TPL}`, { max: 2 });
-  await enqueueBenchBacklog(seed, jobs);
+  await enqueueBenchBacklog(seed, jobs, mix ? ["tenant_A", "tenant_B", "tenant_C"] : ["bench"]);
   await seed.end();
 }
 
 type Result = { rate: number; pgUs: number; claimUs: number; perClaim: number };
 const results = new Map<string, Result[]>(variants.map((v) => [v.name, []]));
 
-const runOne = async (v: { name: string; sql: string }): Promise<Result> => {
+const runOne = async (v: { name: string; sql: string; mix: string }): Promise<Result> => {
   await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await admin(`CREATE DATABASE ${DB} TEMPLATE ${TPL}`);
+  await admin(`CREATE DATABASE ${DB} TEMPLATE ${tplOf(v.mix)}`);
   const pool = createPool(URL, { max: concurrency + 2 });
   await pool.query(v.sql);
   current = v.name;
@@ -187,4 +195,7 @@ for (const v of variants) {
   );
 }
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
+// AB_KEEP_TPL=1: the templates stay (for psql timings of single claims against the same backlogs).
+if (process.env.AB_KEEP_TPL !== "1") {
+  for (const mix of new Set(variants.map((v) => v.mix))) await admin(`DROP DATABASE IF EXISTS ${tplOf(mix)} WITH (FORCE)`);
+}

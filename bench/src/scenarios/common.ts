@@ -69,7 +69,7 @@ export class RowSet {
   row(label: string, variant: VariantId): Row {
     let r = this.rows.get(label);
     if (!r) {
-      r = { label, variant, isPorter: variant === "porter", values: {}, notes: [] };
+      r = { label, variant, isPorter: variant === "porter" || variant === "porter-policy", values: {}, notes: [] };
       this.rows.set(label, r);
     }
     return r;

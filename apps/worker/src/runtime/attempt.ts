@@ -46,6 +46,8 @@ export type AttemptDeps = {
   heartbeat: (attempt: Attempt) => Promise<void>;
   /** Called once a retry was recorded, with the time it becomes claimable. */
   onRetryScheduled?: (runAt: Date) => void;
+  /** Called once the attempt's result (ack or failure) was written or refused as stale: the job holds no RUNNING row of ours any more. */
+  onResultWritten?: (job: ClaimedJob) => void;
   /** Counts outcomes by job type (in memory; the worker's metrics). */
   probe?: WorkerProbe;
 };
@@ -384,9 +386,11 @@ export class Attempt {
     this.endSpan("succeeded");
     this.deps.probe?.onOutcome(this.job.jobType, "succeeded");
     const completion = { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result, progress: this.pendingProgress ?? null };
-    void this.deps.completer.ack(completion, () =>
-      this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()),
-    );
+    void this.deps.completer
+      .ack(completion, () => this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()))
+      .then((flushed) => {
+        if (flushed !== "dropped") this.deps.onResultWritten?.(this.job);
+      });
   }
 
   private recordFailure(error: unknown): void {
@@ -411,6 +415,7 @@ export class Attempt {
     }
     void this.deps.completer.fail(item).then((flushed) => {
       if (flushed === "applied" && next.state === "RETRY_WAIT") this.deps.onRetryScheduled?.(next.runAt);
+      if (flushed !== "dropped") this.deps.onResultWritten?.(this.job);
     });
   }
 

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind } from "@opentelemetry/api";
-import { type ClaimedJob, claimJobs, endSpanWithError, porterTracer } from "@porter/core";
+import { boundScopesOf, type ClaimedJob, claimBatch, endSpanWithError, porterTracer } from "@porter/core";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import type { PrefetchBuffer } from "./prefetch-buffer";
@@ -32,16 +32,26 @@ export type ClaimLoopOptions = {
  * The claim loop and its wake-ups. Claims while there is room (free slots plus the prefetch) and
  * reason to expect work: at start, after a full batch (claim again at once), on a notification for
  * this pool (at once when idle, debounced when busy: see `onReady`), when a scheduled retry comes
- * due (`wakeAt`), when results freed capacity a cap held back (`onWritten`), and on the jittered
- * poll fallback (faster while the listener is disconnected). `stop` ends it (the drain).
+ * due (`wakeAt`), when a result written freed room under a limit that bounded the last claim
+ * (`onResultWritten`), after a short claim when results are written (`onWritten`), and on the
+ * jittered poll fallback (faster while the listener is disconnected). `stop` ends it (the drain).
  */
 export class ClaimLoop {
   private readonly waker = new Waker();
   private readonly lowWater: number;
   private isStopped = false;
   private isMoreLikely = true;
-  /** The last claim got some jobs but fewer than asked: work may be waiting behind a cap. */
+  /** The last claim got some jobs but fewer than asked, and named no bound: work may be waiting behind a limit. */
   private isClaimShort = false;
+  /**
+   * The limits that bounded the last claim with work left behind (`queue:<id>`, `pool:<id>`,
+   * `tenant:<id>`, `resource_key:<id>`; core's `ClaimBound`): a result of ours written under one of
+   * them freed room no notification announces, so it triggers a claim.
+   */
+  private bounds: ReadonlySet<string> = new Set();
+  /** Jobs whose results were written while a claim ran: checked against that claim's bounds. */
+  private writtenDuringClaim: ClaimedJob[] = [];
+  private isClaimRunning = false;
   /**
    * A claim is running, or the loop has just been woken to run one: a notification now is
    * coalesced (debounced) rather than answered with a claim of its own.
@@ -103,6 +113,24 @@ export class ClaimLoop {
    */
   onWritten(): void {
     if (this.isClaimShort) this.nudge();
+  }
+
+  /**
+   * One of our jobs' results was written (its RUNNING row is gone). When it ran under a limit that
+   * bounded the last claim — a capped queue at its cap, say, even a claim cut to zero rows — its
+   * room is free now: claim again. Results of other queues do not wake the loop (a re-claim after
+   * every write would cost a claim per flush).
+   */
+  onResultWritten(job: ClaimedJob): void {
+    if (this.isClaimRunning) {
+      if (this.writtenDuringClaim.length < 1000) this.writtenDuringClaim.push(job);
+      return;
+    }
+    if (this.isBoundBy(job)) this.nudge();
+  }
+
+  private isBoundBy(job: ClaimedJob): boolean {
+    return this.bounds.size > 0 && boundScopesOf(job, this.options.poolId).some((scope) => this.bounds.has(scope));
   }
 
   /**
@@ -174,7 +202,11 @@ export class ClaimLoop {
         try {
           // The jobs for free slots start at once and are marked started by the claim itself; the
           // prefetched rest are marked when they leave the buffer (PrefetchBuffer.pump).
-          jobs = await claimJobs(db, { poolId, workerId, limit: free, start: this.buffer.startable() });
+          this.isClaimRunning = true;
+          this.writtenDuringClaim = [];
+          const claim = await claimBatch(db, { poolId, workerId, limit: free, start: this.buffer.startable() });
+          jobs = claim.jobs;
+          this.bounds = new Set(claim.bounds);
           if (jobs.length > 0) {
             const span = claimSpan();
             span.setAttribute("porter.claim.count", jobs.length);
@@ -183,6 +215,7 @@ export class ClaimLoop {
           errors = 0;
           logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
         } catch (error) {
+          this.isClaimRunning = false;
           endSpanWithError(claimSpan(), error, "CLAIM_FAILED");
           errors += 1;
           const retryInMs = jitter(Math.min(250 * 2 ** errors, 5000));
@@ -192,14 +225,21 @@ export class ClaimLoop {
           continue;
         }
         this.isClaiming = false;
+        this.isClaimRunning = false;
+        // A result written while the claim ran may have freed room the claim's snapshot did not see.
+        const isFreedDuringClaim = this.writtenDuringClaim.some((job) => this.isBoundBy(job));
+        this.writtenDuringClaim = [];
         this.options.probe?.onClaim(jobs.length, (performance.now() - claimStartedAt) / 1000);
         if (jobs.length > 0) this.options.onClaimed?.();
         if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         this.buffer.accept(jobs);
         // A short claim means the queue is empty for now — unless work was announced while it ran
         // (its NOTIFY may have come after the claim's snapshot): then claim again.
-        this.isMoreLikely = jobs.length === free || this.nudges !== nudgesBefore;
-        this.isClaimShort = jobs.length > 0 && jobs.length < free;
+        this.isMoreLikely = jobs.length === free || this.nudges !== nudgesBefore || isFreedDuringClaim;
+        // A claim that names its bounds is woken by results under them (`onResultWritten`); one cut
+        // short without a bound (a start rate's tokens, or the queue ran dry) claims once more after
+        // the next write.
+        this.isClaimShort = jobs.length > 0 && jobs.length < free && this.bounds.size === 0;
         if (this.isMoreLikely && this.buffer.room() > 0) continue;
       }
       const pollMs = this.options.isListening() ? jitter(this.options.pollIntervalMs, 0.2) : this.options.disconnectedPollIntervalMs;

@@ -88,6 +88,7 @@ export class PorterWorker {
         hangGraceMs: options.hangGraceMs ?? DEFAULTS.hangGraceMs,
         heartbeat: (a) => this.leaseKeeper.extend([a]),
         onRetryScheduled: (runAt) => this.claimLoop.wakeAt(runAt.getTime()),
+        onResultWritten: (job) => this.claimLoop.onResultWritten(job),
         probe: options.probe,
       },
       logger: this.logger,

@@ -63,7 +63,7 @@ const claimTypes = {
 const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
                   max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
                   lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started,
-                  last_checkpoint, traceparent`;
+                  last_checkpoint, traceparent, bound`;
 
 // biome-ignore format: the tuple reads against CLAIM_COLUMNS, several columns a line
 type ClaimRow = [
@@ -71,7 +71,7 @@ type ClaimRow = [
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
   deadlineAt: Date | null, traceId: string, createdAt: Date, claimedAt: Date, leaseToken: string, leaseUntil: Date,
   leaseSeconds: number, backoffBaseMs: number, backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null,
-  isStarted: boolean, lastCheckpoint: unknown, traceparent: string | null,
+  isStarted: boolean, lastCheckpoint: unknown, traceparent: string | null, bound: string | null,
 ];
 
 const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
@@ -125,8 +125,32 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
  * started by `startJobs` when they leave its buffer (20261202000301_not_started_attempts).
  * Transition `claim` (sql/transitions.ts; the routine's UPDATE is the statement).
  */
-export const claimJobs = async (db: Db, params: { poolId: string; workerId: string; limit: number; start?: number; now?: Date }): Promise<ClaimedJob[]> => {
-  if (params.limit <= 0) return [];
+export const claimJobs = async (db: Db, params: ClaimParams): Promise<ClaimedJob[]> => (await claimBatch(db, params)).jobs;
+
+export type ClaimParams = { poolId: string; workerId: string; limit: number; start?: number; now?: Date };
+
+/**
+ * A limit whose room a claim used up while claimable work of the pool stayed behind:
+ * `queue:<id>` (queue cap), `pool:<id>` (pool cap), `tenant:<id>` (tenant quota),
+ * `resource_key:<id>` (the key's concurrency limit). When a job under it finishes, its room frees:
+ * claim again then (no notification announces it). Start rates are not bounds (they refill with time).
+ */
+export type ClaimBound = string;
+
+/** The claim's scope names for a job: a bound of the claim that matches one of them held this job's room. */
+export const boundScopesOf = (job: Pick<ClaimedJob, "queueId" | "tenantId" | "resourceKeyId">, poolId: string): ClaimBound[] => {
+  const scopes = [`queue:${job.queueId}`, `tenant:${job.tenantId}`, `pool:${poolId}`];
+  if (job.resourceKeyId) scopes.push(`resource_key:${job.resourceKeyId}`);
+  return scopes;
+};
+
+/**
+ * `claimJobs` with the claim's bounds: the limits that cut it short with work left behind
+ * (`ClaimBound`; none on the fast path, where no limit applies). The worker's claim loop claims
+ * again when a finished job of its own was under one of them.
+ */
+export const claimBatch = async (db: Db, params: ClaimParams): Promise<{ jobs: ClaimedJob[]; bounds: ClaimBound[] }> => {
+  if (params.limit <= 0) return { jobs: [], bounds: [] };
   const { rows } = await db.query<ClaimRow>({
     name: "porter.claim",
     text: `SELECT ${CLAIM_COLUMNS} FROM porter_claim($1, $2, $3, $4, $5)`,
@@ -134,5 +158,11 @@ export const claimJobs = async (db: Db, params: { poolId: string; workerId: stri
     rowMode: "array",
     types: claimTypes,
   });
-  return rows.map(toClaimedJob);
+  const jobs: ClaimedJob[] = [];
+  const bounds: ClaimBound[] = [];
+  for (const r of rows) {
+    if (r[25] === null) jobs.push(toClaimedJob(r));
+    else bounds.push(r[25]);
+  }
+  return { jobs, bounds };
 };

@@ -14,21 +14,30 @@
 -- * Locks first. The aging lock of the pool is taken shared (porter_age takes it exclusively:
 --   aging.sql); then, when a limit applies, one claim lock so that count-then-claim cannot race:
 --   limits that span pools (tenant quotas and start rates, resource keys) take the global
---   `porter.claim` lock, caps local to the pool (pool or queue concurrency caps) the pool's lock.
---   The statement that follows takes a new snapshot (READ COMMITTED, VOLATILE function), so it sees
---   every claim committed before the lock was granted.
+--   `porter.claim` lock, a pool cap the pool's lock, and queue caps alone the pool's lock only when
+--   a capped queue has claimable work (else the claim leaves the capped queues alone and takes
+--   none). The statement that follows takes a new snapshot (READ COMMITTED, VOLATILE function), so
+--   it sees every claim committed before the lock was granted.
 -- * Two statements: each path picks its rows (locked FOR UPDATE SKIP LOCKED, their ctids in claim
 --   order), then one claim statement, shared by both paths, updates the picked row versions by
 --   ctid (no second primary-key probe) and moves the queues' virtual clocks. The rows stay locked
 --   by this transaction in between: nothing else can change them, and the claim's new snapshot sees
 --   the versions picked.
--- * Fast path (v_unlimited): no cap, quota, rate or resource-key limit applies to the pool, so the
---   claim takes no lock and counts nothing; it skips the window ranking the limits need and merges
---   the per-(queue, tenant) scans of jobs_claim_idx directly.
--- * Limited path: room per pool, resource key (adaptive limit, token bucket), queue and tenant
---   (quota, start-rate tokens); candidates per (queue, tenant) in (priority DESC, vft) order,
---   ranked per queue, tenant and resource key, cut to each room; the token buckets (tokens.sql) are
---   debited for the rows picked, in the same statement (the claim takes every row picked).
+-- * Three paths (v_path). 'fast': no cap, quota, rate or resource-key limit applies to the pool,
+--   so the claim takes no lock and counts nothing; it skips the window ranking the limits need and
+--   merges the per-(queue, tenant) scans of jobs_claim_idx directly. 'queues': only queue caps
+--   apply (the demo's pools): the fast path's merge, with RUNNING counted and the candidates ranked
+--   only for the capped queues (issue 15: the limited path cost 0.57× of the fast path's burn-down
+--   for a pool with one capped queue). 'full': room per pool, resource key (adaptive limit, token
+--   bucket), queue and tenant (quota, start-rate tokens); candidates per (queue, tenant) in
+--   (priority DESC, vft) order, ranked per queue, tenant and resource key, cut to each room; the
+--   token buckets (tokens.sql) are debited for the rows picked, in the same statement (the claim
+--   takes every row picked).
+-- * Bounds (queues and full paths): the concurrency limits whose room the claim used up while
+--   claimable work of the pool stays behind come back as extra rows (job columns null, `bound`
+--   'queue:<id>', 'pool:<id>', 'tenant:<id>' or 'resource_key:<id>'). A claim a cap cuts to zero
+--   rows still names it, so the worker claims again when one of its own jobs under that limit
+--   finishes (claim-loop.ts) rather than at the poll — and only then, not after every write.
 -- * Weighted fair queuing: each job's virtual finish time (vft) is set at enqueue
 --   (packages/core/src/sql/fair-clock.ts); claims take jobs in (priority DESC, vft) order, one
 --   index scan per (queue, tenant) listed in fair_clocks.
@@ -48,8 +57,8 @@
 -- Its signature changed twice (4 → 5 arguments): the migrator drops an overload this file no
 -- longer creates. A change of the returned columns needs `DROP FUNCTION IF EXISTS` first (CREATE OR
 -- REPLACE cannot change a return type): the returned columns changed when the claim began to
--- return the job's last checkpoint (20261202000700_progress) and again when it began to return the
--- job's traceparent (20261202001200_traceparent), hence the DROP below.
+-- return the job's last checkpoint (20261202000700_progress), its traceparent
+-- (20261202001200_traceparent) and its bounds (`bound`, issue 15), hence the DROP below.
 DROP FUNCTION IF EXISTS porter_claim(text, text, integer, timestamptz, integer);
 CREATE OR REPLACE FUNCTION porter_claim(p_pool text, p_worker text, p_limit integer, p_now timestamptz, p_start integer)
 RETURNS TABLE (
@@ -57,14 +66,22 @@ RETURNS TABLE (
   idempotency_key text, attempt integer, max_attempts integer, timeout_s integer, deadline_at timestamptz,
   trace_id text, created_at timestamptz, claimed_at timestamptz, lease_token bigint, lease_until timestamptz,
   lease_seconds integer, backoff_base_ms integer, backoff_cap_ms integer, cancel_requested boolean,
-  resource_key_id text, started boolean, last_checkpoint jsonb, traceparent text
+  resource_key_id text, started boolean, last_checkpoint jsonb, traceparent text, bound text
 ) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
   v_token bigint;
-  v_unlimited boolean := false;
+  -- 'fast': no limit applies to the pool; 'queues': only queue caps do; 'full': any other limit.
+  v_path text;
+  v_capped_locked boolean := false; -- queues path: the pool's lock is held, its capped queues may be claimed
   v_tids tid[]; -- the picked rows (locked by this transaction), in claim order
+  v_full text[]; -- scopes (queue:, tenant:, pool:, resource_key:) whose room this claim used up
+  v_bounds text[]; -- those of them with claimable work left behind: the claim's bounds
+  v_scope text;
+  v_kind text;
+  v_key text;
+  v_is_left boolean;
 BEGIN
   -- Priority aging rewrites waiting rows of this pool's aging queues under this lock, taken
   -- exclusively (porter_age): a claim skipping the rows it holds would hand out lower-priority work,
@@ -82,17 +99,36 @@ BEGIN
                  WHERE q.pool_id = p_pool
                    AND (rk.concurrency_limit IS NOT NULL OR rk.current_limit IS NOT NULL OR rk.rate_per_second IS NOT NULL)) THEN
     PERFORM pg_advisory_xact_lock(hashtext('porter.claim'));
-  ELSIF EXISTS (SELECT 1 FROM pools p WHERE p.id = p_pool AND p.concurrency_cap IS NOT NULL)
-     OR EXISTS (SELECT 1 FROM queues q WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused) THEN
+    v_path := 'full';
+  ELSIF EXISTS (SELECT 1 FROM pools p WHERE p.id = p_pool AND p.concurrency_cap IS NOT NULL) THEN
     PERFORM pg_advisory_xact_lock(hashtext('porter.claim:' || p_pool));
+    v_path := 'full';
+  ELSIF EXISTS (SELECT 1 FROM queues q WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused) THEN
+    -- Only queue caps: the pool's lock only when a capped queue has claimable work (one index probe
+    -- each). Without the lock the claim leaves every capped queue alone — even work that appears in
+    -- them before the pick's snapshot — so nothing it takes is counted against a cap.
+    v_path := 'queues';
+    v_now := coalesce(p_now, clock_timestamp());
+    IF EXISTS (SELECT 1 FROM queues q
+                CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                                     WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT')
+                                       AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                                     -- in jobs_claim_idx's order: the generic plan's estimate of a
+                                     -- queue's rows (all queues alike) otherwise prefers a seq scan
+                                     ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id
+                                     LIMIT 1) w
+                WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused) THEN
+      PERFORM pg_advisory_xact_lock(hashtext('porter.claim:' || p_pool));
+      v_capped_locked := true;
+    END IF;
   ELSE
-    v_unlimited := true;
+    v_path := 'fast';
   END IF;
-  v_now := coalesce(p_now, clock_timestamp());
+  v_now := coalesce(p_now, clock_timestamp()); -- after the locks: the pick's clock
   v_token := nextval('lease_token_seq');
 
   -- The pick: which rows, locked, in claim order (v_tids); the claim of them follows, for both paths.
-  IF v_unlimited THEN
+  IF v_path = 'fast' THEN
     -- Fast path: no cap, quota, rate or resource-key limit applies to this pool: nothing to count,
     -- so no window ranking — per (queue, tenant with claimable work) the best jobs up to about
     -- twice the tenant's weighted share of the batch (all of it when it is alone), merged in
@@ -126,6 +162,60 @@ BEGIN
     )
     SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) INTO v_tids
       FROM (SELECT cand.* FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit) p;
+  ELSIF v_path = 'queues' THEN
+    -- Queue caps only: the fast path's merge, with the room counted and the candidates ranked only
+    -- for the capped queues (and only under the pool's lock; without it they are left out). The
+    -- uncapped queues' candidates go straight into the merge: nothing is counted for them.
+    WITH qs AS (
+      SELECT q.id, q.concurrency_cap IS NOT NULL AS is_capped,
+             CASE WHEN q.concurrency_cap IS NULL THEN p_limit
+                  ELSE greatest(0, least(p_limit, q.concurrency_cap
+                         - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.queue_id = q.id)))::int END AS free
+        FROM queues q
+       WHERE q.pool_id = p_pool AND NOT q.paused AND (q.concurrency_cap IS NULL OR v_capped_locked)
+    ), active AS (
+      SELECT qs.id AS queue_id, qs.is_capped, qs.free, fc.tenant_id, t.weight
+        FROM qs
+        JOIN fair_clocks fc ON fc.queue_id = qs.id
+        JOIN tenants t ON t.id = fc.tenant_id
+       WHERE qs.free > 0
+         AND EXISTS (SELECT 1 FROM jobs j
+                      WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                        AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
+    ), shares AS (
+      SELECT a.*, count(*) OVER () AS n, sum(a.weight) OVER () AS total FROM active a
+    ), cand AS (
+      SELECT c.ctid AS tid, c.id, c.priority, c.vft, s.queue_id, s.is_capped, s.free
+        FROM shares s
+        CROSS JOIN LATERAL (
+          SELECT j.ctid, j.id, j.priority, j.vft
+            FROM jobs j
+           WHERE j.queue_id = s.queue_id AND j.tenant_id = s.tenant_id
+             AND j.state IN ('READY', 'RETRY_WAIT')
+             AND j.run_at <= v_now
+             AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+           ORDER BY j.priority DESC, j.vft, j.id
+           LIMIT least(s.free, CASE WHEN s.n = 1 THEN p_limit
+                                    ELSE least(p_limit, 2 * ceil(p_limit * s.weight::float8 / s.total)::int + 1) END)
+           FOR UPDATE SKIP LOCKED
+        ) c
+    ), picked AS (
+      -- Uncapped queues' candidates as they are; a capped queue's cut to its room.
+      SELECT p.tid, p.id, p.priority, p.vft, p.queue_id
+        FROM (SELECT cand.tid, cand.id, cand.priority, cand.vft, cand.queue_id FROM cand WHERE NOT cand.is_capped
+              UNION ALL
+              SELECT r.tid, r.id, r.priority, r.vft, r.queue_id
+                FROM (SELECT cand.*, row_number() OVER (PARTITION BY cand.queue_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS qn
+                        FROM cand WHERE cand.is_capped) r
+               WHERE r.qn <= r.free) p
+       ORDER BY p.priority DESC, p.vft, p.id
+       LIMIT p_limit
+    )
+    SELECT (SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) FROM picked p),
+           -- Capped queues whose room this claim used up (or found none of).
+           (SELECT array_agg('queue:' || qs.id) FROM qs
+             WHERE qs.is_capped AND qs.free < p_limit AND qs.free <= (SELECT count(*) FROM picked p WHERE p.queue_id = qs.id))
+      INTO v_tids, v_full;
   ELSE
     -- Limited path: the room left under every limit, candidates ranked and cut to each room; the
     -- token buckets are debited for the rows picked (the claim below takes all of them).
@@ -139,6 +229,12 @@ BEGIN
       -- Resource keys: the adaptive limit (or the configured one) minus RUNNING jobs of every queue
       -- using the key, whatever its pool; and the key's start-rate tokens. Throttled keys: none.
       SELECT rk.id,
+             -- The concurrency room alone (null: none, or throttled), for the claim's bounds.
+             CASE WHEN (rk.throttled_until IS NULL OR rk.throttled_until <= v_now)
+                       AND (rk.current_limit IS NOT NULL OR rk.concurrency_limit IS NOT NULL)
+                  THEN coalesce(least(rk.current_limit, rk.concurrency_limit), rk.current_limit, rk.concurrency_limit)
+                       - (SELECT count(*) FROM jobs r JOIN queues q2 ON q2.id = r.queue_id
+                           WHERE r.state = 'RUNNING' AND q2.resource_key_id = rk.id) END AS conc_free,
              CASE WHEN rk.throttled_until > v_now THEN 0
                   ELSE least(
                     CASE WHEN rk.current_limit IS NULL AND rk.concurrency_limit IS NULL THEN p_limit
@@ -152,13 +248,14 @@ BEGIN
         LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
        WHERE rk.id IN (SELECT q.resource_key_id FROM queues q WHERE q.pool_id = p_pool)
     ), qs AS (
-      SELECT q.id, q.resource_key_id,
-             greatest(0, least(p_limit,
-               CASE WHEN q.concurrency_cap IS NULL THEN p_limit
-                    ELSE q.concurrency_cap - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.queue_id = q.id) END,
+      SELECT q.id, q.resource_key_id, q.cap_free,
+             greatest(0, least(p_limit, coalesce(q.cap_free, p_limit),
                coalesce((SELECT rr.free FROM rk_room rr WHERE rr.id = q.resource_key_id), p_limit)))::int AS free
-        FROM queues q
-       WHERE q.pool_id = p_pool AND NOT q.paused
+        FROM (SELECT q.id, q.resource_key_id,
+                     CASE WHEN q.concurrency_cap IS NOT NULL
+                          THEN q.concurrency_cap - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.queue_id = q.id) END AS cap_free
+                FROM queues q
+               WHERE q.pool_id = p_pool AND NOT q.paused) q
     ), active AS (
       -- Tenants with claimable work in each queue that has room (one index probe each).
       SELECT qs.id AS queue_id, fc.tenant_id, t.weight, qs.free AS queue_free
@@ -171,13 +268,16 @@ BEGIN
                         AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
     ), t_room AS (
       -- Tenant quota (RUNNING across all queues) and start-rate tokens.
-      SELECT t.id,
-             least(coalesce(t.max_running - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.tenant_id = t.id), p_limit),
+      SELECT t.id, t.quota_free,
+             least(coalesce(t.quota_free, p_limit),
                    floor(porter_tokens(b.tokens, b.updated_at, t.start_rate_per_second,
                                        greatest(1, t.start_rate_per_second), v_now)))::int AS free
-        FROM tenants t
+        FROM (SELECT t.id, t.start_rate_per_second,
+                     CASE WHEN t.max_running IS NOT NULL
+                          THEN t.max_running - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.tenant_id = t.id) END AS quota_free
+                FROM tenants t
+               WHERE t.id IN (SELECT a.tenant_id FROM active a)) t
         LEFT JOIN rate_buckets b ON b.scope = 'tenant_start' AND b.key = t.id
-       WHERE t.id IN (SELECT a.tenant_id FROM active a)
     ), cand AS (
       -- Per (queue, tenant): the best jobs in (priority DESC, vft) order, skipping locked rows, at most
       -- the room left and about twice the tenant's weighted share of this batch (the rest of its
@@ -205,7 +305,7 @@ BEGIN
              row_number() OVER (PARTITION BY qs.resource_key_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS rn
         FROM cand JOIN qs ON qs.id = cand.queue_id
     ), picked AS (
-      SELECT r.tid, r.id, r.tenant_id, r.resource_key_id, r.priority, r.vft
+      SELECT r.tid, r.id, r.queue_id, r.tenant_id, r.resource_key_id, r.priority, r.vft
         FROM ranked r
         JOIN qs ON qs.id = r.queue_id
         LEFT JOIN t_room tr ON tr.id = r.tenant_id
@@ -234,7 +334,66 @@ BEGIN
         LEFT JOIN rate_buckets b ON b.scope = 'resource' AND b.key = rk.id
       ON CONFLICT (scope, key) DO UPDATE SET tokens = EXCLUDED.tokens, updated_at = EXCLUDED.updated_at
     )
-    SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) INTO v_tids FROM picked p;
+    SELECT (SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) FROM picked p),
+           -- The concurrency limits whose room this claim used up (or found none of): queue caps,
+           -- the pool cap, tenant quotas, resource-key limits. Token buckets refill with time, not
+           -- when jobs finish: they are not bounds.
+           (SELECT array_agg(b.scope) FROM (
+              SELECT 'queue:' || qs.id AS scope FROM qs
+               WHERE qs.cap_free < p_limit AND qs.cap_free <= (SELECT count(*) FROM picked p WHERE p.queue_id = qs.id)
+              UNION ALL
+              SELECT 'pool:' || p_pool FROM pools po
+               WHERE po.id = p_pool AND po.concurrency_cap IS NOT NULL
+                 AND (SELECT pr.free FROM pool_room pr) < p_limit
+                 AND (SELECT pr.free FROM pool_room pr) <= (SELECT count(*) FROM picked p)
+              UNION ALL
+              SELECT 'tenant:' || tr.id FROM t_room tr
+               WHERE tr.quota_free < p_limit AND tr.quota_free <= (SELECT count(*) FROM picked p WHERE p.tenant_id = tr.id)
+              UNION ALL
+              SELECT 'resource_key:' || rr.id FROM rk_room rr
+               WHERE rr.conc_free < p_limit AND rr.conc_free <= (SELECT count(*) FROM picked p WHERE p.resource_key_id = rr.id)) b)
+      INTO v_tids, v_full;
+  END IF;
+
+  -- The claim's bounds: of the limits this claim used up, those that leave claimable work of this
+  -- pool behind (one index probe each, past the rows just picked). A worker claims again when one
+  -- of its jobs under such a limit finishes (apps/worker/src/runtime/claim-loop.ts): that freed room
+  -- no notification announces.
+  IF v_full IS NOT NULL THEN
+    FOREACH v_scope IN ARRAY v_full LOOP
+      v_kind := split_part(v_scope, ':', 1);
+      v_key := substr(v_scope, length(v_kind) + 2);
+      -- One statement per kind, so each probe is an index scan on its own key.
+      v_is_left := CASE v_kind
+           WHEN 'queue' THEN EXISTS (
+             SELECT 1 FROM jobs j
+              WHERE j.queue_id = v_key AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
+                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}'))
+              ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id LIMIT 1)
+           WHEN 'tenant' THEN EXISTS (
+             SELECT 1 FROM queues q JOIN jobs j ON j.queue_id = q.id AND j.tenant_id = v_key
+              WHERE q.pool_id = p_pool AND NOT q.paused AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
+                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}')))
+           WHEN 'resource_key' THEN EXISTS (
+             SELECT 1 FROM queues q JOIN jobs j ON j.queue_id = q.id
+              WHERE q.pool_id = p_pool AND NOT q.paused AND q.resource_key_id = v_key
+                AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
+                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}')))
+           ELSE EXISTS (
+             SELECT 1 FROM queues q JOIN jobs j ON j.queue_id = q.id
+              WHERE q.pool_id = p_pool AND NOT q.paused AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
+                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}')))
+         END;
+      IF v_is_left THEN
+        v_bounds := v_bounds || v_scope;
+      END IF;
+    END LOOP;
+    RETURN QUERY SELECT NULL::bigint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer,
+                        NULL::text, NULL::integer, NULL::integer, NULL::integer, NULL::timestamptz, NULL::text,
+                        NULL::timestamptz, NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::integer,
+                        NULL::integer, NULL::integer, NULL::boolean, NULL::text, NULL::boolean, NULL::jsonb,
+                        NULL::text, b.scope
+                   FROM unnest(v_bounds) AS b (scope);
   END IF;
   IF v_tids IS NULL THEN
     RETURN; -- nothing claimable
@@ -294,7 +453,7 @@ BEGIN
   SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
          c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
          c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
-         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL, c.checkpoint, c.traceparent
+         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL, c.checkpoint, c.traceparent, NULL::text
     FROM claimed c
    ORDER BY c.rn; -- claim order, whatever order the join above produced
 END

@@ -1,0 +1,89 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { controlPlane } from "@porter/core/testing/control-plane-factory";
+import { createPool } from "@porter/db/pool";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import { defineHandler } from "@porter/sdk";
+import type pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createHandlerMap } from "../handlers/handler-map";
+import { createLogger } from "../logger";
+import { enqueue, waitForStates } from "../testing/fixtures";
+import { PorterWorker } from "./worker";
+
+// Issue 15: a capped queue's tail. A claim that a queue cap cuts to zero rows (the queue's slots
+// all running) names the cap as its bound, and the worker claims again as soon as one of its own
+// jobs of that queue has its result written — not at the next poll (a minute away here).
+const testDb = useTestDatabase();
+const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+let db: pg.Pool;
+let worker: PorterWorker | undefined;
+let claims = 0;
+
+beforeAll(async () => {
+  db = createPool(testDb.appConnectionString, { max: 8 });
+  await controlPlane(db, {
+    pool: { id: "tail-pool" },
+    queues: [{ id: "bulk", concurrency_cap: 2 }, { id: "quick" }],
+    jobTypes: [
+      { id: "tail.slow", queue: "bulk" },
+      { id: "tail.fast", queue: "quick" },
+    ],
+    tenants: ["tenant_A"],
+  });
+});
+
+afterEach(async () => {
+  await worker?.drain({ graceMs: 0 });
+  worker = undefined;
+});
+
+afterAll(async () => {
+  await db.end();
+});
+
+describe("a capped queue's tail", () => {
+  it("claims again when a job of the queue that bounded the claim finishes, not at the poll", async () => {
+    const counted = createPool(testDb.appConnectionString, { max: 6 });
+    const query = counted.query.bind(counted) as (...args: unknown[]) => unknown;
+    counted.query = ((...args: unknown[]) => {
+      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+      if (text?.includes("porter_claim(")) claims += 1;
+      return query(...args);
+    }) as typeof counted.query;
+    try {
+      worker = await PorterWorker.start({
+        db: counted,
+        connectionString: testDb.appConnectionString,
+        poolId: "tail-pool",
+        logger,
+        concurrency: 8,
+        pollIntervalMs: 60_000,
+        disconnectedPollIntervalMs: 60_000,
+        maintenance: false,
+        handlers: createHandlerMap([
+          defineHandler({ type: "tail.slow", run: async () => sleep(150) }),
+          defineHandler({ type: "tail.fast", run: async () => null }),
+        ]),
+      });
+      await sleep(300);
+      claims = 0;
+      // The quick queue's results are written while `bulk` holds its 2 slots: the claim they prompt
+      // is cut to zero rows by the cap. Each later round of `bulk` must follow its own results.
+      const startedAt = Date.now();
+      const ids = await enqueue(db, [
+        ...Array.from({ length: 8 }, () => ({ type: "tail.slow", payload: {} })),
+        ...Array.from({ length: 6 }, () => ({ type: "tail.fast", payload: {} })),
+      ]);
+      await waitForStates(db, ids, ["SUCCEEDED"], 10_000);
+      const elapsedMs = Date.now() - startedAt;
+      // 4 rounds of 150 ms under the cap; waiting for a poll even once would take a minute.
+      expect(elapsedMs).toBeLessThan(5_000);
+      // A claim per freed round, not a claim per write of every result.
+      expect(claims).toBeLessThanOrEqual(20);
+    } finally {
+      await worker?.drain({ graceMs: 0 });
+      worker = undefined;
+      await counted.end();
+    }
+  });
+});

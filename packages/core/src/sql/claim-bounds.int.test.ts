@@ -1,0 +1,104 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { useTestDatabase } from "@porter/db/testing/test-database";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
+import { claimBatch } from "./claim-jobs";
+import { completeJobs } from "./complete-jobs";
+import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
+
+// Issue 15: the claim names the limits that cut it short with claimable work left behind (its
+// bounds), so a worker knows which finished jobs free room worth a claim; and a pool whose only
+// limits are queue caps claims its uncapped queues without the pool's lock while no capped queue
+// has work.
+const db = useTestDatabase();
+let n = 0;
+const job = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => ({
+  job_type: type,
+  tenant_id: "tenant_A",
+  payload: { n: n++ },
+  idempotency_key: `k${n}`,
+  ...over,
+});
+const setup = async (queues: Array<Omit<QueueRow, "pool_id">>, poolCap: number | null = null) => {
+  await db.pool.query(`TRUNCATE jobs, finished_jobs, idempotency_keys, fair_clocks, job_types, queues, pools, tenants CASCADE`);
+  await controlPlane(db.pool, { pool: { id: "p1", concurrency_cap: poolCap }, queues, tenants: ["tenant_A", "tenant_B"] });
+};
+const claim = (limit: number) => claimBatch(db.pool, { poolId: "p1", workerId: "w", limit });
+const ack = (jobs: Awaited<ReturnType<typeof claim>>["jobs"]) =>
+  completeJobs(
+    db.pool,
+    jobs.map((c) => ({ id: c.id, leaseToken: c.leaseToken, attempt: c.attempt, result: null })),
+  );
+
+describe("the claim's bounds", () => {
+  it("names a queue cap while it leaves work behind, also when it cuts the claim to zero rows", async () => {
+    await setup([{ id: "q1", concurrency_cap: 2 }, { id: "q2" }]);
+    await enqueueJobs(db.pool, [...Array.from({ length: 5 }, () => job("q1.job")), job("q2.job")]);
+    const first = await claim(10);
+    expect(first.jobs.map((j) => j.queueId).sort()).toEqual(["q1", "q1", "q2"]);
+    expect(first.bounds).toEqual(["queue:q1"]);
+    const none = await claim(10);
+    expect(none.jobs).toEqual([]);
+    expect(none.bounds).toEqual(["queue:q1"]);
+    await ack(first.jobs);
+    const second = await claim(10);
+    expect(second.jobs).toHaveLength(2);
+    expect(second.bounds).toEqual(["queue:q1"]);
+    await ack(second.jobs);
+    // One job left and room for two: the cap no longer holds anything back.
+    const last = await claim(10);
+    expect(last.jobs).toHaveLength(1);
+    expect(last.bounds).toEqual([]);
+  });
+
+  it("names nothing when the cap's room is used up but no work is left behind", async () => {
+    await setup([{ id: "q1", concurrency_cap: 2 }]);
+    await enqueueJobs(db.pool, [job("q1.job"), job("q1.job")]);
+    const all = await claim(10);
+    expect(all.jobs).toHaveLength(2);
+    expect(all.bounds).toEqual([]);
+  });
+
+  it("names nothing on the fast path (no limit applies to the pool)", async () => {
+    await setup([{ id: "q1" }]);
+    await enqueueJobs(db.pool, [job("q1.job"), job("q1.job"), job("q1.job")]);
+    expect(await claim(2)).toMatchObject({ bounds: [] });
+  });
+
+  it("names the pool cap and a tenant quota", async () => {
+    await setup([{ id: "q1" }, { id: "q2" }], 3);
+    await db.pool.query(`UPDATE tenants SET max_running = 1 WHERE id = 'tenant_B'`);
+    await enqueueJobs(db.pool, [
+      ...Array.from({ length: 4 }, () => job("q1.job")),
+      ...Array.from({ length: 3 }, () => job("q2.job", { tenant_id: "tenant_B" })),
+    ]);
+    const first = await claim(10);
+    expect(first.jobs).toHaveLength(3);
+    expect(first.jobs.filter((j) => j.tenantId === "tenant_B")).toHaveLength(1);
+    expect([...first.bounds].sort()).toEqual(["pool:p1", "tenant:tenant_B"]);
+  });
+
+  it("claims uncapped queues without the pool's lock while no capped queue has work, and takes it when one has", async () => {
+    await setup([{ id: "q1", concurrency_cap: 2 }, { id: "q2" }]);
+    await enqueueJobs(db.pool, [job("q2.job"), job("q2.job")]);
+    const holder = new pg.Client({ connectionString: db.connectionString });
+    await holder.connect();
+    try {
+      await holder.query(`BEGIN`);
+      await holder.query(`SELECT pg_advisory_xact_lock(hashtext('porter.claim:p1'))`);
+      const unlocked = await Promise.race([claim(1), sleep(3_000).then(() => "blocked" as const)]);
+      expect(unlocked).not.toBe("blocked");
+      expect((unlocked as Awaited<ReturnType<typeof claim>>).jobs.map((j) => j.queueId)).toEqual(["q2"]);
+      // Work in the capped queue: its room must be counted under the lock, so the claim waits for it.
+      await enqueueJobs(db.pool, [job("q1.job")]);
+      const pending = claim(10);
+      const outcome = await Promise.race([pending, sleep(500).then(() => "blocked" as const)]);
+      expect(outcome).toBe("blocked");
+      await holder.query(`COMMIT`);
+      expect((await pending).jobs.map((j) => j.queueId).sort()).toEqual(["q1", "q2"]);
+    } finally {
+      await holder.end();
+    }
+  });
+});
