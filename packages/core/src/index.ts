@@ -42,6 +42,7 @@ export * from "./sql/admission";
 export * from "./sql/age-priorities";
 export * from "./sql/apply-effect";
 export * from "./sql/authenticate-key";
+export * from "./sql/key-auth-cache";
 export * from "./sql/cancel-job";
 export * from "./sql/claim-jobs";
 export * from "./sql/complete-jobs";
