@@ -84,7 +84,12 @@ for (const [name, fetchPath, cached] of [
 }
 variants.direct = async () => ({
   one: () => enqueueJobs(pool, [{ ...job(), tenant_id: "bench" }], { policyCache }),
-  many: (n) => enqueueJobs(pool, Array.from({ length: n }, () => ({ ...job(), tenant_id: "bench" })), { policyCache }),
+  many: (n) =>
+    enqueueJobs(
+      pool,
+      Array.from({ length: n }, () => ({ ...job(), tenant_id: "bench" })),
+      { policyCache },
+    ),
 });
 
 const ready = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await variants[n]!()] as const)));
@@ -113,13 +118,17 @@ for (let round = 0; round < rounds; round++) {
     const c = process.cpuUsage(c0);
     results[name]!.push(jobs / s);
     cpu[name]!.push((c.user + c.system) / 1000 / jobs);
-    console.log(`round ${round + 1} ${name.padEnd(9)} ${(jobs / s).toFixed(0).padStart(6)} jobs/s  ${((c.user + c.system) / 1000 / jobs).toFixed(3)} ms CPU/job (this process)`);
+    console.log(
+      `round ${round + 1} ${name.padEnd(9)} ${(jobs / s).toFixed(0).padStart(6)} jobs/s  ${((c.user + c.system) / 1000 / jobs).toFixed(3)} ms CPU/job (this process)`,
+    );
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const base = median(results[names[0]!]!);
 console.log(`\nmedians (${batch > 0 ? `batches of ${batch}` : `c=${concurrency}`}, ${calls} ${batch > 0 ? "jobs" : "calls"} per run, ${rounds} rounds):`);
 for (const n of names) {
-  console.log(`${n.padEnd(9)} ${median(results[n]!).toFixed(0).padStart(6)} jobs/s  ${(median(results[n]!) / base).toFixed(2)}× ${names[0]}  ${median(cpu[n]!).toFixed(3)} ms CPU/job`);
+  console.log(
+    `${n.padEnd(9)} ${median(results[n]!).toFixed(0).padStart(6)} jobs/s  ${(median(results[n]!) / base).toFixed(2)}× ${names[0]}  ${median(cpu[n]!).toFixed(3)} ms CPU/job`,
+  );
 }
 process.exit(0);

@@ -28,9 +28,11 @@ const PRODUCER_PROCEDURES: Readonly<Record<string, "mutation" | "query">> = {
  * status (`getHTTPStatusCode`) — no fetch Request/Response, web streams or abort signals per call.
  * Everything else — batch calls (`?batch=1`), other content types, streaming accepts, console
  * procedures — goes through `handleTrpcRequest` (tRPC's fetch adapter), as before. Both paths give
- * the same bytes for the same call (`node-http.int.test.ts` compares them).
+ * the same bytes for the same call (`node-http.int.test.ts` compares them; `isDirect: false`
+ * sends every request through the fetch path, for that comparison).
  */
-export const createNodeTrpcHandler = (deps: TrpcHttpDeps): NodeTrpcHandler => {
+export const createNodeTrpcHandler = (deps: TrpcHttpDeps, options: { isDirect?: boolean } = {}): NodeTrpcHandler => {
+  const isDirect = options.isDirect ?? true;
   const endpoint = deps.endpoint ?? "/api/trpc";
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   return async (req, res) => {
@@ -40,7 +42,7 @@ export const createNodeTrpcHandler = (deps: TrpcHttpDeps): NodeTrpcHandler => {
       const pathname = q === -1 ? url : url.slice(0, q);
       const path = pathname.startsWith(`${endpoint}/`) ? pathname.slice(endpoint.length + 1) : undefined;
       const type = path === undefined ? undefined : PRODUCER_PROCEDURES[path];
-      if (type && path && isPlainCall(req, type, url, q)) {
+      if (isDirect && type && path && isPlainCall(req, type, url, q)) {
         await serveProducer(req, res, deps, { path, type, url, q, maxBodyBytes });
         return;
       }

@@ -116,7 +116,7 @@ export class KeyAuthCache {
     const previous = this.entries.get(key);
     const flight: Flight = { promise: Promise.resolve(), waiters: 0 };
     const rate = previous?.ratePerSecond ?? 1;
-    const take = Math.min(this.maxTake, Math.max(1, Math.ceil(rate * this.takeSeconds), (previous ? this.lastWaiters.get(key) ?? 0 : 0) + 1));
+    const take = Math.min(this.maxTake, Math.max(1, Math.ceil(rate * this.takeSeconds), (previous ? (this.lastWaiters.get(key) ?? 0) : 0) + 1));
     let release!: () => void;
     flight.promise = new Promise<void>((resolve) => {
       release = resolve;
