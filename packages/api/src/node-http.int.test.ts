@@ -185,7 +185,7 @@ describe("concurrent single enqueues over HTTP, grouped into shared statements",
       calls.push({ expect: [409, 400, 400][i % 3]!, call: bad[i % 3]! });
     }
     const replies = await Promise.all(calls.map(({ call }) => send(direct, call)));
-    replies.forEach((reply, i) => expect(reply.status, reply.text).toBe(calls[i]!.expect));
+    for (const [i, reply] of replies.entries()) expect(reply.status, reply.text).toBe(calls[i]!.expect);
     const ids = replies.filter((_, i) => calls[i]!.expect === 200).map((r) => JSON.parse(r.text).result.data.job_id as string);
     expect(new Set(ids).size).toBe(40);
     // Exactly tenant A's 40 jobs (and the one stored first) were stored.
