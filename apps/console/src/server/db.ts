@@ -1,4 +1,4 @@
-import { PolicyCache } from "@porter/core";
+import { KeyAuthCache, PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { type ControlDb, createPrisma } from "@porter/db/prisma";
 import { runtimeDatabaseUrl } from "@porter/db/runtime-role";
@@ -8,7 +8,12 @@ import { getLogger } from "./logger";
 
 // Process-wide state of the console, created on first use. Kept on globalThis so `next dev`'s
 // module reloads reuse the pool instead of leaking connections.
-const state = globalThis as typeof globalThis & { porterConsolePool?: pg.Pool; porterConsolePrisma?: ControlDb; porterConsolePolicyCache?: PolicyCache };
+const state = globalThis as typeof globalThis & {
+  porterConsolePool?: pg.Pool;
+  porterConsolePrisma?: ControlDb;
+  porterConsolePolicyCache?: PolicyCache;
+  porterConsoleKeyAuthCache?: KeyAuthCache;
+};
 
 /** The console's connection string: the runtime role's (README "Configuration"), never the owner's. */
 export const consoleDatabaseUrl = (): string => {
@@ -35,3 +40,10 @@ export const getPrisma = (): ControlDb => (state.porterConsolePrisma ??= createP
 
 /** The job-type/tenant policy cache of enqueue; console edits show within a second. */
 export const getPolicyCache = (): PolicyCache => (state.porterConsolePolicyCache ??= new PolicyCache({ ttlMs: 1000 }));
+
+/**
+ * The process's verified producer keys (core's KeyAuthCache): a key is re-verified at least every
+ * 5 s (revocation takes effect within that) and its calls are paid for in its shared rate bucket a
+ * handful at a time. On globalThis, so the producer front (serve.ts) and Next's routes share it.
+ */
+export const getKeyAuthCache = (): KeyAuthCache => (state.porterConsoleKeyAuthCache ??= new KeyAuthCache(getPool()));
