@@ -8,7 +8,7 @@
 //   node       — createNodeTrpcHandler without the key cache
 //   node+kc    — createNodeTrpcHandler with the key cache (what porter-start serves)
 //   direct     — core's enqueueJobs in process (no HTTP)
-//   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]
+//   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]   (PROFILE=<file>: CPU profile)
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
@@ -20,6 +20,7 @@ import { createPool } from "@porter/db/pool";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
 import pg from "pg";
+import { startProfile } from "./perf-db";
 
 const DB = process.env.AB_DB ?? "porter_perf_http";
 const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
@@ -96,6 +97,8 @@ const ready = Object.fromEntries(await Promise.all(names.map(async (n) => [n, aw
 for (const v of Object.values(ready)) for (let i = 0; i < 30; i++) await v.one();
 const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
 const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+// PROFILE=<file>: a CPU profile of the measured rounds.
+const profile = await startProfile();
 for (let round = 0; round < rounds; round++) {
   const order = names.map((_, i) => names[(i + round) % names.length]!);
   for (const name of order) {
@@ -123,6 +126,7 @@ for (let round = 0; round < rounds; round++) {
     );
   }
 }
+await profile.stop();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const base = median(results[names[0]!]!);
 console.log(`\nmedians (${batch > 0 ? `batches of ${batch}` : `c=${concurrency}`}, ${calls} ${batch > 0 ? "jobs" : "calls"} per run, ${rounds} rounds):`);
