@@ -8,12 +8,10 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
 import { fileURLToPath } from "node:url";
-import { createNodeTrpcHandler } from "@porter/api/node-http";
 import { securityHeaders } from "../lib/security-headers";
 import { getPool } from "./db";
 import { getEnv } from "./env";
 import { getLogger } from "./logger";
-import { trpcDeps } from "./trpc-deps";
 
 // As `next start`: a production build, served as such.
 (process.env as Record<string, string>).NODE_ENV ??= "production";
@@ -34,7 +32,11 @@ const isProducerCall = (req: IncomingMessage): boolean => {
   return pathname.startsWith("/api/trpc/producer.") && !pathname.includes(",");
 };
 
+// Next first: it sets up the AsyncLocalStorage its modules expect (as `next start` does) before
+// anything that imports next-auth or Next's internals is loaded.
 const { default: next } = await import("next");
+const { createNodeTrpcHandler } = await import("@porter/api/node-http");
+const { trpcDeps } = await import("./trpc-deps");
 const dir = fileURLToPath(new URL("../..", import.meta.url));
 const app = next({ dev: false, dir, hostname: env.HOST, port: env.PORT });
 await app.prepare();
