@@ -34,6 +34,7 @@ const isProducerCall = (req: IncomingMessage): boolean => {
 
 // Next first: it sets up the AsyncLocalStorage its modules expect (as `next start` does) before
 // anything that imports next-auth or Next's internals is loaded.
+await import("next/dist/server/node-environment.js");
 const { default: next } = await import("next");
 const { createNodeTrpcHandler } = await import("@porter/api/node-http");
 const { trpcDeps } = await import("./trpc-deps");
