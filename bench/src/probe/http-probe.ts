@@ -12,7 +12,7 @@ const [calls, concurrency] = [Number(process.argv[2] ?? 2000), Number(process.ar
 const pool = await freshPerfDatabase({ connections: 26 });
 const prisma = createPrisma(pool);
 const server = await startTestServer({ db: pool, prisma, policyCache: new PolicyCache({ ttlMs: 1000 }) });
-const { key } = await createApiKey(prisma, { tenantIds: ["bench"], jobTypes: ["*"], name: "probe", actor: "probe" });
+const { key } = await createApiKey(prisma, { tenantIds: ["bench"], jobTypes: ["*"], name: "probe", actor: "probe", ratePerSecond: 1_000_000 });
 const client = createProducerClient({ url: server.url, apiKey: key });
 let k = 0;
 const one = () => client.enqueue({ job_type: "bench.job", payload: { k: ++k }, idempotency_key: `k-${k}` });

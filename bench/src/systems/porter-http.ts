@@ -7,8 +7,9 @@ import { PORTER_TENANT, porterInput } from "./porter";
 import type { HttpProducer } from "./types";
 
 /**
- * Porter's producer API over real HTTP, in this process: `handleTrpcRequest` (the code behind the
- * console's /api/trpc route) served by node:http on an ephemeral port (the API's own test server),
+ * Porter's producer API over real HTTP, in this process: `createNodeTrpcHandler` (what the console's
+ * server, apps/console/src/server/serve.ts, answers producer calls with under `npm start`) with a
+ * key cache of its own, served by node:http on an ephemeral port (the API's own test server),
  * called with the SDK's producer client and an API key from core's `createApiKey` — what a producer
  * service does.
  */

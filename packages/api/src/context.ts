@@ -1,4 +1,4 @@
-import type { ApiKeyScope, KeyAuthLimits, PolicyCache } from "@porter/core";
+import type { ApiKeyScope, KeyAuthCache, KeyAuthLimits, PolicyCache } from "@porter/core";
 import type { ControlDb } from "@porter/db/prisma";
 import type pg from "pg";
 import { createReads, type Reads, type ReplicaReads } from "./reads";
@@ -10,9 +10,15 @@ export type Role = (typeof ROLES)[number];
 /** A signed-in console user (next-auth cookie session, role read from `users`; see session.ts). */
 export type Session = { userId: string; email: string; role: Role; name?: string };
 
+/**
+ * What procedures read of the HTTP request: its method, URL and headers. A fetch `Request` is one;
+ * the node:http producer path (node-http.ts) passes a lighter view of an IncomingMessage.
+ */
+export type RequestHead = { readonly method: string; readonly url: string; readonly headers: { get(name: string): string | null } };
+
 /** What every procedure sees. Procedure builders narrow it (`apiKey`, `session` non-null). */
 export type Context = {
-  req: Request;
+  req: RequestHead;
   /** Headers added to the HTTP response (e.g. Set-Cookie, Cache-Control). */
   resHeaders: Headers;
   /** The data plane\'s pg pool (enqueue, job reads and actions), as the runtime role. */
@@ -41,6 +47,8 @@ export type Context = {
   clientAddress?: string | null;
   /** Per-key call rate and failure throttling of producer keys (defaults: core's DEFAULT_KEY_AUTH_LIMITS). */
   keyAuthLimits?: Partial<KeyAuthLimits>;
+  /** The process's verified-key cache (core's KeyAuthCache); absent = the database is asked on every call. */
+  keyAuthCache?: KeyAuthCache;
 };
 
 /** Inputs of {@link createContext}; `getSession` reads the console session (session.ts). */
@@ -57,8 +65,9 @@ export type CreateContextOptions = {
   getSession?: (req: Request) => Promise<Session | null>;
   trustedOrigins?: readonly string[];
   /** The client address of a request; default {@link clientAddressOf}. */
-  getClientAddress?: (req: Request) => string | null;
+  getClientAddress?: (req: RequestHead) => string | null;
   keyAuthLimits?: Partial<KeyAuthLimits>;
+  keyAuthCache?: KeyAuthCache;
 };
 
 /**
@@ -67,7 +76,7 @@ export type CreateContextOptions = {
  * appends to it, as nginx's `$proxy_add_x_forwarded_for` does, puts the real client there).
  * Null without the header.
  */
-export const clientAddressOf = (req: Request): string | null => {
+export const clientAddressOf = (req: RequestHead): string | null => {
   const forwarded = req.headers.get("x-forwarded-for");
   const last = forwarded
     ?.split(",")
@@ -94,4 +103,5 @@ export const createContext = async (opts: CreateContextOptions): Promise<Context
   trustedOrigins: opts.trustedOrigins ?? [],
   clientAddress: (opts.getClientAddress ?? clientAddressOf)(opts.req),
   keyAuthLimits: opts.keyAuthLimits ?? {},
+  keyAuthCache: opts.keyAuthCache,
 });

@@ -1,3 +1,5 @@
+import type { RequestHead } from "./context";
+
 /** Why a cookie-authenticated mutation was refused, or null when it may proceed. */
 export type CrossSiteRefusal = string | null;
 
@@ -22,7 +24,7 @@ const hostOf = (origin: string): string | null => {
  * Producer calls are not checked here: they authenticate with a Bearer key, which a browser never
  * attaches on its own. Returns why the request is refused, or null.
  */
-export const refuseCrossSite = (req: Request, trustedOrigins: readonly string[] = []): CrossSiteRefusal => {
+export const refuseCrossSite = (req: RequestHead, trustedOrigins: readonly string[] = []): CrossSiteRefusal => {
   const contentType = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (contentType !== "application/json") return "console mutations must be sent as application/json";
   const fetchSite = req.headers.get("sec-fetch-site");

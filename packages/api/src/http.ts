@@ -1,11 +1,11 @@
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "@porter/contracts";
-import type { KeyAuthLimits, PolicyCache } from "@porter/core";
+import type { KeyAuthCache, KeyAuthLimits, PolicyCache } from "@porter/core";
 import type { ControlDb } from "@porter/db/prisma";
 import type { TRPCError } from "@trpc/server";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import type pg from "pg";
-import { createContext, type Session } from "./context";
+import { createContext, type RequestHead, type Session } from "./context";
 import { appErrorOf, DATABASE_UNAVAILABLE_RETRY_AFTER_S, isDatabaseUnavailable } from "./errors";
 import type { ReplicaReads } from "./reads";
 import { appRouter } from "./root";
@@ -34,9 +34,14 @@ export type TrpcHttpDeps = {
   /** Origins console mutations may come from besides the request's own host (see csrf.ts). */
   trustedOrigins?: readonly string[];
   /** The client address of a request (key-failure throttling); default: the last X-Forwarded-For entry. */
-  getClientAddress?: (req: Request) => string | null;
+  getClientAddress?: (req: RequestHead) => string | null;
   /** Producer keys' default call rate and failure throttling (core's DEFAULT_KEY_AUTH_LIMITS otherwise). */
   keyAuthLimits?: Partial<KeyAuthLimits>;
+  /**
+   * The process's verified-key cache (core's KeyAuthCache, one per process, over `db`): producer
+   * calls authenticate without a round trip each. Absent = the database is asked on every call.
+   */
+  keyAuthCache?: KeyAuthCache;
   /**
    * Wakes the live status stream's readers (core's StreamNotifier) after a mutation succeeded —
    * enqueue, cancel, retry, redrive all commit before their response; the notify is debounced.
@@ -83,12 +88,11 @@ export const handleTrpcRequest = async (request: Request, deps: TrpcHttpDeps): P
         trustedOrigins: deps.trustedOrigins,
         getClientAddress: deps.getClientAddress,
         keyAuthLimits: deps.keyAuthLimits,
+        keyAuthCache: deps.keyAuthCache,
       }),
     responseMeta: ({ errors }) => {
-      const waits = errors
-        .map((e) => appErrorOf(e)?.retryAfterS ?? (isDatabaseUnavailable(e.cause) ? DATABASE_UNAVAILABLE_RETRY_AFTER_S : undefined))
-        .filter((s): s is number => typeof s === "number");
-      return waits.length > 0 ? { headers: { "retry-after": String(Math.max(1, Math.ceil(Math.max(...waits)))) } } : {};
+      const retryAfter = retryAfterOf(errors);
+      return retryAfter ? { headers: { "retry-after": retryAfter } } : {};
     },
     onError: deps.onError ? ({ error, path, type }) => deps.onError!({ error, path, type }) : undefined,
   });
@@ -125,10 +129,21 @@ const readBodyCapped = async (request: Request, limit: number): Promise<Uint8Arr
   return body;
 };
 
-/** A 413 in tRPC's error shape (an array for batch calls), so tRPC clients parse it. */
-const bodyTooLarge = (request: Request, endpoint: string, limit: number): Response => {
-  const url = new URL(request.url);
-  const path = decodeURIComponent(url.pathname.slice(url.pathname.indexOf(endpoint) + endpoint.length + 1));
+/**
+ * The `Retry-After` of a response with these errors (seconds, at least 1): the longest wait an
+ * error asks for — a 429's, or a 503's for an unreachable database — or undefined.
+ */
+export const retryAfterOf = (errors: readonly TRPCError[]): string | undefined => {
+  let wait: number | undefined;
+  for (const e of errors) {
+    const s = appErrorOf(e)?.retryAfterS ?? (isDatabaseUnavailable(e.cause) ? DATABASE_UNAVAILABLE_RETRY_AFTER_S : undefined);
+    if (typeof s === "number") wait = Math.max(wait ?? s, s);
+  }
+  return wait === undefined ? undefined : String(Math.max(1, Math.ceil(wait)));
+};
+
+/** A 413's JSON body in tRPC's error shape (an array for batch calls), so tRPC clients parse it. */
+export const bodyTooLargeJson = (procedurePath: string, isBatch: boolean, limit: number): string => {
   const error = (p: string) => ({
     error: {
       message: `request body exceeds the limit of ${limit} bytes; send smaller batches, and pass references instead of data in payloads`,
@@ -143,6 +158,15 @@ const bodyTooLarge = (request: Request, endpoint: string, limit: number): Respon
       } satisfies ErrorData,
     },
   });
-  const json = url.searchParams.get("batch") === "1" ? path.split(",").map(error) : error(path);
-  return new Response(JSON.stringify(json), { status: 413, headers: { "content-type": "application/json", connection: "close" } });
+  return JSON.stringify(isBatch ? procedurePath.split(",").map(error) : error(procedurePath));
+};
+
+/** A 413 in tRPC's error shape (an array for batch calls), so tRPC clients parse it. */
+const bodyTooLarge = (request: Request, endpoint: string, limit: number): Response => {
+  const url = new URL(request.url);
+  const path = decodeURIComponent(url.pathname.slice(url.pathname.indexOf(endpoint) + endpoint.length + 1));
+  return new Response(bodyTooLargeJson(path, url.searchParams.get("batch") === "1", limit), {
+    status: 413,
+    headers: { "content-type": "application/json", connection: "close" },
+  });
 };

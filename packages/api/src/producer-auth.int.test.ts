@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createApiKey, PolicyCache } from "@porter/core";
+import { createApiKey, KeyAuthCache, PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
@@ -10,7 +10,10 @@ import { startTestServer, type TestServer } from "./testing/http-server";
 // Producer key authentication over real HTTP and real PostgreSQL: failed secrets are throttled per
 // key id and per client address, each key's calls are rate-limited, and last_used_at is written
 // (coalesced) — all in rate_buckets/api_keys, so two API servers on two pools share every limit.
+// Each server verifies keys through its own key cache (core's KeyAuthCache, as the producer API's
+// process does), here trusting a verified key for 1 s.
 const db = useTestDatabase();
+const KEY_CACHE_TTL_MS = 1000;
 let pool2: pg.Pool;
 let serverA: TestServer;
 let serverB: TestServer;
@@ -19,8 +22,8 @@ beforeAll(async () => {
   await seedProducerFixtures(db);
   pool2 = createPool(db.appConnectionString, { max: 3, applicationName: "producer-auth-second-server" });
   // Two "console processes": own pools, own registries, one database.
-  serverA = await startTestServer({ db: db.appPool, policyCache: new PolicyCache() });
-  serverB = await startTestServer({ db: pool2, policyCache: new PolicyCache() });
+  serverA = await startTestServer({ db: db.appPool, policyCache: new PolicyCache(), keyAuthCache: new KeyAuthCache(db.appPool, { ttlMs: KEY_CACHE_TTL_MS }) });
+  serverB = await startTestServer({ db: pool2, policyCache: new PolicyCache(), keyAuthCache: new KeyAuthCache(pool2, { ttlMs: KEY_CACHE_TTL_MS }) });
 });
 afterAll(async () => {
   await serverA?.close();
@@ -123,8 +126,10 @@ describe("api_keys.last_used_at", () => {
     // Many calls within the minute (both servers): the first write stands.
     await Promise.all(Array.from({ length: 10 }, (_, i) => enqueue(i % 2 ? serverA : serverB, key)));
     expect((await lastUsed(id))!.getTime()).toBe(first!.getTime());
-    // Once it is older than a minute, the next call writes it again.
+    // Once it is older than a minute, the next call that asks the database writes it again: the
+    // first after the server's key cache stops trusting its last answer.
     await db.pool.query(`UPDATE api_keys SET last_used_at = now() - interval '61 seconds' WHERE id = $1`, [id]);
+    await new Promise((r) => setTimeout(r, KEY_CACHE_TTL_MS + 100));
     expect((await enqueue(serverB, key)).status).toBe(200);
     expect(Date.now() - (await lastUsed(id))!.getTime()).toBeLessThan(10_000);
   });

@@ -102,7 +102,9 @@ export const publicProcedure = baseProcedure.meta({ policy: "public" });
  * tenant and job type against it. Runs before input validation, so an unauthenticated caller
  * learns nothing about the contract. In the same single statement (core's `authenticateApiKey`):
  * 429 + Retry-After when the key id or the client address failed too often, or the key is over
- * its call rate; `last_used_at` is written at most once a minute.
+ * its call rate; `last_used_at` is written at most once a minute. With the process's key cache
+ * (`ctx.keyAuthCache`, core's KeyAuthCache) that statement runs once per handful of calls of a key
+ * and at least every few seconds, not per call: revocation takes effect within the cache's TTL.
  */
 export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(async ({ ctx, next }) => {
   const header = ctx.req.headers.get("authorization") ?? "";
@@ -110,7 +112,8 @@ export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(
   if (!match) {
     throw toTRPCError(new AppError("UNAUTHORIZED", { message: "missing API key: send Authorization: Bearer <key>" }));
   }
-  const auth = await authenticateApiKey(ctx.db, { presented: match[1]!, address: ctx.clientAddress ?? null, limits: ctx.keyAuthLimits });
+  const params = { presented: match[1]!, address: ctx.clientAddress ?? null, limits: ctx.keyAuthLimits };
+  const auth = await (ctx.keyAuthCache ? ctx.keyAuthCache.authenticate(params) : authenticateApiKey(ctx.db, params));
   if (auth.outcome === "invalid") throw toTRPCError(new AppError("UNAUTHORIZED", { message: "invalid or revoked API key" }));
   if (auth.outcome === "throttled") {
     throw toTRPCError(

@@ -50,6 +50,7 @@ export * from "./sql/expire-jobs";
 export * from "./sql/extend-leases";
 export * from "./sql/fail-jobs";
 export * from "./sql/hand-back-jobs";
+export * from "./sql/key-auth-cache";
 export * from "./sql/maintenance";
 export * from "./sql/prune-finished";
 export * from "./sql/queue-samples";

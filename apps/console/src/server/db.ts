@@ -1,5 +1,5 @@
 import type { ReplicaReads } from "@porter/api";
-import { PolicyCache } from "@porter/core";
+import { KeyAuthCache, PolicyCache } from "@porter/core";
 import { createPool } from "@porter/db/pool";
 import { type ControlDb, createPrisma } from "@porter/db/prisma";
 import { ReadReplica } from "@porter/db/read-replica";
@@ -15,6 +15,7 @@ const state = globalThis as typeof globalThis & {
   porterConsolePrisma?: ControlDb;
   porterConsolePolicyCache?: PolicyCache;
   porterConsoleReplica?: ReplicaReads | null;
+  porterConsoleKeyAuthCache?: KeyAuthCache;
 };
 
 /** The console's connection string: the runtime role's (README "Configuration"), never the owner's. */
@@ -84,3 +85,10 @@ export const readOnReplica = <T>(minLsn: string | null, read: (db: pg.Pool) => P
   const replica = getReplica();
   return replica ? replica.router.run(minLsn, read) : read(getPool());
 };
+
+/**
+ * The process's verified producer keys (core's KeyAuthCache): a key is re-verified at least every
+ * 5 s (revocation takes effect within that) and its calls are paid for in its shared rate bucket a
+ * handful at a time. On globalThis, so the producer front (serve.ts) and Next's routes share it.
+ */
+export const getKeyAuthCache = (): KeyAuthCache => (state.porterConsoleKeyAuthCache ??= new KeyAuthCache(getPool()));

@@ -77,15 +77,22 @@ describe("child output", () => {
 });
 
 describe("the console's interface (HOST)", () => {
-  it("binds loopback unless HOST says otherwise — never Next's every-interface default", async () => {
+  it("binds loopback unless HOST says otherwise — never Next's every-interface default; runs the console's own server", async () => {
     const { parseCliEnv } = await import("../cli/env");
     const { consoleStartArgs, localHostOf } = await import("./console-args");
     const env = (vars: Record<string, string>) => parseCliEnv(vars as NodeJS.ProcessEnv);
     const host = env({}).HOST;
     expect(host).toBe("127.0.0.1");
     expect(env({ HOST: "" }).HOST).toBe("127.0.0.1");
-    expect(consoleStartArgs({ port: 3000, host })).toEqual(["start", "-p", "3000", "-H", "127.0.0.1"]);
-    expect(consoleStartArgs({ port: 3001, host: env({ HOST: "0.0.0.0" }).HOST })).toEqual(["start", "-p", "3001", "-H", "0.0.0.0"]);
+    // The console's server reads PORT and HOST from the environment the launcher gives it.
+    expect(env({ HOST: "0.0.0.0" }).HOST).toBe("0.0.0.0");
+    expect(consoleStartArgs({ root: "/srv/porter", guard: "file:///g.mjs" })).toEqual([
+      "--import",
+      "tsx",
+      "--import",
+      "file:///g.mjs",
+      "/srv/porter/apps/console/src/server/serve.ts",
+    ]);
     expect(localHostOf("0.0.0.0")).toBe("127.0.0.1");
     expect(localHostOf("::1")).toBe("[::1]");
     expect(localHostOf("10.0.0.5")).toBe("10.0.0.5");

@@ -1,6 +1,5 @@
 import { createWriteStream, existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { join, relative, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
@@ -206,7 +205,7 @@ export const runLauncher = async (): Promise<number> => {
     supervisor.start({
       name: "console",
       command: process.execPath,
-      args: ["--import", guard, nextBin(root), ...consoleStartArgs({ port: env.PORT, host: env.HOST })],
+      args: consoleStartArgs({ root, guard }),
       cwd: join(root, "apps/console"),
       env: guardedEnv,
       restart: false,
@@ -380,12 +379,6 @@ const waitForHealth = async (url: string, timeoutMs: number, isStopping: () => b
 const npmCommand = (args: string[]): { command: string; args: string[] } => {
   const npmCli = process.env.npm_execpath;
   return npmCli?.endsWith(".js") ? { command: process.execPath, args: [npmCli, ...args] } : { command: "npm", args };
-};
-
-/** The `next` CLI script of the console's dependency. */
-const nextBin = (root: string): string => {
-  const require = createRequire(join(root, "apps/console/package.json"));
-  return join(require.resolve("next/package.json").replace(/package\.json$/, ""), "dist/bin/next");
 };
 
 /** A connection string without its password, for printing. */

@@ -12,6 +12,7 @@ import {
 } from "@porter/contracts";
 import { type ApiKeyScope, cancelJob, type EnqueueInput, enqueueJobs, getJob } from "@porter/core";
 import { z } from "zod";
+import type { RequestHead } from "../context";
 import { createTRPCRouter, producerProcedure } from "../trpc";
 
 /**
@@ -57,7 +58,7 @@ export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest
  * `porter.enqueue` span and the trace of its jobs that carry neither `traceparent` nor `trace_id`.
  * An invalid one is a 400 naming the header (nothing is stored), as an invalid field is.
  */
-export const traceparentHeader = (req: Request): string | undefined => {
+export const traceparentHeader = (req: RequestHead): string | undefined => {
   const value = req.headers.get("traceparent");
   if (value === null) return undefined;
   const parsed = ZTraceparent.safeParse(value.trim());

@@ -1,0 +1,138 @@
+// Probe (not part of the suite): A/B of the producer API's serving paths, interleaved in one run on
+// a fresh database (AB_DB, default porter_perf_http). Each round runs every variant for `calls`
+// single enqueues at concurrency `c` (or, with BATCH=n, sequential enqueueBatch calls of n jobs),
+// the SDK client in this process (as bench/src/systems/porter-http.ts), order rotated per round:
+//   fetch      — the fetch adapter (handleTrpcRequest behind an IncomingMessage → Request bridge),
+//                every call authenticated in the database (the path before issue 15)
+//   fetch+kc   — the same with the key cache (core's KeyAuthCache)
+//   node       — createNodeTrpcHandler without the key cache
+//   node+kc    — createNodeTrpcHandler with the key cache (what porter-start serves)
+//   direct     — core's enqueueJobs in process (no HTTP)
+//   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]   (PROFILE=<file>: CPU profile)
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+import { handleTrpcRequest, type TrpcHttpDeps } from "@porter/api";
+import { createNodeTrpcHandler } from "@porter/api/node-http";
+import { createApiKey, enqueueJobs, KeyAuthCache, PolicyCache } from "@porter/core";
+import { migrate } from "@porter/db/migrator";
+import { createPool } from "@porter/db/pool";
+import { createPrisma } from "@porter/db/prisma";
+import { createProducerClient } from "@porter/sdk";
+import pg from "pg";
+import { startProfile } from "./perf-db";
+
+const DB = process.env.AB_DB ?? "porter_perf_http";
+const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
+const [calls, concurrency, rounds] = [Number(process.argv[2] ?? 2000), Number(process.argv[3] ?? 32), Number(process.argv[4] ?? 3)];
+const names = (process.argv[5] ?? "fetch,node+kc,direct").split(",");
+const batch = Number(process.env.BATCH ?? 0);
+
+const admin = new pg.Client("postgres://postgres@127.0.0.1:5432/postgres");
+await admin.connect();
+await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
+await admin.query(`CREATE DATABASE ${DB}`);
+await admin.end();
+await migrate(URL);
+const pool = createPool(URL, { max: 20 });
+await pool.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 10)`);
+await pool.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
+await pool.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
+await pool.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+const prisma = createPrisma(pool);
+const policyCache = new PolicyCache({ ttlMs: 1000 });
+const { key } = await createApiKey(prisma, { tenantIds: ["bench"], jobTypes: ["*"], name: "ab", actor: "ab", ratePerSecond: 1_000_000 });
+
+/** The bridge the API's test server used before issue 15: IncomingMessage → Request → handleTrpcRequest. */
+const viaFetch = (deps: TrpcHttpDeps) => async (req: IncomingMessage, res: ServerResponse) => {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
+  if (!headers.has("x-forwarded-for") && req.socket.remoteAddress) headers.set("x-forwarded-for", req.socket.remoteAddress);
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  const request = new Request(`http://${req.headers.host}${req.url}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>) : undefined,
+    duplex: "half",
+  } as RequestInit);
+  const response = await handleTrpcRequest(request, deps);
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  res.end(Buffer.from(await response.arrayBuffer()));
+};
+
+const serve = async (handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>) => {
+  const server = createServer((req, res) => void handler(req, res));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+};
+
+let k = 0;
+const job = () => ({ job_type: "bench.job", payload: { k: ++k }, idempotency_key: `k-${k}` });
+type Variant = { one: () => Promise<unknown>; many: (n: number) => Promise<unknown> };
+const variants: Record<string, () => Promise<Variant>> = {};
+for (const [name, fetchPath, cached] of [
+  ["fetch", true, false],
+  ["fetch+kc", true, true],
+  ["node", false, false],
+  ["node+kc", false, true],
+] as const) {
+  variants[name] = async () => {
+    const deps: TrpcHttpDeps = { db: pool, prisma, policyCache, keyAuthCache: cached ? new KeyAuthCache(pool) : undefined };
+    const server = await serve(fetchPath ? viaFetch(deps) : createNodeTrpcHandler(deps));
+    const client = createProducerClient({ url: server.url, apiKey: key });
+    return { one: () => client.enqueue(job()), many: (n) => client.enqueueBatch(Array.from({ length: n }, job)) };
+  };
+}
+variants.direct = async () => ({
+  one: () => enqueueJobs(pool, [{ ...job(), tenant_id: "bench" }], { policyCache }),
+  many: (n) =>
+    enqueueJobs(
+      pool,
+      Array.from({ length: n }, () => ({ ...job(), tenant_id: "bench" })),
+      { policyCache },
+    ),
+});
+
+const ready = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await variants[n]!()] as const)));
+for (const v of Object.values(ready)) for (let i = 0; i < 30; i++) await v.one();
+const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+// PROFILE=<file>: a CPU profile of the measured rounds.
+const profile = await startProfile();
+for (let round = 0; round < rounds; round++) {
+  const order = names.map((_, i) => names[(i + round) % names.length]!);
+  for (const name of order) {
+    const v = ready[name]!;
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    let jobs = calls;
+    if (batch > 0) {
+      for (let done = 0; done < calls; done += batch) await v.many(batch);
+    } else {
+      let left = calls;
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (left-- > 0) await v.one();
+        }),
+      );
+      jobs = calls;
+    }
+    const s = (performance.now() - t0) / 1000;
+    const c = process.cpuUsage(c0);
+    results[name]!.push(jobs / s);
+    cpu[name]!.push((c.user + c.system) / 1000 / jobs);
+    console.log(
+      `round ${round + 1} ${name.padEnd(9)} ${(jobs / s).toFixed(0).padStart(6)} jobs/s  ${((c.user + c.system) / 1000 / jobs).toFixed(3)} ms CPU/job (this process)`,
+    );
+  }
+}
+await profile.stop();
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const base = median(results[names[0]!]!);
+console.log(`\nmedians (${batch > 0 ? `batches of ${batch}` : `c=${concurrency}`}, ${calls} ${batch > 0 ? "jobs" : "calls"} per run, ${rounds} rounds):`);
+for (const n of names) {
+  console.log(
+    `${n.padEnd(9)} ${median(results[n]!).toFixed(0).padStart(6)} jobs/s  ${(median(results[n]!) / base).toFixed(2)}× ${names[0]}  ${median(cpu[n]!).toFixed(3)} ms CPU/job`,
+  );
+}
+process.exit(0);

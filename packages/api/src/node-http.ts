@@ -1,0 +1,231 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import { DEFAULT_MAX_PAYLOAD_BYTES } from "@porter/contracts";
+import { callTRPCProcedure, getErrorShape, getTRPCErrorFromUnknown, TRPCError, transformTRPCResponse } from "@trpc/server";
+import { getHTTPStatusCode } from "@trpc/server/http";
+import { type Context, clientAddressOf, type RequestHead } from "./context";
+import { bodyTooLargeJson, DEFAULT_MAX_BODY_BYTES, handleTrpcRequest, retryAfterOf, type TrpcHttpDeps } from "./http";
+import { appRouter } from "./root";
+
+/** A node:http request listener for `/api/trpc/*` (see {@link createNodeTrpcHandler}). */
+export type NodeTrpcHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/** The producer procedures served on the direct path, and their tRPC types. */
+const PRODUCER_PROCEDURES: Readonly<Record<string, "mutation" | "query">> = {
+  "producer.enqueue": "mutation",
+  "producer.enqueueBatch": "mutation",
+  "producer.cancel": "mutation",
+  "producer.get": "query",
+};
+
+/**
+ * Serves tRPC from a node:http server — the producer API's own server (`porter-start`'s front on
+ * `PORT`, the tests' and the bench's server). The producer procedures in their plain form (a POST
+ * of one mutation with a JSON body, a GET of `producer.get` with `?input=`) take a direct path:
+ * the body is read as bytes, the procedure is called through tRPC itself (`callTRPCProcedure`:
+ * the same middlewares — key authentication, the AppError mapping — input and output validation)
+ * and the reply is written with tRPC's own error shape (`getErrorShape`, our errorFormatter) and
+ * status (`getHTTPStatusCode`) — no fetch Request/Response, web streams or abort signals per call.
+ * Everything else — batch calls (`?batch=1`), other content types, streaming accepts, console
+ * procedures — goes through `handleTrpcRequest` (tRPC's fetch adapter), as before. Both paths give
+ * the same bytes for the same call (`node-http.int.test.ts` compares them; `isDirect: false`
+ * sends every request through the fetch path, for that comparison).
+ */
+export const createNodeTrpcHandler = (deps: TrpcHttpDeps, options: { isDirect?: boolean } = {}): NodeTrpcHandler => {
+  const isDirect = options.isDirect ?? true;
+  const endpoint = deps.endpoint ?? "/api/trpc";
+  const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  return async (req, res) => {
+    try {
+      const url = req.url ?? "/";
+      const q = url.indexOf("?");
+      const pathname = q === -1 ? url : url.slice(0, q);
+      const path = pathname.startsWith(`${endpoint}/`) ? pathname.slice(endpoint.length + 1) : undefined;
+      const type = path === undefined ? undefined : PRODUCER_PROCEDURES[path];
+      if (isDirect && type && path && isPlainCall(req, type, url, q)) {
+        await serveProducer(req, res, deps, { path, type, url, q, maxBodyBytes });
+        return;
+      }
+      await serveThroughFetch(req, res, deps);
+    } catch {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "internal server error" } }));
+    }
+  };
+};
+
+/**
+ * A call of the direct path: one procedure (no batch), JSON, no streaming accept — a POST without a
+ * query string for a mutation, a GET with at most `input` for a query.
+ */
+const isPlainCall = (req: IncomingMessage, type: "mutation" | "query", url: string, q: number): boolean => {
+  if (req.headers["trpc-accept"] !== undefined || req.headers.accept?.includes("application/jsonl")) return false;
+  if (type === "mutation") {
+    const contentType = req.headers["content-type"];
+    return req.method === "POST" && q === -1 && contentType !== undefined && contentType.split(";", 1)[0]!.trim().toLowerCase() === "application/json";
+  }
+  if (req.method !== "GET" || req.headers["content-type"] !== undefined) return false;
+  if (q === -1) return true;
+  const params = new URLSearchParams(url.slice(q + 1));
+  for (const name of params.keys()) if (name !== "input") return false;
+  return params.getAll("input").length <= 1;
+};
+
+/** The headers of an IncomingMessage as `RequestHead.headers` (names are lower-case there). */
+const headersOf = (req: IncomingMessage, forwardedFor: string | undefined): RequestHead["headers"] => ({
+  get: (name: string) => {
+    const lower = name.toLowerCase();
+    if (lower === "x-forwarded-for" && forwardedFor !== undefined) return forwardedFor;
+    const value = req.headers[lower];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.join(lower === "cookie" ? "; " : ", ") : value;
+  },
+});
+
+const serveProducer = async (
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: TrpcHttpDeps,
+  call: { path: string; type: "mutation" | "query"; url: string; q: number; maxBodyBytes: number },
+): Promise<void> => {
+  let text: string | undefined;
+  if (call.type === "mutation") {
+    const body = await readBodyCapped(req, call.maxBodyBytes);
+    if (body === null) {
+      const json = bodyTooLargeJson(call.path, false, call.maxBodyBytes);
+      res.writeHead(413, { "content-type": "application/json", connection: "close" });
+      res.end(json);
+      return;
+    }
+    // As fetch's Request.json(): UTF-8, a leading byte order mark dropped.
+    text = body.toString("utf8");
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  } else if (call.q !== -1) {
+    text = new URLSearchParams(call.url.slice(call.q + 1)).get("input") || undefined;
+  }
+
+  // As Next's server does (and the fetch path's tests): the socket's address when the request
+  // brought no X-Forwarded-For.
+  const forwardedFor = req.headers["x-forwarded-for"] === undefined ? req.socket.remoteAddress : undefined;
+  const head: RequestHead = {
+    method: req.method ?? "GET",
+    url: `http://${req.headers.host ?? "127.0.0.1"}${call.url}`,
+    headers: headersOf(req, forwardedFor),
+  };
+  const resHeaders = new Headers();
+  const ctx: Context = {
+    req: head,
+    resHeaders,
+    db: deps.db,
+    prisma: deps.prisma,
+    policyCache: deps.policyCache,
+    maxPayloadBytes: deps.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+    apiKey: null,
+    // Producer procedures authenticate with their key; a console session is never read here.
+    session: null,
+    trustedOrigins: deps.trustedOrigins ?? [],
+    clientAddress: (deps.getClientAddress ?? clientAddressOf)(head),
+    keyAuthLimits: deps.keyAuthLimits ?? {},
+    keyAuthCache: deps.keyAuthCache,
+  };
+
+  // The input is parsed when a procedure asks for it — after key authentication, as tRPC does —
+  // and a body that is not JSON is the 400 tRPC gives (its message is JSON.parse's).
+  let parsed: { value: unknown } | { error: TRPCError } | undefined;
+  const getRawInput = async (): Promise<unknown> => {
+    if (!parsed) {
+      try {
+        parsed = { value: text === undefined ? undefined : JSON.parse(text) };
+      } catch (cause) {
+        parsed = { error: new TRPCError({ code: "BAD_REQUEST", message: cause instanceof Error ? cause.message : "Invalid input", cause }) };
+      }
+    }
+    if ("error" in parsed) throw parsed.error;
+    return parsed.value;
+  };
+  const inputSoFar = () => (parsed && "value" in parsed ? parsed.value : undefined);
+
+  const config = appRouter._def._config;
+  let status = 200;
+  let json: string;
+  let retryAfter: string | undefined;
+  try {
+    const data = await callTRPCProcedure({ router: appRouter, path: call.path, getRawInput, ctx, type: call.type, signal: undefined, batchIndex: 0 });
+    json = JSON.stringify(transformTRPCResponse(config, { result: { data } }));
+  } catch (cause) {
+    const error = getTRPCErrorFromUnknown(cause);
+    deps.onError?.({ error, path: call.path, type: call.type });
+    const untransformed = { error: getErrorShape({ config, error, type: call.type, path: call.path, input: inputSoFar(), ctx }) };
+    status = getHTTPStatusCode(untransformed);
+    retryAfter = retryAfterOf([error]);
+    json = JSON.stringify(transformTRPCResponse(config, untransformed));
+  }
+  const headers: Record<string, string | string[]> = { vary: "trpc-accept, accept", "content-type": "application/json" };
+  for (const [name, value] of resHeaders) headers[name] = value;
+  if (retryAfter) headers["retry-after"] = retryAfter;
+  res.writeHead(status, headers);
+  res.end(json);
+  if (call.type === "mutation" && status < 400) deps.streamNotifier?.touch();
+};
+
+/** The body as one Buffer, or null once it passes `limit` (by Content-Length, or while it streams in). */
+const readBodyCapped = (req: IncomingMessage, limit: number): Promise<Buffer | null> => {
+  const declared = Number(req.headers["content-length"]);
+  // Past the limit we answer at once and leave the rest unread (the 413 closes the connection).
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > limit) {
+        cleanup();
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
+};
+
+/** Any other request: as a fetch Request through `handleTrpcRequest` (tRPC's fetch adapter). */
+const serveThroughFetch = async (req: IncomingMessage, res: ServerResponse, deps: TrpcHttpDeps): Promise<void> => {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (Array.isArray(value)) {
+      for (const v of value) headers.append(name, v);
+    } else if (value !== undefined) headers.set(name, value);
+  }
+  // As Next's server does: the socket's address when the request brought no X-Forwarded-For.
+  if (!headers.has("x-forwarded-for") && req.socket.remoteAddress) headers.set("x-forwarded-for", req.socket.remoteAddress);
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  const request = new Request(`http://${req.headers.host ?? "127.0.0.1"}${req.url ?? "/"}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req) as unknown as ReadableStream<Uint8Array>) : undefined,
+    duplex: "half",
+  } as RequestInit);
+  const response = await handleTrpcRequest(request, deps);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of response.headers) out[name] = value;
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) out["set-cookie"] = cookies;
+  res.writeHead(response.status, out);
+  res.end(Buffer.from(await response.arrayBuffer()));
+};
