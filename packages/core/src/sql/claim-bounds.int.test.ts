@@ -79,7 +79,7 @@ describe("the claim's bounds", () => {
     expect([...first.bounds].sort()).toEqual(["pool:p1", "tenant:tenant_B"]);
   });
 
-  it("claims uncapped queues without the pool's lock while no capped queue has work, and takes it when one has", async () => {
+  it("claims uncapped queues without the pool's lock while no capped queue has work; while another claimer holds the lock it leaves the capped queue and does not wait", async () => {
     await setup([{ id: "q1", concurrency_cap: 2 }, { id: "q2" }]);
     await enqueueJobs(db.pool, [job("q2.job"), job("q2.job")]);
     const holder = new pg.Client({ connectionString: db.connectionString });
@@ -90,13 +90,15 @@ describe("the claim's bounds", () => {
       const unlocked = await Promise.race([claim(1), sleep(3_000).then(() => "blocked" as const)]);
       expect(unlocked).not.toBe("blocked");
       expect((unlocked as Awaited<ReturnType<typeof claim>>).jobs.map((j) => j.queueId)).toEqual(["q2"]);
-      // Work in the capped queue: its room must be counted under the lock, so the claim waits for it.
+      // Work in the capped queue while another claimer holds the lock: its room can only be counted
+      // under the lock, so this claim takes the uncapped work at once and leaves the capped job.
       await enqueueJobs(db.pool, [job("q1.job")]);
-      const pending = claim(10);
-      const outcome = await Promise.race([pending, sleep(500).then(() => "blocked" as const)]);
-      expect(outcome).toBe("blocked");
+      const busy = await Promise.race([claim(10), sleep(3_000).then(() => "blocked" as const)]);
+      expect(busy).not.toBe("blocked");
+      expect((busy as Awaited<ReturnType<typeof claim>>).jobs.map((j) => j.queueId)).toEqual(["q2"]);
+      // The lock released: the next claim takes it and the capped job.
       await holder.query(`COMMIT`);
-      expect((await pending).jobs.map((j) => j.queueId).sort()).toEqual(["q1", "q2"]);
+      expect((await claim(10)).jobs.map((j) => j.queueId)).toEqual(["q1"]);
     } finally {
       await holder.end();
     }

@@ -106,7 +106,11 @@ BEGIN
   ELSIF EXISTS (SELECT 1 FROM queues q WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused) THEN
     -- Only queue caps: the pool's lock only when a capped queue has claimable work (one index probe
     -- each). Without the lock the claim leaves every capped queue alone — even work that appears in
-    -- them before the pick's snapshot — so nothing it takes is counted against a cap.
+    -- them before the pick's snapshot — so nothing it takes is counted against a cap. The lock is
+    -- only tried: while another claimer holds it (it is counting and claiming the capped queues, and
+    -- holds it through its commit's WAL flush) this one takes the uncapped queues' work at once
+    -- instead of queueing behind it — with many worker processes on one pool, waiting claimers made
+    -- the pool's claims one at a time (docs/scaling.md, 8 hosts: Lock:advisory the top wait).
     v_path := 'queues';
     v_now := coalesce(p_now, clock_timestamp());
     IF EXISTS (SELECT 1 FROM queues q
@@ -118,8 +122,7 @@ BEGIN
                                      ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id
                                      LIMIT 1) w
                 WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused) THEN
-      PERFORM pg_advisory_xact_lock(hashtext('porter.claim:' || p_pool));
-      v_capped_locked := true;
+      v_capped_locked := pg_try_advisory_xact_lock(hashtext('porter.claim:' || p_pool));
     END IF;
   ELSE
     v_path := 'fast';
