@@ -4,16 +4,10 @@
 // PostgreSQL 10+ (wal_level replica, max_wal_senders 10, and pg_hba's `host replication all
 // 127.0.0.1/32 trust` line, since restartable clusters are initdb'd with -A trust). As root every
 // binary runs as the `postgres` OS user, as for the primary.
-import { execFile, execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { appendFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { findFreePort } from "../embedded-process";
-import { defaultBinDir, postgresIds, type RestartableCluster, tail } from "./restartable-cluster";
-
-const run = promisify(execFile);
+import { clusterFolder, defaultBinDir, type RestartableCluster, tail } from "./restartable-cluster";
 
 /** A running hot standby of a {@link RestartableCluster}. */
 export type ReplicaCluster = {
@@ -38,38 +32,7 @@ export type ReplicaCluster = {
  */
 export async function startStreamingReplica(primary: RestartableCluster, opts: { binDir?: string } = {}): Promise<ReplicaCluster> {
   const binDir = opts.binDir ?? process.env.PORTER_PG_BIN ?? defaultBinDir();
-  const isRoot = process.getuid?.() === 0;
-  const root = mkdtempSync(join(tmpdir(), "porter-pg-replica-"));
-  const dataDir = join(root, "data");
-  const logFile = join(root, "server.log");
-  if (isRoot) chownSync(root, ...postgresIds());
-  const asOwner = (bin: string, args: string[]) =>
-    isRoot ? (["runuser", ["-u", "postgres", "--", join(binDir, bin), ...args]] as const) : ([join(binDir, bin), args] as const);
-  const exec = async (bin: string, args: string[]) => {
-    const [file, argv] = asOwner(bin, args);
-    try {
-      await run(file, [...argv], { timeout: 120_000 });
-    } catch (error) {
-      throw new Error(`${bin} ${args.join(" ")} failed: ${(error as Error).message}\n${tail(logFile, 30)}`, { cause: error });
-    }
-  };
-
-  let isRemoved = false;
-  const stopSync = () => {
-    if (isRemoved) return;
-    isRemoved = true;
-    process.removeListener("exit", stopSync);
-    try {
-      if (existsSync(join(dataDir, "postmaster.pid"))) {
-        const [file, argv] = asOwner("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
-        execFileSync(file, [...argv], { stdio: "ignore", timeout: 30_000 });
-      }
-    } catch {
-      // already down
-    }
-    rmSync(root, { recursive: true, force: true });
-  };
-  process.on("exit", stopSync);
+  const { root, dataDir, logFile, exec, stopSync } = clusterFolder("porter-pg-replica-", binDir);
 
   try {
     await exec("pg_basebackup", ["-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres", "-D", dataDir, "-R", "-X", "stream", "-c", "fast"]);

@@ -76,38 +76,7 @@ export function defaultBinDir(): string {
 export async function startRestartableCluster(opts: RestartableClusterOptions = {}): Promise<RestartableCluster> {
   const binDir = opts.binDir ?? process.env.PORTER_PG_BIN ?? defaultBinDir();
   const database = opts.database ?? "porter";
-  const isRoot = process.getuid?.() === 0;
-  const root = mkdtempSync(join(tmpdir(), "porter-pg-"));
-  const dataDir = join(root, "data");
-  const logFile = join(root, "server.log");
-  if (isRoot) chownSync(root, ...postgresIds());
-  const asOwner = (bin: string, args: string[]) =>
-    isRoot ? (["runuser", ["-u", "postgres", "--", join(binDir, bin), ...args]] as const) : ([join(binDir, bin), args] as const);
-  const exec = async (bin: string, args: string[]) => {
-    const [file, argv] = asOwner(bin, args);
-    try {
-      await run(file, [...argv], { timeout: 120_000 });
-    } catch (error) {
-      throw new Error(`${bin} ${args.join(" ")} failed: ${(error as Error).message}\n${tail(logFile, 30)}`, { cause: error });
-    }
-  };
-
-  let isStopped = false;
-  const stopSync = () => {
-    if (isStopped) return;
-    isStopped = true;
-    process.removeListener("exit", stopSync);
-    try {
-      if (existsSync(join(dataDir, "postmaster.pid"))) {
-        const [file, argv] = asOwner("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
-        execFileSync(file, [...argv], { stdio: "ignore", timeout: 30_000 });
-      }
-    } catch {
-      // already down
-    }
-    rmSync(root, { recursive: true, force: true });
-  };
-  process.on("exit", stopSync);
+  const { root, dataDir, logFile, exec, stopSync } = clusterFolder("porter-pg-", binDir);
 
   try {
     await exec("initdb", ["-D", dataDir, "-U", "postgres", "-A", "trust", "--encoding=UTF8", "--locale=C"]);
@@ -159,6 +128,57 @@ export async function startRestartableCluster(opts: RestartableClusterOptions = 
     stopSync();
     throw error;
   }
+}
+
+/** A cluster's temp folder and how to run its binaries: what every throwaway cluster shares. */
+export type ClusterFolder = {
+  root: string;
+  dataDir: string;
+  logFile: string;
+  /** Runs `bin` of the binaries' directory (as the `postgres` OS user when root); a failure carries the log's tail. */
+  exec: (bin: string, args: string[]) => Promise<void>;
+  /** Stops the server there (immediate) if it runs and deletes the folder; also at the process's exit. Idempotent. */
+  stopSync: () => void;
+};
+
+/**
+ * A temp folder `<prefix>*` for one cluster (owned by the `postgres` OS user when this process is
+ * root, as initdb and pg_ctl refuse root), with its data directory and log file paths, the runner
+ * of its binaries, and its removal (registered for the process's exit).
+ */
+export function clusterFolder(prefix: string, binDir: string): ClusterFolder {
+  const isRoot = process.getuid?.() === 0;
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  const dataDir = join(root, "data");
+  const logFile = join(root, "server.log");
+  if (isRoot) chownSync(root, ...postgresIds());
+  const asOwner = (bin: string, args: string[]) =>
+    isRoot ? (["runuser", ["-u", "postgres", "--", join(binDir, bin), ...args]] as const) : ([join(binDir, bin), args] as const);
+  const exec = async (bin: string, args: string[]) => {
+    const [file, argv] = asOwner(bin, args);
+    try {
+      await run(file, [...argv], { timeout: 120_000 });
+    } catch (error) {
+      throw new Error(`${bin} ${args.join(" ")} failed: ${(error as Error).message}\n${tail(logFile, 30)}`, { cause: error });
+    }
+  };
+  let isStopped = false;
+  const stopSync = () => {
+    if (isStopped) return;
+    isStopped = true;
+    process.removeListener("exit", stopSync);
+    try {
+      if (existsSync(join(dataDir, "postmaster.pid"))) {
+        const [file, argv] = asOwner("pg_ctl", ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
+        execFileSync(file, [...argv], { stdio: "ignore", timeout: 30_000 });
+      }
+    } catch {
+      // already down
+    }
+    rmSync(root, { recursive: true, force: true });
+  };
+  process.on("exit", stopSync);
+  return { root, dataDir, logFile, exec, stopSync };
 }
 
 /** The `postgres` OS user's uid and gid (the owner of a cluster started as root). */
