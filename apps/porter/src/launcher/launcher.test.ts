@@ -76,8 +76,10 @@ describe("child output", () => {
   });
 });
 
+// The first dynamic import of the CLI's env module loads much of the CLI: seconds on a loaded machine
+// (it passed the unit project's 5 s default in CI at load ~20).
 describe("the console's interface (HOST)", () => {
-  it("binds loopback unless HOST says otherwise — never Next's every-interface default; runs the console's own server", async () => {
+  it("binds loopback unless HOST says otherwise — never Next's every-interface default; runs the console's own server", { timeout: 60_000 }, async () => {
     const { parseCliEnv } = await import("../cli/env");
     const { consoleStartArgs, localHostOf } = await import("./console-args");
     const env = (vars: Record<string, string>) => parseCliEnv(vars as NodeJS.ProcessEnv);
@@ -100,7 +102,7 @@ describe("the console's interface (HOST)", () => {
 });
 
 describe("the workers' metrics endpoints (PORTER_WORKER_METRICS_PORT)", () => {
-  it("passes --metrics-port to each pool's worker from 9464 up, another first port when set, none when 0 or off", async () => {
+  it("passes --metrics-port to each pool's worker from 9464 up, another first port when set, none when 0 or off", { timeout: 60_000 }, async () => {
     const { parseCliEnv } = await import("../cli/env");
     const { workerMetricsPorts, workerStartArgs } = await import("./worker-args");
     const env = (vars: Record<string, string>) => parseCliEnv(vars as NodeJS.ProcessEnv);
