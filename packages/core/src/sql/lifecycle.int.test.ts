@@ -316,6 +316,18 @@ describe("effects ledger", () => {
     expect(runs).toBe(1);
   });
 
+  it("takes any key and result text as data: quotes, backslashes and SQL in them are stored and matched verbatim", async () => {
+    // ctx.effect sends its values as escaped literals (two simple-protocol messages): a key or a
+    // result that looks like SQL must stay a value.
+    const job = await running();
+    const key = `o'brien\\'); DROP TABLE jobs; -- ${job.jobId} \u00e9`;
+    const result = { note: "it's \\ done'); --" };
+    expect(await applyEffect(db.pool, job, key, async () => result)).toEqual({ applied: true, result });
+    expect(await applyEffect(db.pool, job, key, async () => "again")).toEqual({ applied: false, result });
+    const { rows } = await db.pool.query(`SELECT count(*)::int AS n FROM jobs WHERE job_id = $1`, [job.jobId]);
+    expect(rows[0].n).toBe(1);
+  });
+
   it("refuses an effect under a stale lease, and the write inside it does not commit", async () => {
     const job = await running();
     await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 31_000) });
