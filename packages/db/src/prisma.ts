@@ -34,5 +34,13 @@ export type CreatePrismaOptions = {
 export function createPrisma(target: string | pg.Pool, opts: CreatePrismaOptions = {}): PrismaClient {
   const adapter =
     target instanceof pg.Pool ? new PrismaPg(target) : new PrismaPg({ connectionString: target, max: opts.max ?? 5, application_name: opts.applicationName });
-  return new PrismaClient({ adapter });
+  return new PrismaClient({ adapter, transactionOptions: CONTROL_TRANSACTION_OPTIONS });
 }
+
+/**
+ * Interactive transactions of the control plane: a handful of statements each, so Prisma's 5 s
+ * default is never the work itself but a busy host (CI at load 20 saw a two-insert key creation
+ * pass 5.2 s and roll back). An operator's write should wait out a slow moment, not fail; the
+ * ceiling still ends a transaction that is truly stuck, releasing its row locks.
+ */
+export const CONTROL_TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 30_000 } as const;
