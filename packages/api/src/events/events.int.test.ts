@@ -140,7 +140,7 @@ describe("GET /api/events?job_id=", () => {
 
   it("a tenant stream (no job_id) gets only new events of its tenant and job types", async () => {
     const sse = await openSse(`${server.url}/api/events`, bearer(fx.keyEmailOnly));
-    await expect.poll(() => hub.size).toBeGreaterThan(0);
+    await expect.poll(() => hub.size, { timeout: 10_000 }).toBeGreaterThan(0);
     const other = await enqueue({ tenant_id: fx.tenantB });
     const parse = await enqueue({ job_type: "fx.parse" });
     const mine = await enqueue();
@@ -210,7 +210,7 @@ describe("one listener, many streams", () => {
       const open = await Promise.all(Array.from({ length: 3 }, () => openSse(`${limited.url}/api/events`, bearer(fx.keyB))));
       expect(open.map((s) => s.res.status)).toEqual([200, 200, 200]);
       // Idle streams carry keep-alive comments (`: ka`).
-      await expect.poll(() => open[0]!.state.comments).toBeGreaterThan(1);
+      await expect.poll(() => open[0]!.state.comments, { timeout: 10_000 }).toBeGreaterThan(1);
       const refused = await fetch(`${limited.url}/api/events`, { headers: bearer(fx.keyB) });
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -237,7 +237,7 @@ describe("one listener, many streams", () => {
     const jobId = await enqueue();
     const sse = await openSse(`${server.url}/api/events?job_id=${jobId}`, bearer(fx.keyA));
     await sse.until(1);
-    await expect.poll(listeners).toBe(1);
+    await expect.poll(listeners, { timeout: 10_000 }).toBe(1);
     const { rows } = await db.pool.query<{ ok: boolean }>(
       `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'porter-stream' AND datname = current_database()`,
     );
@@ -265,7 +265,7 @@ describe("GET /status/<tenant_id>/events", () => {
     const { id: linkId } = await createStatusLink(db.prisma, { tenantId: fx.tenantA, jobTypes: ["fx.email"], actor: "test" });
     const sse = await openSse(`${server.url}/status/${fx.tenantA}/events`, { "x-test-link": linkId });
     expect(sse.res.status).toBe(200);
-    await expect.poll(() => hub.size).toBeGreaterThan(0);
+    await expect.poll(() => hub.size, { timeout: 10_000 }).toBeGreaterThan(0);
     await enqueue({ job_type: "fx.parse" });
     const mine = await enqueue();
     await sse.until(1);
