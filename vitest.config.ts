@@ -29,6 +29,9 @@ export default defineConfig({
           globalSetup: ["packages/db/src/testing/global-setup.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          // A poll waits for a real process or server; CI runs at load 20 on 2 cores, where the
+          // 1 s default is a coin toss. A poll that fails still fails, only later.
+          expect: { poll: { timeout: 10_000 } },
         },
       },
     ],
