@@ -67,5 +67,28 @@ export const startGraphile = async (config: WorkerConfig, url: string, log: JobL
   });
   info.concurrentJobs = config.budget.concurrency;
   info.maxPoolSize = config.budget.connections;
-  return { info, stop: () => runner.stop() };
+  // graphile-worker stops its own runner when its worker pool exits with an error (seen in (i),
+  // tuned: "deadlock detected" completing a batch of named-queue jobs, then the pool ended under
+  // the jobs still running). The run then reports what it finished and why it stopped, instead
+  // of the whole bench dying on `stop()`'s "Runner is already stopped".
+  let stoppedItself: string | null = null;
+  runner.promise.then(
+    () => {
+      stoppedItself ??= "its worker pool exited";
+    },
+    (error: unknown) => {
+      stoppedItself = String(error);
+    },
+  );
+  return {
+    info,
+    stop: async () => {
+      if (stoppedItself !== null) {
+        info.stoppedItself = stoppedItself;
+        process.stderr.write(`graphile-worker: the runner had stopped by itself (${info.stoppedItself}); its run counts what finished\n`);
+        return;
+      }
+      await runner.stop();
+    },
+  };
 };
