@@ -26,7 +26,9 @@ const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
 const jobs = Number(process.argv[2] ?? 3000);
 const rounds = Number(process.argv[3] ?? 3);
 const concurrency = 24;
-type Variant = "plain" | "ledger" | "ledger-keyshare" | "txonly";
+type Variant = "plain" | "ledger" | "ledger-keyshare" | "txonly" | "mixed";
+// mixed: one run in which job k applies its write as plain, ledger, txonly by k % 3 — the same
+// conditions for all three; prints each one's handler time (mean and median ms per job).
 // txonly: ctx.effect with { txOnly: true } (the statement pipelined behind the claim).
 // ledger-keyshare: the claim locks the job row FOR KEY SHARE to the end (the commit's fence unchanged).
 const VARIANTS = (process.env.AB_VARIANTS ?? "plain,ledger").split(",") as Variant[];
@@ -110,6 +112,7 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
   }
   let ran = 0;
   let handlerMs = 0;
+  const handlerTimes = new Map<Variant, number[]>();
   let done: () => void = () => undefined;
   const all = new Promise<void>((resolve) => (done = resolve));
   const handler = defineHandler({
@@ -117,10 +120,13 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
     run: async (job, ctx) => {
       const k = (job.payload as { k: number }).k;
       const h0 = performance.now();
-      if (variant === "plain") await pool.query(EFFECT_SQL, [k]);
-      else if (variant === "txonly") await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: true });
+      const as: Variant = variant === "mixed" ? (["plain", "ledger", "txonly"] as const)[k % 3]! : variant;
+      if (as === "plain") await pool.query(EFFECT_SQL, [k]);
+      else if (as === "txonly") await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: true });
       else await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount);
-      handlerMs += performance.now() - h0;
+      const ms = performance.now() - h0;
+      handlerMs += ms;
+      handlerTimes.get(as)?.push(ms) ?? handlerTimes.set(as, [ms]);
       ran += 1;
       if (ran === jobs) done();
       return null;
@@ -169,6 +175,13 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
   await sampler;
   const pgCpu = PROFILE ? await backendCpuMs() : 0;
   await worker.drain({ graceMs: 2000 });
+  if (variant === "mixed") {
+    const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    for (const [v, xs] of handlerTimes)
+      console.log(
+        `  mixed ${v}: handler ${(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(1)} ms mean, ${mid(xs).toFixed(1)} ms median (${xs.length} jobs)`,
+      );
+  }
   if (PROFILE) {
     const total = [...sent.values()].reduce((a, b) => a + b, 0);
     console.log(
