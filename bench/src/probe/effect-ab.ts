@@ -13,6 +13,7 @@ import { createPool } from "@porter/db/pool";
 import { defineHandler } from "@porter/sdk";
 import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
+import { PrefetchBuffer } from "@porter/worker/runtime/prefetch-buffer";
 import { PorterWorker } from "@porter/worker/runtime/worker";
 import pg from "pg";
 import { EFFECTS_TABLE_SQL } from "../systems/types";
@@ -25,7 +26,10 @@ const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
 const jobs = Number(process.argv[2] ?? 3000);
 const rounds = Number(process.argv[3] ?? 3);
 const concurrency = 24;
-type Variant = "plain" | "ledger" | "ledger-keyshare";
+type Variant = "plain" | "ledger" | "ledger-keyshare" | "txonly" | "mixed";
+// mixed: one run in which job k applies its write as plain, ledger, txonly by k % 3 — the same
+// conditions for all three; prints each one's handler time (mean and median ms per job).
+// txonly: ctx.effect with { txOnly: true } (the statement pipelined behind the claim).
 // ledger-keyshare: the claim locks the job row FOR KEY SHARE to the end (the commit's fence unchanged).
 const VARIANTS = (process.env.AB_VARIANTS ?? "plain,ledger").split(",") as Variant[];
 const CLAIM_WITH_KEY_SHARE = readFileSync(new globalThis.URL("../../../packages/core/src/sql/routines/effects.sql", import.meta.url), "utf8").replace(
@@ -62,6 +66,40 @@ await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   await seed.end();
 }
 
+// AB_PROFILE=1: per run, the messages the process sent (each pg query is one round trip) per job,
+// by statement kind; Node CPU and the database backends' CPU per job; time the completer spent
+// waiting for start marks in flight (its beforeWrite).
+const PROFILE = process.env.AB_PROFILE === "1";
+const sent = new Map<string, number>();
+let landedWaitMs = 0;
+if (PROFILE) {
+  const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const c = args[0] as string | { text?: string } | undefined;
+    const text = typeof c === "string" ? c : (c?.text ?? "");
+    const kind = text.replace(/\s+/g, " ").trim().slice(0, 40);
+    sent.set(kind, (sent.get(kind) ?? 0) + 1);
+    return query.apply(this, args);
+  } as typeof pg.Client.prototype.query;
+  const landed = PrefetchBuffer.prototype.startsLanded;
+  PrefetchBuffer.prototype.startsLanded = async function (this: PrefetchBuffer) {
+    const t = performance.now();
+    await landed.call(this);
+    landedWaitMs += performance.now() - t;
+  };
+}
+const backendCpuMs = async (): Promise<number> => {
+  const { rows } = await admin(`SELECT pid FROM pg_stat_activity WHERE datname = '${DB}'`);
+  let ticks = 0;
+  for (const { pid } of rows as { pid: number }[]) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {}
+  }
+  return ticks * 10;
+};
+
 const deadlocks = async () => Number((await admin(`SELECT deadlocks FROM pg_stat_database WHERE datname = '${DB}'`)).rows[0]?.deadlocks ?? 0);
 
 const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: number; applied: number }> => {
@@ -73,19 +111,53 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
     await pool.query(CLAIM_WITH_KEY_SHARE);
   }
   let ran = 0;
+  let handlerMs = 0;
+  const handlerTimes = new Map<Variant, number[]>();
   let done: () => void = () => undefined;
   const all = new Promise<void>((resolve) => (done = resolve));
   const handler = defineHandler({
     type: "bench.job",
     run: async (job, ctx) => {
       const k = (job.payload as { k: number }).k;
-      if (variant === "plain") await pool.query(EFFECT_SQL, [k]);
+      const h0 = performance.now();
+      const as: Variant = variant === "mixed" ? (["plain", "ledger", "txonly"] as const)[k % 3]! : variant;
+      if (as === "plain") await pool.query(EFFECT_SQL, [k]);
+      else if (as === "txonly") await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: true });
       else await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount);
+      const ms = performance.now() - h0;
+      handlerMs += ms;
+      handlerTimes.get(as)?.push(ms) ?? handlerTimes.set(as, [ms]);
       ran += 1;
       if (ran === jobs) done();
       return null;
     },
   });
+  sent.clear();
+  landedWaitMs = 0;
+  const cpu0 = process.cpuUsage();
+  // Samples what the run's active backends wait on, every 25 ms (a connection of its own).
+  const waits = new Map<string, number>();
+  let sampling = PROFILE;
+  let samples = 0;
+  let poolWaiting = 0;
+  let poolIdle = 0;
+  const sampler = (async () => {
+    if (!PROFILE) return;
+    const c = new pg.Client(ADMIN);
+    await c.connect();
+    while (sampling) {
+      const { rows } = await c.query<{ w: string }>(
+        `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') || '  ' || left(regexp_replace(query, 's+', ' ', 'g'), 36) AS w
+           FROM pg_stat_activity WHERE datname = '${DB}' AND state = 'active'`,
+      );
+      samples += 1;
+      poolWaiting += pool.waitingCount;
+      poolIdle += pool.idleCount;
+      for (const { w } of rows) waits.set(w, (waits.get(w) ?? 0) + 1);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await c.end();
+  })();
   const t0 = performance.now();
   const worker = await PorterWorker.start({
     db: pool,
@@ -98,7 +170,28 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
   });
   await all;
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  sampling = false;
+  await sampler;
+  const pgCpu = PROFILE ? await backendCpuMs() : 0;
   await worker.drain({ graceMs: 2000 });
+  if (variant === "mixed") {
+    const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    for (const [v, xs] of handlerTimes)
+      console.log(
+        `  mixed ${v}: handler ${(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(1)} ms mean, ${mid(xs).toFixed(1)} ms median (${xs.length} jobs)`,
+      );
+  }
+  if (PROFILE) {
+    const total = [...sent.values()].reduce((a, b) => a + b, 0);
+    console.log(
+      `  ${variant}: ${(total / jobs).toFixed(2)} messages/job; Node CPU ${((cpu.user + cpu.system) / 1000 / jobs).toFixed(3)} ms/job; backends' CPU ${(pgCpu / jobs).toFixed(3)} ms/job (incl. seeding); completer waited for start marks ${landedWaitMs.toFixed(0)} ms in all; handler ${(handlerMs / jobs).toFixed(1)} ms/job, slots busy ${(handlerMs / 1000 / seconds).toFixed(1)} of ${concurrency} on average`,
+    );
+    for (const [k, n] of [...sent].sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(`    ${(n / jobs).toFixed(3)}/job  ${k}`);
+    console.log(`  pool: ${(poolWaiting / samples).toFixed(1)} checkouts waiting, ${(poolIdle / samples).toFixed(1)} connections idle, mean per sample`);
+    console.log(`  active backends by wait, mean per sample (${samples} samples):`);
+    for (const [k, n] of [...waits].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`    ${(n / samples).toFixed(2)}  ${k}`);
+  }
   const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM bench_effects WHERE applied = 1`);
   await pool.end();
   // The backends' statistics are flushed as they exit.

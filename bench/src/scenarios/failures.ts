@@ -68,7 +68,7 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     notes: [
       `10% of the jobs (the same ones everywhere) fail their first attempt with a transient error before doing anything, then succeed. ${fmt(ctx.sizes.failureJobs)} jobs per run (fewer for a configuration whose (c) rate is below ${fmt(ctx.sizes.failureJobs / ctx.sizes.failureTargetS)}/s: ${ctx.sizes.failureTargetS} s of it); cap ${ctx.sizes.failureCapS} s. Max attempts 25 everywhere.`,
       "effective jobs/s = jobs whose effect applied ÷ all done s (last job done as the system's tables show − first start), so it includes one retry delay, each system's own: Porter full-jitter backoff from 1 s (queue default), graphile-worker exp(1) ≈ 2.7 s (fixed), pg-boss retryDelay 1 s.",
-      "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
+      "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked; { txOnly: true }, as its fn only writes through tx: the claim in the commit message), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
       "lost = jobs without their effect when the system says all are done; duplicated = effects applied twice; re-run after success = jobs whose handler succeeded twice (the ledger absorbs the effect; a plain write would duplicate it).",
     ],
     columns: [

@@ -194,6 +194,7 @@ describe("migrate", () => {
         "porter_dlq_release",
         "porter_dlq_stamp",
         "porter_effect_claim",
+        "porter_effect_close",
         "porter_effect_commit",
         "porter_history_ensure",
         "porter_history_horizon_s",

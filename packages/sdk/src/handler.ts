@@ -48,6 +48,12 @@ export type JobTrace = {
   isRecording: boolean;
 };
 
+/** Options of `ctx.effect`. */
+export type EffectOptions = {
+  /** `fn` only runs statements through `tx`: it runs before the claim, which joins the commit message. */
+  txOnly?: boolean;
+};
+
 /** What the worker gives a handler for one attempt. */
 export type HandlerContext = {
   /**
@@ -65,8 +71,16 @@ export type HandlerContext = {
    * at commit when the lease was lost while `fn` ran (rescued, handed back): then nothing of it
    * commits and the job's next attempt applies it; what `fn` did outside `tx` may happen again,
    * as after a crash in `fn`. Costs two round trips besides `fn`'s own statements.
+   *
+   * `{ txOnly: true }` declares that `fn` does nothing but statements through `tx` (no I/O outside
+   * it). `fn` then runs first and the claim comes last, in the commit's own message: one round
+   * trip besides `fn`'s statements instead of two. When the key was applied before (or by a
+   * concurrent attempt that committed first) or the lease is gone, `fn`'s writes roll back and its
+   * outcome is discarded: the stored result is returned (one more transaction, `fn` not run again)
+   * or the effect refused. So `fn` may run when the key was applied — harmless only because it
+   * writes nothing outside `tx`. `fn` may not read through a cursor.
    */
-  effect: <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>) => Promise<T>;
+  effect: <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>, options?: EffectOptions) => Promise<T>;
   /** pino child logger bound to jobId, jobType, tenantId, attempt, workerId, trace_id and span_id (of `trace`). */
   logger: Logger;
   /**

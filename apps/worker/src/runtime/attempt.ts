@@ -335,13 +335,19 @@ export class Attempt {
         await deps.heartbeat(this);
         this.assertOpen();
       },
-      effect: async (key, fn) => {
+      effect: async (key, fn, options) => {
         this.assertOpen();
         try {
-          const { result } = await applyEffect(deps.db, scope, key, async (tx) => {
-            this.assertOpen();
-            return fn(tx);
-          });
+          const { result } = await applyEffect(
+            deps.db,
+            scope,
+            key,
+            async (tx) => {
+              this.assertOpen();
+              return fn(tx);
+            },
+            { txOnly: options?.txOnly === true },
+          );
           return result;
         } catch (error) {
           if (error instanceof StaleLeaseError) this.loseLease();

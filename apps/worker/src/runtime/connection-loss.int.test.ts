@@ -31,21 +31,25 @@ let gate = deferred<void>();
 const gated = defineHandler({
   type: "test.gated_effect",
   run: async (job, ctx) => {
-    const { key, mode } = job.payload as { key: string; mode: "idle" | "busy" };
-    const applied = await ctx.effect(key, async (tx) => {
-      if (job.attempt === 1) {
-        const { rows } = await tx.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`);
-        backend.resolve(rows[0]!.pid);
-        if (mode === "busy") await tx.query(`SELECT pg_sleep(30)`);
-        else await gate.promise;
-      }
-      const { rows } = await tx.query<{ applied: number }>(
-        `INSERT INTO diag_effects (key, applied) VALUES ($1, 1)
+    const { key, mode, txOnly } = job.payload as { key: string; mode: "idle" | "busy"; txOnly: boolean };
+    const applied = await ctx.effect(
+      key,
+      async (tx) => {
+        if (job.attempt === 1) {
+          const { rows } = await tx.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`);
+          backend.resolve(rows[0]!.pid);
+          if (mode === "busy") await tx.query(`SELECT pg_sleep(30)`);
+          else await gate.promise;
+        }
+        const { rows } = await tx.query<{ applied: number }>(
+          `INSERT INTO diag_effects (key, applied) VALUES ($1, 1)
          ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1 RETURNING applied`,
-        [key],
-      );
-      return rows[0]!.applied;
-    });
+          [key],
+        );
+        return rows[0]!.applied;
+      },
+      { txOnly },
+    );
     return { applied };
   },
 });
@@ -73,47 +77,50 @@ afterAll(async () => {
 });
 
 describe("a worker whose effect's connection dies", () => {
-  it.each(["idle", "busy"] as const)(
-    "survives it (%s in the effect's transaction): the attempt fails retryably and the job succeeds next time",
-    async (mode) => {
-      const workerPool = createPool(testDb.connectionString, { max: 4, applicationName: "porter-worker:test" });
-      const worker = await PorterWorker.start({
-        db: workerPool,
-        connectionString: testDb.connectionString,
-        poolId: "diag-pool",
-        logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
-        concurrency: 2,
-        maintenance: false,
-        handlers: createHandlerMap([...diagHandlers, gated]),
-      });
-      try {
-        const key = `gated-${mode}`;
-        const [id] = await enqueue(db, [{ type: "test.gated_effect", payload: { key, mode } }]);
-        await terminate(await backend.promise);
-        await new Promise((resolve) => setTimeout(resolve, 200)); // the client sees its socket close
-        gate.resolve();
+  // txOnly: the effect's statements pipelined (pg's pipeline mode) when the connection dies.
+  it.each([
+    ["idle", false],
+    ["busy", false],
+    ["idle", true],
+    ["busy", true],
+  ] as const)("survives it (%s in the effect's transaction, txOnly %s): the attempt fails retryably and the job succeeds next time", async (mode, txOnly) => {
+    const workerPool = createPool(testDb.connectionString, { max: 4, applicationName: "porter-worker:test" });
+    const worker = await PorterWorker.start({
+      db: workerPool,
+      connectionString: testDb.connectionString,
+      poolId: "diag-pool",
+      logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
+      concurrency: 2,
+      maintenance: false,
+      handlers: createHandlerMap([...diagHandlers, gated]),
+    });
+    try {
+      const key = `gated-${mode}${txOnly ? "-tx" : ""}`;
+      const [id] = await enqueue(db, [{ type: "test.gated_effect", payload: { key, mode, txOnly } }]);
+      await terminate(await backend.promise);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the client sees its socket close
+      gate.resolve();
 
-        await waitForStates(db, [id!], ["SUCCEEDED"]);
-        expect(uncaught).toEqual([]);
-        expect(await jobRow(db, id!)).toMatchObject({ attempt: 2, result: { applied: 1 } });
-        const attempts = await attemptsOf(db, id!);
-        expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
-          [1, "failed"],
-          [2, "succeeded"],
-        ]);
-        expect(attempts[0]!.error).toMatchObject({ class: "retryable" });
-        const { code, message } = attempts[0]!.error!;
-        expect(isConnectionError(Object.assign(new Error(message), code === "UNKNOWN" ? {} : { code }))).toBe(true);
-        // The effect was rolled back with its transaction the first time and applied once in all.
-        expect((await db.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
-        // The worker goes on with new work on the same pool.
-        const [next] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
-        await waitForStates(db, [next!], ["SUCCEEDED"]);
-      } finally {
-        gate.resolve();
-        await worker.drain({ graceMs: 0 });
-        await workerPool.end();
-      }
-    },
-  );
+      await waitForStates(db, [id!], ["SUCCEEDED"]);
+      expect(uncaught).toEqual([]);
+      expect(await jobRow(db, id!)).toMatchObject({ attempt: 2, result: { applied: 1 } });
+      const attempts = await attemptsOf(db, id!);
+      expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+        [1, "failed"],
+        [2, "succeeded"],
+      ]);
+      expect(attempts[0]!.error).toMatchObject({ class: "retryable" });
+      const { code, message } = attempts[0]!.error!;
+      expect(isConnectionError(Object.assign(new Error(message), code === "UNKNOWN" ? {} : { code }))).toBe(true);
+      // The effect was rolled back with its transaction the first time and applied once in all.
+      expect((await db.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
+      // The worker goes on with new work on the same pool.
+      const [next] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+      await waitForStates(db, [next!], ["SUCCEEDED"]);
+    } finally {
+      gate.resolve();
+      await worker.drain({ graceMs: 0 });
+      await workerPool.end();
+    }
+  });
 });

@@ -41,127 +41,148 @@ const backendsGone = (applicationName: string) =>
   });
 
 describe("ctx.effect and the worker's batches on the same job rows", () => {
-  it("many concurrent effects with prefetch, failures and acks: no deadlock, every effect exactly once", async () => {
-    const jobs = 1200;
-    // A tenth fail their first attempt (a fail batch among the acks), then succeed.
-    const handler = defineHandler({
-      type: "test.effect",
-      run: async (job, ctx) => {
-        const n = (job.payload as { n: number }).n;
-        if (n % 10 === 0 && job.attempt === 1) throw new RetryableError("transient", { code: "TEST_TRANSIENT" });
-        await ctx.effect(`e-${n}`, (tx) => tx.query(EFFECT_SQL, [`e-${n}`]));
-        return null;
-      },
-    });
-    await db.query(`UPDATE queues SET backoff_base_ms = 50, backoff_cap_ms = 100 WHERE id = 'diag'`);
-    const ids = await enqueue(
-      db,
-      Array.from({ length: jobs }, (_, n) => ({ type: "test.effect", payload: { n }, maxAttempts: 5 })),
-    );
-    await pg_stat_flush_wait();
-    const before = await deadlocks();
-    const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
-    const pools = [0, 1].map(() => createPool(testDb.appConnectionString, { max: 18, applicationName: "effect-locks-worker" }));
-    const workers = await Promise.all(
-      pools.map((pool) =>
+  // txOnly: fn runs first, the ledger row is claimed in the commit message (porter_effect_close).
+  it.each([
+    { mode: "default", txOnly: false, prefix: "e" },
+    { mode: "txOnly", txOnly: true, prefix: "t" },
+  ])(
+    "many concurrent effects with prefetch, failures and acks ($mode): no deadlock, every effect exactly once",
+    async ({ txOnly, prefix }) => {
+      const jobs = 1200;
+      // A tenth fail their first attempt (a fail batch among the acks), then succeed.
+      const handler = defineHandler({
+        type: "test.effect",
+        run: async (job, ctx) => {
+          const n = (job.payload as { n: number }).n;
+          if (n % 10 === 0 && job.attempt === 1) throw new RetryableError("transient", { code: "TEST_TRANSIENT" });
+          await ctx.effect(`${prefix}-${n}`, (tx) => tx.query(EFFECT_SQL, [`${prefix}-${n}`]), { txOnly });
+          return null;
+        },
+      });
+      await db.query(`UPDATE queues SET backoff_base_ms = 50, backoff_cap_ms = 100 WHERE id = 'diag'`);
+      const ids = await enqueue(
+        db,
+        Array.from({ length: jobs }, (_, n) => ({ type: "test.effect", payload: { n }, maxAttempts: 5 })),
+      );
+      await pg_stat_flush_wait();
+      const before = await deadlocks();
+      const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+      const pools = [0, 1].map(() => createPool(testDb.appConnectionString, { max: 18, applicationName: "effect-locks-worker" }));
+      const workers = await Promise.all(
+        pools.map((pool) =>
+          PorterWorker.start({
+            db: pool,
+            connectionString: testDb.appConnectionString,
+            poolId: "diag-pool",
+            logger,
+            concurrency: 16,
+            handlers: createHandlerMap([handler]),
+          }),
+        ),
+      );
+      try {
+        await waitForStates(db, ids, ["SUCCEEDED"], 120_000);
+      } finally {
+        await Promise.all(workers.map((w) => w.drain({ graceMs: 2000 })));
+        await Promise.all(pools.map((p) => p.end()));
+      }
+      await backendsGone("effect-locks-worker");
+      expect(await deadlocks()).toBe(before);
+      const { rows } = await db.query<{ n: number; once: number; ledger: number }>(
+        `SELECT count(*)::int AS n, count(*) FILTER (WHERE applied = 1)::int AS once,
+              (SELECT count(*)::int FROM job_effects WHERE key LIKE $1) AS ledger
+         FROM diag_effects WHERE key LIKE $1`,
+        [`${prefix}-%`],
+      );
+      expect(rows[0]).toEqual({ n: jobs, once: jobs, ledger: jobs });
+    },
+    180_000,
+  );
+});
+
+describe("fencing of an effect whose lease moved to another worker while fn ran", () => {
+  it.each([
+    { mode: "default", txOnly: false, tag: "" },
+    { mode: "txOnly", txOnly: true, tag: "-tx" },
+  ])(
+    "the stale worker's effect is refused at commit (its writes roll back); the new holder applies it once ($mode)",
+    async ({ txOnly, tag }) => {
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let isInsideA = false;
+      const outcomes: Record<string, string> = {};
+      const gated = defineHandler({
+        type: "test.gated",
+        run: async (_job, ctx) => {
+          try {
+            const result = await ctx.effect(
+              `gated-key${tag}`,
+              async (tx) => {
+                await tx.query(EFFECT_SQL, [`gated${tag}`]);
+                if (ctx.workerId === "worker-a") {
+                  isInsideA = true;
+                  await gate; // the lease moves to worker B meanwhile
+                }
+                return ctx.workerId;
+              },
+              { txOnly },
+            );
+            outcomes[ctx.workerId] = `applied by ${result}`;
+          } catch (error) {
+            outcomes[ctx.workerId] = (error as Error).name;
+            throw error;
+          }
+          return null;
+        },
+      });
+      const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+      // Two workers, each on its own pool (its own connections).
+      const poolA = createPool(testDb.appConnectionString, { max: 6 });
+      const poolB = createPool(testDb.appConnectionString, { max: 6 });
+      const start = (pool: pg.Pool, workerId: string) =>
         PorterWorker.start({
           db: pool,
           connectionString: testDb.appConnectionString,
           poolId: "diag-pool",
+          workerId,
           logger,
-          concurrency: 16,
-          handlers: createHandlerMap([handler]),
-        }),
-      ),
-    );
-    try {
-      await waitForStates(db, ids, ["SUCCEEDED"], 120_000);
-    } finally {
-      await Promise.all(workers.map((w) => w.drain({ graceMs: 2000 })));
-      await Promise.all(pools.map((p) => p.end()));
-    }
-    await backendsGone("effect-locks-worker");
-    expect(await deadlocks()).toBe(before);
-    const { rows } = await db.query<{ n: number; once: number; ledger: number }>(
-      `SELECT count(*)::int AS n, count(*) FILTER (WHERE applied = 1)::int AS once,
-              (SELECT count(*)::int FROM job_effects WHERE key LIKE 'e-%') AS ledger
-         FROM diag_effects WHERE key LIKE 'e-%'`,
-    );
-    expect(rows[0]).toEqual({ n: jobs, once: jobs, ledger: jobs });
-  }, 180_000);
-});
-
-describe("fencing of an effect whose lease moved to another worker while fn ran", () => {
-  it("the stale worker's effect is refused at commit (its writes roll back); the new holder applies it once", async () => {
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let isInsideA = false;
-    const outcomes: Record<string, string> = {};
-    const gated = defineHandler({
-      type: "test.gated",
-      run: async (_job, ctx) => {
-        try {
-          const result = await ctx.effect("gated-key", async (tx) => {
-            await tx.query(EFFECT_SQL, ["gated"]);
-            if (ctx.workerId === "worker-a") {
-              isInsideA = true;
-              await gate; // the lease moves to worker B meanwhile
-            }
-            return ctx.workerId;
-          });
-          outcomes[ctx.workerId] = `applied by ${result}`;
-        } catch (error) {
-          outcomes[ctx.workerId] = (error as Error).name;
-          throw error;
-        }
-        return null;
-      },
-    });
-    const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
-    // Two workers, each on its own pool (its own connections).
-    const poolA = createPool(testDb.appConnectionString, { max: 6 });
-    const poolB = createPool(testDb.appConnectionString, { max: 6 });
-    const start = (pool: pg.Pool, workerId: string) =>
-      PorterWorker.start({
-        db: pool,
-        connectionString: testDb.appConnectionString,
-        poolId: "diag-pool",
-        workerId,
-        logger,
-        concurrency: 1,
-        handlers: createHandlerMap([gated]),
-      });
-    const [id] = await enqueue(db, [{ type: "test.gated", payload: {}, maxAttempts: 3 }]);
-    const workerA = await start(poolA, "worker-a");
-    let workerB: PorterWorker | undefined;
-    try {
-      await waitFor("worker A inside the effect's fn", () => isInsideA);
-      // Worker A stops with no grace: the job is handed back (its effect's transaction holds no
-      // lock on the job row) while fn still runs, and worker B claims it.
-      await workerA.drain({ graceMs: 0 });
-      workerB = await start(poolB, "worker-b");
-      await waitFor("worker B holding the lease", async () => {
-        const { rows } = await db.query<{ owner: string }>(`SELECT lease_owner AS owner FROM jobs WHERE job_id = $1 AND state = 'RUNNING'`, [id]);
-        return rows[0]?.owner === "worker-b";
-      });
-      // B's claim of the key waits for A's transaction (the ledger row A claimed) — until A's fn returns.
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(outcomes).toEqual({});
-      release();
-      await waitForStates(db, [id!], ["SUCCEEDED"]);
-      expect(outcomes).toEqual({ "worker-a": "StaleLeaseError", "worker-b": "applied by worker-b" });
-      const { rows: effects } = await db.query(`SELECT key, applied FROM diag_effects WHERE key = 'gated'`);
-      expect(effects).toEqual([{ key: "gated", applied: 1 }]);
-      const { rows: ledger } = await db.query(`SELECT result FROM job_effects WHERE key = 'gated-key'`);
-      expect(ledger).toEqual([{ result: "worker-b" }]);
-      expect((await jobRow(db, id!))?.state).toBe("SUCCEEDED");
-    } finally {
-      release();
-      await workerB?.drain({ graceMs: 1000 });
-      await poolA.end();
-      await poolB.end();
-    }
-  }, 60_000);
+          concurrency: 1,
+          handlers: createHandlerMap([gated]),
+        });
+      const [id] = await enqueue(db, [{ type: "test.gated", payload: {}, maxAttempts: 3 }]);
+      const workerA = await start(poolA, "worker-a");
+      let workerB: PorterWorker | undefined;
+      try {
+        await waitFor("worker A inside the effect's fn", () => isInsideA);
+        // Worker A stops with no grace: the job is handed back (its effect's transaction holds no
+        // lock on the job row) while fn still runs, and worker B claims it.
+        await workerA.drain({ graceMs: 0 });
+        workerB = await start(poolB, "worker-b");
+        await waitFor("worker B holding the lease", async () => {
+          const { rows } = await db.query<{ owner: string }>(`SELECT lease_owner AS owner FROM jobs WHERE job_id = $1 AND state = 'RUNNING'`, [id]);
+          return rows[0]?.owner === "worker-b";
+        });
+        // B waits for A's transaction — until A's fn returns: on the ledger row A claimed (default),
+        // or on the row A's fn wrote (txOnly: fn runs first, B's fn writes the same row).
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(outcomes).toEqual({});
+        release();
+        await waitForStates(db, [id!], ["SUCCEEDED"]);
+        expect(outcomes).toEqual({ "worker-a": "StaleLeaseError", "worker-b": "applied by worker-b" });
+        const { rows: effects } = await db.query(`SELECT key, applied FROM diag_effects WHERE key = $1`, [`gated${tag}`]);
+        expect(effects).toEqual([{ key: `gated${tag}`, applied: 1 }]);
+        const { rows: ledger } = await db.query(`SELECT result FROM job_effects WHERE key = $1`, [`gated-key${tag}`]);
+        expect(ledger).toEqual([{ result: "worker-b" }]);
+        expect((await jobRow(db, id!))?.state).toBe("SUCCEEDED");
+      } finally {
+        release();
+        await workerB?.drain({ graceMs: 1000 });
+        await poolA.end();
+        await poolB.end();
+      }
+    },
+    60_000,
+  );
 });
 
 /** The test's own setup statements' statistics reach pg_stat_database before the first read. */

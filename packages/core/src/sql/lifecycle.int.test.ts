@@ -1,5 +1,7 @@
 import type { TJobError } from "@porter/contracts";
+import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
+import type pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { getJob } from "../reads/get-job";
 import { controlPlane } from "../testing/control-plane-factory";
@@ -345,6 +347,111 @@ describe("effects ledger", () => {
     ).rejects.toThrow("provider down");
     expect((await db.pool.query(`SELECT 1 FROM diag_effects WHERE key = $1`, [key])).rowCount).toBe(0);
     expect((await applyEffect(db.pool, job, key, async () => "ok")).applied).toBe(true);
+  });
+});
+
+describe("effects ledger, txOnly (fn first, the claim in the commit message)", () => {
+  const write = (key: string) => async (tx: pg.PoolClient) => {
+    await tx.query(`INSERT INTO diag_effects (key, applied) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1`, [key]);
+    return (await tx.query<{ applied: number }>(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows[0]!.applied;
+  };
+  const applied = async (key: string) =>
+    (await db.pool.query<{ applied: number }>(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows[0]?.applied ?? 0;
+
+  it("applies once per (tenant, key) across attempts: a later attempt's writes roll back and it gets the stored result", async () => {
+    const job = await running();
+    const key = `tx-o'brien\\ ${job.jobId}`;
+    expect(await applyEffect(db.pool, job, key, write(key), { txOnly: true })).toEqual({ applied: true, result: 1 });
+    await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 31_000) });
+    const again = await reclaim(job.jobId, new Date(Date.now() + 32_000));
+    let runs = 0;
+    const second = await applyEffect(
+      db.pool,
+      again,
+      key,
+      async (tx) => {
+        runs += 1;
+        return write(key)(tx);
+      },
+      { txOnly: true },
+    );
+    expect(second).toEqual({ applied: false, result: 1 });
+    expect(runs).toBe(1); // run before the claim, rolled back; the ordinary path that read the result did not run it
+    expect(await applied(key)).toBe(1);
+    const { rows } = await db.pool.query(`SELECT job_id::text, attempt, result FROM job_effects WHERE key = $1`, [key]);
+    expect(rows).toEqual([{ job_id: job.jobId, attempt: job.attempt, result: 1 }]);
+  });
+
+  it("refuses the effect under a stale lease and rolls fn's writes back; the job row is unchanged", async () => {
+    const job = await running();
+    await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 31_000) });
+    const before = (await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id])).rows;
+    const key = `tx-stale-${job.jobId}`;
+    await expect(applyEffect(db.pool, job, key, write(key), { txOnly: true })).rejects.toBeInstanceOf(StaleLeaseError);
+    expect(await applied(key)).toBe(0);
+    expect((await db.pool.query(`SELECT 1 FROM job_effects WHERE key = $1`, [key])).rowCount).toBe(0);
+    expect((await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id])).rows).toEqual(before);
+  });
+
+  it("rolls back when fn throws, so a retry applies it", async () => {
+    const job = await running();
+    const key = `tx-throws-${job.jobId}`;
+    await expect(
+      applyEffect(
+        db.pool,
+        job,
+        key,
+        async (tx) => {
+          await write(key)(tx);
+          throw new Error("constraint broken");
+        },
+        { txOnly: true },
+      ),
+    ).rejects.toThrow("constraint broken");
+    expect(await applied(key)).toBe(0);
+    expect(await applyEffect(db.pool, job, key, write(key), { txOnly: true })).toEqual({ applied: true, result: 1 });
+  });
+
+  it("two jobs racing for one key: one commits, the other's writes roll back and it returns the winner's result", async () => {
+    const [a, b] = [await running(), await running()];
+    const key = `tx-race-${a.jobId}`;
+    // Each fn writes a row of its own and waits for the other's to be written too: both reach
+    // their commit message with fn done, then the closes race on the ledger's unique key.
+    let arrived = 0;
+    let go: () => void = () => undefined;
+    const both = new Promise<void>((resolve) => (go = resolve));
+    const fn = (job: ClaimedJob) => async (tx: pg.PoolClient) => {
+      const mine = `${key}-${job.jobId}`;
+      await write(mine)(tx);
+      if (++arrived === 2) go();
+      await both;
+      return job.jobId;
+    };
+    const [ra, rb] = await Promise.all([applyEffect(db.pool, a, key, fn(a), { txOnly: true }), applyEffect(db.pool, b, key, fn(b), { txOnly: true })]);
+    expect([ra.applied, rb.applied].sort()).toEqual([false, true]);
+    const winner = ra.applied ? a : b;
+    expect(ra.result).toBe(winner.jobId);
+    expect(rb.result).toBe(winner.jobId);
+    expect(await applied(`${key}-${winner.jobId}`)).toBe(1);
+    expect(await applied(`${key}-${(winner === a ? b : a).jobId}`)).toBe(0);
+  });
+
+  it("leaves the connection it used out of pipeline mode and usable", async () => {
+    const one = createPool(db.connectionString, { max: 1 });
+    try {
+      const job = await running();
+      const key = `tx-pipe-${job.jobId}`;
+      expect((await applyEffect(one, job, key, write(key), { txOnly: true })).applied).toBe(true);
+      const client = await one.connect();
+      try {
+        expect((client as pg.PoolClient & { pipeline: boolean }).pipeline).toBe(false);
+        expect((await client.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await one.end();
+    }
   });
 });
 

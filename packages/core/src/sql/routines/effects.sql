@@ -55,6 +55,36 @@ BEGIN
 END
 $$;
 
+-- An effect whose `fn` only writes through its transaction (`txOnly`) runs `fn` first and claims at
+-- the end, in its commit message: `SELECT porter_effect_close(…); COMMIT`. The lease checked under
+-- FOR SHARE as in porter_effect_commit (PR409 when gone), the start mark if it had not landed, then
+-- the ledger row written once, with its result. When the key is there already (applied before, or
+-- by a transaction this one waited for) it raises PR208: fn's writes roll back and the caller
+-- reads the stored result. A concurrent close of the same key waits for this transaction (the
+-- unique index) and then raises PR208 in its turn: at most one of them commits.
+CREATE OR REPLACE FUNCTION porter_effect_close(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text, p_job_id uuid, p_result jsonb)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_started timestamptz;
+BEGIN
+  SELECT j.started_at INTO v_started FROM jobs j
+   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state = 'RUNNING'
+     FOR SHARE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'lease of job row % is no longer held by attempt %', p_id, p_attempt USING ERRCODE = 'PR409';
+  END IF;
+  INSERT INTO job_effects (tenant_id, key, job_id, attempt, result) VALUES (p_tenant_id, p_key, p_job_id, p_attempt, p_result)
+  ON CONFLICT DO NOTHING;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'effect % was applied before', p_key USING ERRCODE = 'PR208';
+  END IF;
+  IF v_started IS NULL THEN
+    UPDATE jobs SET started_at = clock_timestamp() WHERE id = p_id AND started_at IS NULL;
+  END IF;
+END
+$$;
+
 -- The fence before COMMIT, in the claim's transaction: raises PR409 when the lease is no longer
 -- held (the caller rolls back). Stores fn's result (NULL: nothing to write, the row has NULL) and
 -- marks the attempt started if its start mark (sent asynchronously for a prefetched job:
