@@ -19,16 +19,20 @@ const FAIL_PERCENT = 10;
 export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
   const details: unknown[] = [];
-  // Porter runs twice: with its effect ledger (ctx.effect) and with a plain write as the peers do.
+  // Porter runs three times: with its effect ledger (ctx.effect as a handler writes it by default,
+  // and with { txOnly: true }) and with a plain write as the peers do.
   const cases = ctx.variants.flatMap((v) =>
     v.system === "porter"
       ? [
           { ...v, label: `${v.label} (ctx.effect)` },
+          { ...v, label: `${v.label} (ctx.effect, txOnly)` },
           { ...v, label: `${v.label} (plain write)` },
         ]
       : [v],
   );
-  const handler = (v: Variant): HandlerMode => ({ kind: "faulty", failPercent: FAIL_PERCENT, effect: v.label.endsWith("(ctx.effect)") ? "ledger" : "plain" });
+  const effectOf = (label: string): "ledger" | "ledger-tx-only" | "plain" =>
+    label.endsWith("(ctx.effect)") ? "ledger" : label.endsWith("(ctx.effect, txOnly)") ? "ledger-tx-only" : "plain";
+  const handler = (v: Variant): HandlerMode => ({ kind: "faulty", failPercent: FAIL_PERCENT, effect: effectOf(v.label) });
   await interleave(ctx, cases, { runs: ctx.sizes.runs, worker: handler }, async (session, run, worker) => {
     const name = session.variant.label;
     const label = `(g) ${name}, ${runLabel(run, ctx.sizes.runs)}`;
@@ -68,7 +72,7 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     notes: [
       `10% of the jobs (the same ones everywhere) fail their first attempt with a transient error before doing anything, then succeed. ${fmt(ctx.sizes.failureJobs)} jobs per run (fewer for a configuration whose (c) rate is below ${fmt(ctx.sizes.failureJobs / ctx.sizes.failureTargetS)}/s: ${ctx.sizes.failureTargetS} s of it); cap ${ctx.sizes.failureCapS} s. Max attempts 25 everywhere.`,
       "effective jobs/s = jobs whose effect applied ÷ all done s (last job done as the system's tables show − first start), so it includes one retry delay, each system's own: Porter full-jitter backoff from 1 s (queue default), graphile-worker exp(1) ≈ 2.7 s (fixed), pg-boss retryDelay 1 s.",
-      "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked; { txOnly: true }, as its fn only writes through tx: the claim in the commit message), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
+      "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked, the key claimed before fn runs), Porter (ctx.effect, txOnly) the same with { txOnly: true } (fn only writes through tx: it runs first and the key is claimed in the commit message), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
       "lost = jobs without their effect when the system says all are done; duplicated = effects applied twice; re-run after success = jobs whose handler succeeded twice (the ledger absorbs the effect; a plain write would duplicate it).",
     ],
     columns: [

@@ -10,7 +10,7 @@ export type BenchPayload = { k: number; t?: number };
 export type HandlerMode =
   | { kind: "noop" }
   /** `failPercent`% of jobs (the same ones for every system) fail their first attempt before any effect; a success applies one effect. */
-  | { kind: "faulty"; failPercent: number; effect: "ledger" | "plain" }
+  | { kind: "faulty"; failPercent: number; effect: "ledger" | "ledger-tx-only" | "plain" }
   /** Scenario (i): the realistic mix (realistic-mix.ts) — several queues, three tenants, job k sleeps durationOf(k). */
   | { kind: "realistic" };
 

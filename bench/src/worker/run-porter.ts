@@ -19,13 +19,13 @@ export const isPorterClaim = (text: string): boolean =>
 /**
  * Porter's worker runtime (`PorterWorker`, what `npm run worker` runs) with one handler for the
  * bench job type. Faulty mode applies its effect through `ctx.effect` (Porter's effect ledger:
- * at most once per key, in one transaction with the ledger row; `txOnly`, its fn being one
- * statement through tx) or, like the peers, as a plain write
+ * at most once per key, in one transaction with the ledger row; by default, and with `txOnly`
+ * as its fn is one statement through tx) or, like the peers, as a plain write
  * on the worker's pool.
  */
 export const startPorter = async (config: WorkerConfig, url: string, log: JobLog): Promise<RunningWorker> => {
   const pool = createPool(url, { max: config.budget.connections, applicationName: "bench-porter-worker" });
-  const isLedger = config.handler.kind === "faulty" && config.handler.effect === "ledger";
+  const effect = config.handler.kind === "faulty" ? config.handler.effect : "plain";
   // Scenario (i): one job type per queue of the pool, all running the same handler.
   const types = config.handler.kind === "realistic" ? REALISTIC_QUEUES.map((q) => `${q.id}.job`) : [`${QUEUE}.job`];
   const handlers = types.map((type) =>
@@ -35,9 +35,11 @@ export const startPorter = async (config: WorkerConfig, url: string, log: JobLog
         try {
           await log.run(job.payload as BenchPayload, job.attempt, (k) =>
             // The ledger stores fn's result: the statement's row count, as a handler would return a
-            // small value — not the driver's result object (~1 KB of JSON, its type table). fn only
-            // writes through tx, so it says so (txOnly): the claim joins the commit message.
-            isLedger ? ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: true }) : pool.query(EFFECT_SQL, [k]),
+            // small value — not the driver's result object (~1 KB of JSON, its type table). With
+            // txOnly (fn only writes through tx) the claim joins the commit message.
+            effect === "plain"
+              ? pool.query(EFFECT_SQL, [k])
+              : ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: effect === "ledger-tx-only" }),
           );
         } catch (error) {
           if (error instanceof InjectedFailure) throw new RetryableError(error.message, { code: "BENCH_TRANSIENT" });
