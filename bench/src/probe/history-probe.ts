@@ -168,7 +168,9 @@ const retention = async (rows: number) => {
   let longestMs = 0;
   for (;;) {
     const s0 = performance.now();
-    const r = await db.query<{ partition_name: string; dropped: string }>(`SELECT partition_name, dropped::text FROM porter_history_retire($1, 10000)`, [later]);
+    const r = await db.query<{ partition_name: string; dropped: string }>(`SELECT partition_name, dropped::text FROM porter_history_retire($1, 10000)`, [
+      later,
+    ]);
     longestMs = Math.max(longestMs, performance.now() - s0);
     if (r.rows.length === 0) break;
     steps += 1;
@@ -366,7 +368,19 @@ const upgrade = async (rows: number) => {
   const t = performance.now();
   await migrate(url("porter_history_upgrade"));
   const ms = performance.now() - t;
-  console.log(JSON.stringify({ rows, tables: sizes, migrateMs: Math.round(ms), load: (await import("node:os")).loadavg()[0]!.toFixed(1) }));
+  // The old tables, now the first partitions, keep no grant of the runtime role (porter_app here).
+  const check = new pg.Client(url("porter_history_upgrade"));
+  await check.connect();
+  const { rows: grants } = await check.query<{ t: string; can: boolean }>(
+    `SELECT t, has_table_privilege('porter_app', t, 'SELECT') AS can FROM unnest(ARRAY['job_attempts_p_first', 'job_events_p_first', 'job_attempts']) t`,
+  );
+  const { rows: counts } = await check.query<{ a: string; e: string }>(
+    `SELECT (SELECT count(*) FROM job_attempts)::text AS a, (SELECT count(*) FROM job_events)::text AS e`,
+  );
+  await check.end();
+  console.log(
+    JSON.stringify({ rows, tables: sizes, migrateMs: Math.round(ms), grants, counts: counts[0], load: (await import("node:os")).loadavg()[0]!.toFixed(1) }),
+  );
 };
 
 const [mode, a1, a2] = process.argv.slice(2);

@@ -121,7 +121,8 @@ describe("finished_jobs' daily partitions", () => {
     for (const table of ["job_attempts", "job_events"]) {
       expect(all.filter((name) => name.startsWith(`${table}_`))).toEqual(created.map((name) => name.replace("finished_jobs_", `${table}_`)));
       const bounds = async (t: string) =>
-        (await db.pool.query<{ b: string }>(`SELECT concat_ws(' ', lo, hi, is_default) AS b FROM porter_history_partitions($1::regclass) ORDER BY 1`, [t])).rows;
+        (await db.pool.query<{ b: string }>(`SELECT concat_ws(' ', lo, hi, is_default) AS b FROM porter_history_partitions($1::regclass) ORDER BY 1`, [t]))
+          .rows;
       expect(await bounds(table)).toEqual(await bounds("finished_jobs"));
     }
     expect(await ensureHistoryPartitions(db.appPool, { now: at(20) })).toEqual([]);
@@ -155,10 +156,7 @@ describe("finished_jobs' daily partitions", () => {
     await expect(db.appPool.query(`ALTER TABLE job_events DETACH PARTITION job_events_default`)).rejects.toMatchObject({ code: "42501" });
     // Through the tables, every day: a row written and read back by job id lands in its day.
     const jobId = uuidv7(at(1));
-    await db.appPool.query(
-      `INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome) VALUES ($1, 1, now(), now(), 'failed')`,
-      [jobId],
-    );
+    await db.appPool.query(`INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome) VALUES ($1, 1, now(), now(), 'failed')`, [jobId]);
     expect(await timelineOf(jobId)).toEqual([day]);
     await db.appPool.query(`DELETE FROM job_attempts WHERE job_id = $1`, [jobId]);
   });
