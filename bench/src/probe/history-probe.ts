@@ -22,11 +22,17 @@ import { join } from "node:path";
 import { claimJobs, completeJobs, enqueueJobs } from "@porter/core";
 import { defaultMigrationsDir, migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
+import { startRestartableCluster } from "@porter/db/testing/restartable-cluster";
 import pg from "pg";
 import { enqueueBenchBacklog } from "./bench-backlog";
 
-const ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
-const url = (name: string) => `postgres://postgres@127.0.0.1:5432/${name}`;
+// The shared server by default. PROBE_CLUSTER=1: a throwaway cluster of the probe's own
+// (packages/db testing/restartable-cluster.ts), so that the WAL measured (the server's LSN moves
+// with every database's writes) is the probe's alone; max_wal_size keeps checkpoints out of a run.
+const cluster = process.env.PROBE_CLUSTER === "1" ? await startRestartableCluster({ database: "postgres", settings: { max_wal_size: "8GB" } }) : null;
+const server = cluster ? `postgres://postgres@127.0.0.1:${cluster.port}` : "postgres://postgres@127.0.0.1:5432";
+const ADMIN_URL = `${server}/postgres`;
+const url = (name: string) => `${server}/${name}`;
 const PARTITIONING = "20261202002400_partitioned_history";
 const TIMELINE_PARTITIONING = "20261202003000_partitioned_timeline";
 const DAY = 86_400_000;
@@ -127,6 +133,42 @@ const OLD_PRUNE = (table: string) => `
    fx AS (DELETE FROM job_effects x USING victims v WHERE x.job_id = v.job_id)
    SELECT count(*)::int AS n FROM jobs_gone`;
 
+// porter_history_retire as it was before 20261202003000_partitioned_timeline (routines/partitions.sql
+// at 20261202002400): the day's keys, attempts, events and effects deleted by one statement each,
+// then finished_jobs' partition detached, its rows to keep moved, and dropped. Installed under
+// another name for the comparison; judged by the same rule.
+const BEFORE_RETIRE = `
+CREATE FUNCTION porter_history_retire_before(p_now timestamptz) RETURNS TABLE (partition_name text, dropped bigint, kept bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_cutoff uuid := porter_uuidv7_floor(p_now - porter_history_horizon_s() * interval '1 second');
+  v_part text;
+  v_total bigint;
+  v_kept bigint;
+  v_cols text;
+  v_keep text := format(
+    '(f.state = ''DEAD'' OR f.finished_at >= %L::timestamptz - coalesce((SELECT q.retention_s FROM queues q WHERE q.id = f.queue_id), 0) * interval ''1 second'')',
+    p_now);
+BEGIN
+  SELECT p.name INTO v_part FROM porter_history_partitions() p WHERE NOT p.is_default AND p.hi <= v_cutoff ORDER BY p.hi LIMIT 1;
+  IF v_part IS NULL THEN RETURN; END IF;
+  EXECUTE format('DELETE FROM idempotency_keys k USING %I f WHERE (k.tenant_id, k.idempotency_key) = (f.tenant_id, f.idempotency_key) AND k.job_id = f.job_id AND NOT %s', v_part, v_keep);
+  EXECUTE format('DELETE FROM job_attempts x USING %I f WHERE x.job_id = f.job_id AND NOT %s', v_part, v_keep);
+  EXECUTE format('DELETE FROM job_events x USING %I f WHERE x.job_id = f.job_id AND NOT %s', v_part, v_keep);
+  EXECUTE format('DELETE FROM job_effects x USING %I f WHERE x.job_id = f.job_id AND NOT %s', v_part, v_keep);
+  EXECUTE format('ALTER TABLE finished_jobs DETACH PARTITION %I', v_part);
+  SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO v_cols
+    FROM pg_attribute a WHERE a.attrelid = 'public.finished_jobs'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+  EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
+  ALTER TABLE finished_jobs_default DISABLE TRIGGER USER;
+  EXECUTE format('INSERT INTO finished_jobs_default (%s) SELECT %s FROM %I f WHERE %s',
+                 v_cols, regexp_replace(v_cols, '([^, ]+)', 'f.\\1', 'g'), v_part, v_keep);
+  GET DIAGNOSTICS v_kept = ROW_COUNT;
+  ALTER TABLE finished_jobs_default ENABLE TRIGGER USER;
+  EXECUTE format('DROP TABLE %I', v_part);
+  RETURN QUERY SELECT v_part, v_total - v_kept, v_kept;
+END $$;`;
+
 // job_attempts and job_events as they were before 20261202003000_partitioned_timeline.
 const PLAIN_TIMELINE = `
   CREATE TABLE attempts_plain (LIKE job_attempts INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
@@ -145,11 +187,35 @@ const retention = async (rows: number) => {
   // The plain table: finished_jobs as it was (the same columns and indexes, not partitioned).
   await db.query(`CREATE TABLE finished_plain (LIKE finished_jobs INCLUDING ALL)`);
   await db.query(PLAIN_TIMELINE);
+  await db.query(BEFORE_RETIRE);
   let t = performance.now();
+  // The day before `day`: retired by the routine as it was (one DELETE per side table).
+  const dayBefore = new Date(day.getTime() - DAY);
+  await fill(db, "finished_jobs", rows, dayBefore, "o");
   await fill(db, "finished_jobs", rows, day, "p");
   await fill(db, "finished_plain", rows, day, "d", { attempts: "attempts_plain", events: "events_plain" });
-  console.log(`filled 2 × ${rows} rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  console.log(`filled 3 × ${rows} rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   await db.query(`VACUUM ANALYZE`);
+
+  // Before: the old routine on dayBefore, its clock such that only that day is due (horizon one day).
+  await db.query(`CHECKPOINT`);
+  const lsn0 = await walNow(db);
+  t = performance.now();
+  const beforeClock = new Date(dayBefore.getTime() + 2 * DAY + 3_600_000);
+  let beforeDropped = 0;
+  for (;;) {
+    const r = await db.query<{ dropped: string }>(`SELECT dropped::text FROM porter_history_retire_before($1)`, [beforeClock]);
+    if (r.rows.length === 0) break;
+    beforeDropped += Number(r.rows[0]!.dropped);
+  }
+  const beforeArm = { dropped: beforeDropped, ms: Math.round(performance.now() - t), wal: mb(await walSince(db, lsn0)) };
+  console.log(JSON.stringify({ before: beforeArm }));
+  // Its timeline partitions (rows deleted, not dropped, by the old routine) go now, outside the measure.
+  for (;;) {
+    const r = await db.query(`SELECT * FROM porter_history_retire($1, 10000)`, [beforeClock]);
+    if (r.rows.length === 0) break;
+  }
+  await db.query(`VACUUM idempotency_keys`);
   const before = {
     part: await historySize(db),
     timeline: await timelineSize(db),
@@ -168,10 +234,13 @@ const retention = async (rows: number) => {
   let longestMs = 0;
   for (;;) {
     const s0 = performance.now();
-    const r = await db.query<{ partition_name: string; dropped: string }>(`SELECT partition_name, dropped::text FROM porter_history_retire($1, 10000)`, [
-      later,
-    ]);
-    longestMs = Math.max(longestMs, performance.now() - s0);
+    const r = await db.query<{ partition_name: string; dropped: string; is_dropped: boolean }>(
+      `SELECT partition_name, dropped::text, is_dropped FROM porter_history_retire($1, 10000)`,
+      [later],
+    );
+    const stepMs = performance.now() - s0;
+    longestMs = Math.max(longestMs, stepMs);
+    if (stepMs > 1000) console.log(`step ${steps + 1}: ${Math.round(stepMs)} ms ${JSON.stringify(r.rows[0] ?? null)}`);
     if (r.rows.length === 0) break;
     steps += 1;
     if (r.rows[0]!.partition_name.startsWith("finished_jobs_")) dropped += Number(r.rows[0]!.dropped);
@@ -209,6 +278,7 @@ const retention = async (rows: number) => {
     JSON.stringify({
       rows,
       load,
+      before: beforeArm,
       drop: {
         dropped,
         steps,
@@ -389,3 +459,4 @@ else if (mode === "claim") await claim(Number(a1 ?? 10_000_000), Number(a2 ?? 20
 else if (mode === "ack") await ack(Number(a1 ?? 20_000), Number(a2 ?? 3));
 else if (mode === "upgrade") await upgrade(Number(a1 ?? 1_000_000));
 else throw new Error("usage: history-probe.ts retention [rows] | upgrade [rows] | claim [finished] [claims] | ack [jobs] [rounds]");
+await cluster?.stop();
