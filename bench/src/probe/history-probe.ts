@@ -179,6 +179,49 @@ const PLAIN_TIMELINE = `
   ALTER TABLE events_plain ADD PRIMARY KEY (id);
   CREATE INDEX ON events_plain (job_id);`;
 
+/**
+ * What a retirement makes the acks wait: until `stop()`, one connection writes as a failing ack
+ * does (a finished row and an attempt of a job created at `at`, a day not retired, in one
+ * transaction) back to back; the longest write and how many there were.
+ */
+let ackSeq = 0;
+const ackWriter = (db: pg.Pool, at: Date) => {
+  let running = true;
+  let longest = 0;
+  let writes = 0;
+  const done = (async () => {
+    const client = await db.connect();
+    try {
+      while (running) {
+        const t = performance.now();
+        await client.query("BEGIN");
+        await client.query(
+          `WITH id AS (SELECT (left(porter_uuidv7_floor($2)::text, 24) || lpad(to_hex($1::bigint), 12, '0'))::uuid AS job_id),
+           f AS (INSERT INTO finished_jobs (id, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, attempt,
+                                            max_attempts, timeout_s, run_at, trace_id, created_at, finished_at)
+                 SELECT 900000000 + $1, job_id, 'bench.job', 'bench', 'bench', '{}', 50, 'w' || $1, 'SUCCEEDED', 2, 5, 300, now(), 't', now(), now() FROM id)
+           INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome) SELECT job_id, 1, now(), now(), 'failed' FROM id`,
+          [++ackSeq, at],
+        );
+        await client.query("COMMIT");
+        longest = Math.max(longest, performance.now() - t);
+        writes += 1;
+      }
+    } finally {
+      client.release();
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done;
+      const out = { writes, longestMs: Math.round(longest) };
+      longest = 0;
+      return out;
+    },
+  };
+};
+
 const retention = async (rows: number) => {
   const db = await fresh("porter_history");
   const day = new Date(Math.floor(Date.now() / DAY) * DAY + 2 * DAY); // a day partition ahead of the clock
@@ -200,6 +243,7 @@ const retention = async (rows: number) => {
   // Before: the old routine on dayBefore, its clock such that only that day is due (horizon one day).
   await db.query(`CHECKPOINT`);
   const lsn0 = await walNow(db);
+  const beforeAcks = ackWriter(db, new Date(day.getTime() + 4 * DAY));
   t = performance.now();
   const beforeClock = new Date(dayBefore.getTime() + 2 * DAY + 3_600_000);
   let beforeDropped = 0;
@@ -208,7 +252,8 @@ const retention = async (rows: number) => {
     if (r.rows.length === 0) break;
     beforeDropped += Number(r.rows[0]!.dropped);
   }
-  const beforeArm = { dropped: beforeDropped, ms: Math.round(performance.now() - t), wal: mb(await walSince(db, lsn0)) };
+  const beforeMs = Math.round(performance.now() - t);
+  const beforeArm = { dropped: beforeDropped, ms: beforeMs, acks: await beforeAcks.stop(), wal: mb(await walSince(db, lsn0)) };
   console.log(JSON.stringify({ before: beforeArm }));
   // Its timeline partitions (rows deleted, not dropped, by the old routine) go now, outside the measure.
   for (;;) {
@@ -232,6 +277,7 @@ const retention = async (rows: number) => {
   let dropped = 0;
   let steps = 0;
   let longestMs = 0;
+  const dropAcks = ackWriter(db, new Date(day.getTime() + 4 * DAY));
   for (;;) {
     const s0 = performance.now();
     const r = await db.query<{ partition_name: string; dropped: string; is_dropped: boolean }>(
@@ -246,6 +292,7 @@ const retention = async (rows: number) => {
     if (r.rows[0]!.partition_name.startsWith("finished_jobs_")) dropped += Number(r.rows[0]!.dropped);
   }
   const dropMs = performance.now() - t;
+  const dropAckStall = await dropAcks.stop();
   const dropWal = await walSince(db, lsn);
   const afterDrop = { part: await historySize(db), timeline: await timelineSize(db), keys: await size(db, "idempotency_keys") };
 
@@ -284,6 +331,7 @@ const retention = async (rows: number) => {
         steps,
         ms: Math.round(dropMs),
         longestStepMs: Math.round(longestMs),
+        acks: dropAckStall,
         wal: mb(dropWal),
         tableBefore: mb(before.part),
         tableAfter: mb(afterDrop.part),

@@ -109,9 +109,13 @@ END $$;
 -- and a row kept always keeps its key (a job that finishes later is kept: it finished after the
 -- first step).
 --
--- A day of job_attempts or job_events: detached, the rows of jobs still kept — in finished_jobs
--- (its rows of that range are in finished_jobs_default by then, or in a day not yet due) or still
--- live in jobs — moved into the table's default partition, and dropped.
+-- A day of job_attempts or job_events: the rows of jobs still kept — in finished_jobs (its rows of
+-- that range are in finished_jobs_default by then, or in a day not yet due) or still live in jobs
+-- — are moved into the table's default partition, and the day is dropped.
+--
+-- Either way the day's rows are read (counted, the rows to keep copied aside) under a SHARE lock
+-- of the partition alone, before the partitioned table is locked to detach it: that lock, which
+-- the acks and failures queue behind, is held for the move of the kept rows and the drop only.
 CREATE OR REPLACE FUNCTION porter_history_retire(p_now timestamptz, p_chunk integer DEFAULT 10000)
 RETURNS TABLE (partition_name text, dropped bigint, kept bigint, chunked bigint, keys_deleted bigint, is_dropped boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET lock_timeout = '100ms' AS $$
@@ -154,20 +158,29 @@ BEGIN
     FROM pg_attribute a WHERE a.attrelid = v_table::regclass AND a.attnum > 0 AND NOT a.attisdropped;
 
   IF v_table <> 'finished_jobs' THEN
+    -- The rows to keep are read under a SHARE lock of the partition alone (its day's writes wait,
+    -- every other day's go on), then the partitioned table is locked only to detach, move them and
+    -- drop: milliseconds, whatever the day's size.
+    BEGIN
+      EXECUTE format('LOCK TABLE %I IN SHARE MODE', v_part);
+    EXCEPTION WHEN lock_not_available THEN
+      RETURN;
+    END;
+    EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
+    DROP TABLE IF EXISTS pg_temp.porter_history_keep;
+    EXECUTE format(
+      'CREATE TEMP TABLE porter_history_keep ON COMMIT DROP AS SELECT * FROM %I x
+        WHERE x.job_id IN (SELECT f.job_id FROM finished_jobs f WHERE f.job_id >= $1 AND f.job_id < $2)
+           OR x.job_id IN (SELECT j.job_id FROM jobs j WHERE j.job_id >= $1 AND j.job_id < $2)', v_part)
+      USING coalesce(v_lo, v_zero), v_hi;
     BEGIN
       EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', v_table, v_part);
     EXCEPTION WHEN lock_not_available THEN
       RETURN;
     END;
-    -- Detached under this transaction's lock (held to the commit: no attempt or event of the day
-    -- is written meanwhile), its range belongs to the default partition.
-    EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
-    EXECUTE format(
-      'INSERT INTO %I (%s) SELECT %s FROM %I x
-        WHERE x.job_id IN (SELECT f.job_id FROM finished_jobs f WHERE f.job_id >= $1 AND f.job_id < $2)
-           OR x.job_id IN (SELECT j.job_id FROM jobs j WHERE j.job_id >= $1 AND j.job_id < $2)',
-      v_table || '_default', v_cols, regexp_replace(v_cols, '([^, ]+)', 'x.\1', 'g'), v_part)
-      USING coalesce(v_lo, v_zero), v_hi;
+    -- Detached under this transaction's lock (held to the commit), its range belongs to the
+    -- default partition.
+    EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM pg_temp.porter_history_keep', v_table || '_default', v_cols, v_cols);
     GET DIAGNOSTICS v_kept = ROW_COUNT;
     EXECUTE format('DROP TABLE %I', v_part);
     RETURN QUERY SELECT v_part, v_total - v_kept, v_kept, 0::bigint, 0::bigint, true;
@@ -204,7 +217,18 @@ BEGIN
     RETURN;
   END IF;
 
-  -- The last chunk: the day goes.
+  -- The last chunk: the day goes. Its rows to keep are read under a SHARE lock of the partition
+  -- alone (writes to that day wait, every other day's go on); the partitioned table is locked only
+  -- to detach, move them and drop.
+  BEGIN
+    EXECUTE format('LOCK TABLE %I IN SHARE MODE', v_part);
+  EXCEPTION WHEN lock_not_available THEN
+    RETURN QUERY SELECT v_part, 0::bigint, 0::bigint, v_rows, v_keys, false;
+    RETURN;
+  END;
+  EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
+  DROP TABLE IF EXISTS pg_temp.porter_history_keep;
+  EXECUTE format('CREATE TEMP TABLE porter_history_keep ON COMMIT DROP AS SELECT * FROM %I f WHERE %s', v_part, v_keep);
   BEGIN
     EXECUTE format('ALTER TABLE finished_jobs DETACH PARTITION %I', v_part);
   EXCEPTION WHEN lock_not_available THEN
@@ -216,10 +240,8 @@ BEGIN
   -- triggers of finished_jobs (DLQ counts, status stream, webhooks) do not see it, with the row
   -- triggers cloned onto the partition off for this statement (this transaction holds the
   -- partition's lock from the ALTER to the commit: no other writer sees them off).
-  EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
   ALTER TABLE finished_jobs_default DISABLE TRIGGER USER;
-  EXECUTE format('INSERT INTO finished_jobs_default (%s) SELECT %s FROM %I f WHERE %s',
-                 v_cols, regexp_replace(v_cols, '([^, ]+)', 'f.\1', 'g'), v_part, v_keep);
+  EXECUTE format('INSERT INTO finished_jobs_default (%s) SELECT %s FROM pg_temp.porter_history_keep', v_cols, v_cols);
   GET DIAGNOSTICS v_kept = ROW_COUNT;
   ALTER TABLE finished_jobs_default ENABLE TRIGGER USER;
   EXECUTE format('DROP TABLE %I', v_part);
