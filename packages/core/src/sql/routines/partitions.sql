@@ -122,7 +122,11 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET lock_tim
 DECLARE
   v_cutoff uuid := porter_uuidv7_floor(p_now - porter_history_horizon_s() * interval '1 second');
   v_zero uuid := '00000000-0000-0000-0000-000000000000';
-  v_ret _porter_history_retirement%ROWTYPE;
+  -- The day under way, if any (_porter_history_retirement's row).
+  v_ret_name text;
+  v_ret_started timestamptz;
+  v_ret_retentions jsonb;
+  v_ret_cursor uuid;
   v_table text;
   v_part text;
   v_lo uuid;
@@ -136,14 +140,16 @@ DECLARE
   v_keep text;
 BEGIN
   -- A day under way is finished first, with the clock it began with.
-  SELECT * INTO v_ret FROM _porter_history_retirement ORDER BY started_at LIMIT 1;
-  IF FOUND AND to_regclass(v_ret.partition_name) IS NULL THEN
-    DELETE FROM _porter_history_retirement WHERE _porter_history_retirement.partition_name = v_ret.partition_name;
-    v_ret := NULL;
+  SELECT r.partition_name, r.started_at, r.retentions, r.cursor_id INTO v_ret_name, v_ret_started, v_ret_retentions, v_ret_cursor
+    FROM _porter_history_retirement r ORDER BY r.started_at LIMIT 1;
+  IF v_ret_name IS NOT NULL AND to_regclass(v_ret_name) IS NULL THEN
+    DELETE FROM _porter_history_retirement r WHERE r.partition_name = v_ret_name;
+    v_ret_name := NULL;
+    v_ret_cursor := NULL;
   END IF;
-  IF v_ret.partition_name IS NOT NULL THEN
+  IF v_ret_name IS NOT NULL THEN
     v_table := 'finished_jobs';
-    SELECT p.name, p.lo, p.hi INTO v_part, v_lo, v_hi FROM porter_history_partitions('public.finished_jobs') p WHERE p.name = v_ret.partition_name;
+    SELECT p.name, p.lo, p.hi INTO v_part, v_lo, v_hi FROM porter_history_partitions('public.finished_jobs') p WHERE p.name = v_ret_name;
   ELSE
     SELECT t.tbl, p.name, p.lo, p.hi INTO v_table, v_part, v_lo, v_hi
       FROM unnest(ARRAY['finished_jobs', 'job_attempts', 'job_events']) WITH ORDINALITY AS t(tbl, ord)
@@ -188,15 +194,15 @@ BEGIN
   END IF;
 
   -- finished_jobs: the keys and effects of the rows to drop, one chunk.
-  IF v_ret.partition_name IS NULL THEN
-    INSERT INTO _porter_history_retirement (partition_name, started_at, retentions)
+  IF v_ret_name IS NULL THEN
+    INSERT INTO _porter_history_retirement AS r (partition_name, started_at, retentions)
     VALUES (v_part, p_now, (SELECT coalesce(jsonb_object_agg(q.id, q.retention_s), '{}') FROM queues q))
-    RETURNING * INTO v_ret;
+    RETURNING r.started_at, r.retentions INTO v_ret_started, v_ret_retentions;
   END IF;
   -- A row to keep: dead, or finished within its queue's retention (a queue gone: not kept).
   v_keep := format(
     '(f.state = ''DEAD'' OR f.finished_at >= %L::timestamptz - coalesce((%L::jsonb ->> f.queue_id)::integer, 0) * interval ''1 second'')',
-    v_ret.started_at, v_ret.retentions);
+    v_ret_started, v_ret_retentions);
   EXECUTE format(
     'WITH c AS MATERIALIZED (
        SELECT f.job_id, f.tenant_id, f.idempotency_key, %s AS keep FROM %I f WHERE f.job_id > $1 ORDER BY f.job_id LIMIT $2),
@@ -209,7 +215,7 @@ BEGIN
      e AS (DELETE FROM job_events_default x USING c WHERE NOT c.keep AND x.job_id = c.job_id)
      SELECT (SELECT count(*) FROM c), (SELECT c.job_id FROM c ORDER BY c.job_id DESC LIMIT 1), (SELECT count(*) FROM k)',
     v_keep, v_part)
-    INTO v_rows, v_last, v_keys USING coalesce(v_ret.cursor_id, v_zero), p_chunk;
+    INTO v_rows, v_last, v_keys USING coalesce(v_ret_cursor, v_zero), p_chunk;
   UPDATE _porter_history_retirement r SET cursor_id = coalesce(v_last, r.cursor_id), keys_deleted = r.keys_deleted + v_keys
    WHERE r.partition_name = v_part;
   IF v_rows >= p_chunk THEN
