@@ -68,7 +68,7 @@ BEGIN
     -- through the partitioned table only (packages/db/src/grants.ts), so they hold none.
     EXECUTE (SELECT coalesce(string_agg(format('REVOKE ALL ON TABLE %I FROM %I;', v_table || '_p_first', g.grantee), ' '), '')
                FROM (SELECT DISTINCT grantee FROM information_schema.role_table_grants
-                      WHERE table_schema = 'public' AND table_name = v_table || '_p_first'
+                      WHERE table_schema = 'public' AND table_name = v_table || '_p_first' AND grantee <> 'PUBLIC'
                         AND grantee <> (SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = (v_table || '_p_first')::regclass)) g);
   END LOOP;
 END $$;
