@@ -38,6 +38,9 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   // until its day is retired; then it is gone and this entry names nothing.
   finished_jobs_p_first: ["SELECT", "UPDATE", "DELETE"],
   idempotency_keys: ["SELECT", "INSERT", "DELETE"],
+  // Partitioned like finished_jobs, by the same days (migration 20261202003000_partitioned_timeline):
+  // their day and default partitions, the first ones (the old tables) included, are reached through
+  // these tables only; prune deletes a job's attempts and events through them.
   job_attempts: ["SELECT", "INSERT", "DELETE"],
   job_events: ["SELECT", "INSERT", "DELETE"],
   job_effects: ["SELECT", "INSERT", "UPDATE", "DELETE"],
@@ -94,6 +97,8 @@ export const RUNTIME_GRANTS: Readonly<Record<string, readonly TablePrivilege[]>>
   // The migrator's ledgers (migrations, routines): the runtime never reads or writes them.
   _porter_migrations: [],
   _porter_routines: [],
+  // A day's retirement under way (routines/partitions.sql, SECURITY DEFINER): the runtime role never touches it.
+  _porter_history_retirement: [],
 };
 
 /**

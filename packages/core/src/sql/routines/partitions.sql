@@ -1,6 +1,8 @@
--- Partitioned history (issue 16; migration 20261202002400_partitioned_history, docs/scaling.md
--- "Partitioned history"): finished_jobs is partitioned by RANGE on job_id, one partition per UTC
--- day of creation (job ids are UUIDv7), plus finished_jobs_default for what no range covers.
+-- Partitioned history (issue 16; migrations 20261202002400_partitioned_history and
+-- 20261202003000_partitioned_timeline, docs/scaling.md "Partitioned history"): finished_jobs and
+-- the timeline tables job_attempts and job_events are partitioned by RANGE on job_id, one
+-- partition per UTC day of creation (job ids are UUIDv7), plus <table>_default for what no range
+-- covers. The routines below make and retire the three tables' days together.
 --
 -- The maintenance leader runs as the runtime role, which owns nothing and may not create or drop
 -- tables. The two routines that change partitions are SECURITY DEFINER: they run as the owner of
@@ -31,8 +33,8 @@ LANGUAGE sql STABLE AS $$
   SELECT greatest(coalesce((SELECT max(retention_s) FROM queues), 0), 86400)
 $$;
 
--- The partitions of finished_jobs with their bounds (lo NULL for MINVALUE; both NULL for DEFAULT).
-CREATE OR REPLACE FUNCTION porter_history_partitions()
+-- The partitions of a history table with their bounds (lo NULL for MINVALUE; both NULL for DEFAULT).
+CREATE OR REPLACE FUNCTION porter_history_partitions(p_table regclass DEFAULT 'public.finished_jobs')
 RETURNS TABLE (name text, lo uuid, hi uuid, is_default boolean)
 LANGUAGE sql STABLE AS $$
   SELECT c.relname::text,
@@ -42,84 +44,201 @@ LANGUAGE sql STABLE AS $$
     FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid
     CROSS JOIN LATERAL (SELECT pg_get_expr(c.relpartbound, c.oid) AS expr) b
-   WHERE i.inhparent = 'public.finished_jobs'::regclass
+   WHERE i.inhparent = p_table
 $$;
 
--- Creates the daily partitions missing up to p_days days after p_now, after the last one that
--- exists (never before it, and at most p_days back: older ranges stay in the default partition,
--- and a retired day is never made again). A day for which
--- the default partition already holds rows (an id made far ahead of time) is skipped, since
--- PostgreSQL refuses a partition whose rows sit in the default one; those jobs stay there.
--- Returns the names created.
+-- Creates, for finished_jobs, job_attempts and job_events, the daily partitions missing up to
+-- p_days days after p_now, after the table's last one (never before it, and at most p_days back:
+-- older ranges stay in the default partition, and a retired day is never made again). A day for
+-- which a table's default partition already holds rows (an id made far ahead of time) is skipped
+-- for that table, since PostgreSQL refuses a partition whose rows sit in the default one; those
+-- rows stay there. Returns the names created.
 CREATE OR REPLACE FUNCTION porter_history_ensure(p_now timestamptz, p_days integer DEFAULT 7)
 RETURNS SETOF text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET lock_timeout = '100ms' AS $$
 DECLARE
   v_today timestamptz := date_trunc('day', p_now AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+  v_table text;
   v_last timestamptz;
   v_day timestamptz;
   v_lo uuid;
   v_hi uuid;
   v_name text;
+  v_taken boolean;
 BEGIN
-  SELECT porter_uuidv7_time(p.hi) INTO v_last FROM porter_history_partitions() p
-   WHERE NOT p.is_default ORDER BY p.hi DESC LIMIT 1;
-  -- From the end of the last day (filling a gap left while maintenance was down, at most p_days
-  -- back), or today.
-  v_day := greatest(coalesce(v_last, v_today), v_today - p_days * interval '1 day');
-  WHILE v_day < p_now + p_days * interval '1 day' LOOP
-    v_lo := porter_uuidv7_floor(v_day);
-    v_hi := porter_uuidv7_floor(v_day + interval '1 day');
-    v_name := 'finished_jobs_p' || to_char(v_day AT TIME ZONE 'UTC', 'YYYYMMDD');
-    IF NOT EXISTS (SELECT 1 FROM finished_jobs_default d WHERE d.job_id >= v_lo AND d.job_id < v_hi) THEN
-      BEGIN
-        EXECUTE format('CREATE TABLE %I PARTITION OF finished_jobs FOR VALUES FROM (%L) TO (%L)', v_name, v_lo, v_hi);
-        RETURN NEXT v_name;
-      EXCEPTION WHEN lock_not_available THEN
-        -- Readers or acks held the table: the next pass tries again.
-        RETURN;
-      END;
-    END IF;
-    v_day := v_day + interval '1 day';
+  FOREACH v_table IN ARRAY ARRAY['finished_jobs', 'job_attempts', 'job_events'] LOOP
+    SELECT porter_uuidv7_time(p.hi) INTO v_last FROM porter_history_partitions(v_table::regclass) p
+     WHERE NOT p.is_default ORDER BY p.hi DESC LIMIT 1;
+    -- From the end of the last day (filling a gap left while maintenance was down, at most p_days
+    -- back), or today.
+    v_day := greatest(coalesce(v_last, v_today), v_today - p_days * interval '1 day');
+    WHILE v_day < p_now + p_days * interval '1 day' LOOP
+      v_lo := porter_uuidv7_floor(v_day);
+      v_hi := porter_uuidv7_floor(v_day + interval '1 day');
+      v_name := v_table || '_p' || to_char(v_day AT TIME ZONE 'UTC', 'YYYYMMDD');
+      EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I d WHERE d.job_id >= $1 AND d.job_id < $2)', v_table || '_default')
+        INTO v_taken USING v_lo, v_hi;
+      IF NOT v_taken THEN
+        BEGIN
+          EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)', v_name, v_table, v_lo, v_hi);
+          RETURN NEXT v_name;
+        EXCEPTION WHEN lock_not_available THEN
+          -- Readers or writers held the table: the next pass tries again.
+          RETURN;
+        END;
+      END IF;
+      v_day := v_day + interval '1 day';
+    END LOOP;
   END LOOP;
 END $$;
 
--- Retires the oldest partition whose every job was created before the horizon
--- (porter_history_horizon_s before p_now), if any: deletes the idempotency keys, attempts, events
--- and effects of the jobs it drops, detaches it, moves the rows still to keep into the default
--- partition — DEAD jobs (the dead-letter queue keeps them until redriven) and jobs that finished
--- within their queue's retention although created before the horizon — and drops it. One
--- partition per call; returns it with the rows dropped and kept (no row when nothing was due, or
--- when the table could not be locked at once: the next pass tries again).
-CREATE OR REPLACE FUNCTION porter_history_retire(p_now timestamptz)
-RETURNS TABLE (partition_name text, dropped bigint, kept bigint)
+-- Retires, one step per call, the oldest partition of finished_jobs, job_attempts or job_events
+-- whose every job was created before the horizon (porter_history_horizon_s before p_now); among
+-- days ending together finished_jobs' goes first. Returns a row per step (none when nothing was
+-- due, or when a table could not be locked at once: the next pass tries again).
+--
+-- A day of finished_jobs: the rows to keep are DEAD jobs (the dead-letter queue keeps them until
+-- redriven) and jobs that finished within their queue's retention although created before the
+-- horizon. First the idempotency keys and effects of the rows to drop are deleted, p_chunk rows of
+-- the partition at a time in job_id order (one range of its primary key a call, a short
+-- transaction each: keys and effects cannot be partitioned by job, see docs/scaling.md), with
+-- their progress in _porter_history_retirement; a call that deletes a chunk returns it
+-- (is_dropped false). The call whose chunk reaches the partition's end detaches it, moves the rows
+-- to keep into finished_jobs_default and drops it. Every step of one day judges the rows with the
+-- clock and queue retentions of its first step, so a row whose key was deleted is always dropped
+-- and a row kept always keeps its key (a job that finishes later is kept: it finished after the
+-- first step).
+--
+-- A day of job_attempts or job_events: the rows of jobs still kept — in finished_jobs (its rows of
+-- that range are in finished_jobs_default by then, or in a day not yet due) or still live in jobs
+-- — are moved into the table's default partition, and the day is dropped.
+--
+-- Either way the day's rows are read (counted, the rows to keep copied aside) under a SHARE lock
+-- of the partition alone, before the partitioned table is locked to detach it: that lock, which
+-- the acks and failures queue behind, is held for the move of the kept rows and the drop only.
+CREATE OR REPLACE FUNCTION porter_history_retire(p_now timestamptz, p_chunk integer DEFAULT 10000)
+RETURNS TABLE (partition_name text, dropped bigint, kept bigint, chunked bigint, keys_deleted bigint, is_dropped boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET lock_timeout = '100ms' AS $$
 DECLARE
   v_cutoff uuid := porter_uuidv7_floor(p_now - porter_history_horizon_s() * interval '1 second');
+  v_zero uuid := '00000000-0000-0000-0000-000000000000';
+  -- The day under way, if any (_porter_history_retirement's row).
+  v_ret_name text;
+  v_ret_started timestamptz;
+  v_ret_retentions jsonb;
+  v_ret_cursor uuid;
+  v_table text;
   v_part text;
+  v_lo uuid;
+  v_hi uuid;
   v_total bigint;
   v_kept bigint;
+  v_rows bigint;
+  v_keys bigint;
+  v_last uuid;
   v_cols text;
-  -- A row to keep: dead, or finished within its queue's retention (a queue gone: not kept).
-  v_keep text := format(
-    '(f.state = ''DEAD'' OR f.finished_at >= %L::timestamptz - coalesce((SELECT q.retention_s FROM queues q WHERE q.id = f.queue_id), 0) * interval ''1 second'')',
-    p_now);
+  v_keep text;
 BEGIN
-  SELECT p.name INTO v_part FROM porter_history_partitions() p
-   WHERE NOT p.is_default AND p.hi <= v_cutoff ORDER BY p.hi LIMIT 1;
-  IF v_part IS NULL THEN
+  -- A day under way is finished first, with the clock it began with.
+  SELECT r.partition_name, r.started_at, r.retentions, r.cursor_id INTO v_ret_name, v_ret_started, v_ret_retentions, v_ret_cursor
+    FROM _porter_history_retirement r ORDER BY r.started_at LIMIT 1;
+  IF v_ret_name IS NOT NULL AND to_regclass(v_ret_name) IS NULL THEN
+    DELETE FROM _porter_history_retirement r WHERE r.partition_name = v_ret_name;
+    v_ret_name := NULL;
+    v_ret_cursor := NULL;
+  END IF;
+  IF v_ret_name IS NOT NULL THEN
+    v_table := 'finished_jobs';
+    SELECT p.name, p.lo, p.hi INTO v_part, v_lo, v_hi FROM porter_history_partitions('public.finished_jobs') p WHERE p.name = v_ret_name;
+  ELSE
+    SELECT t.tbl, p.name, p.lo, p.hi INTO v_table, v_part, v_lo, v_hi
+      FROM unnest(ARRAY['finished_jobs', 'job_attempts', 'job_events']) WITH ORDINALITY AS t(tbl, ord)
+     CROSS JOIN LATERAL porter_history_partitions(t.tbl::regclass) p
+     WHERE NOT p.is_default AND p.hi <= v_cutoff
+     ORDER BY p.hi, t.ord LIMIT 1;
+    IF v_part IS NULL THEN
+      RETURN;
+    END IF;
+  END IF;
+  SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO v_cols
+    FROM pg_attribute a WHERE a.attrelid = v_table::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+
+  IF v_table <> 'finished_jobs' THEN
+    -- The rows to keep are read under a SHARE lock of the partition alone (its day's writes wait,
+    -- every other day's go on), then the partitioned table is locked only to detach, move them and
+    -- drop: milliseconds, whatever the day's size.
+    BEGIN
+      EXECUTE format('LOCK TABLE %I IN SHARE MODE', v_part);
+    EXCEPTION WHEN lock_not_available THEN
+      RETURN;
+    END;
+    EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
+    DROP TABLE IF EXISTS pg_temp.porter_history_keep;
+    EXECUTE format(
+      'CREATE TEMP TABLE porter_history_keep ON COMMIT DROP AS SELECT * FROM %I x
+        WHERE x.job_id IN (SELECT f.job_id FROM finished_jobs f WHERE f.job_id >= $1 AND f.job_id < $2)
+           OR x.job_id IN (SELECT j.job_id FROM jobs j WHERE j.job_id >= $1 AND j.job_id < $2)', v_part)
+      USING coalesce(v_lo, v_zero), v_hi;
+    BEGIN
+      EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', v_table, v_part);
+    EXCEPTION WHEN lock_not_available THEN
+      RETURN;
+    END;
+    -- Detached under this transaction's lock (held to the commit), its range belongs to the
+    -- default partition.
+    EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM pg_temp.porter_history_keep', v_table || '_default', v_cols, v_cols);
+    GET DIAGNOSTICS v_kept = ROW_COUNT;
+    EXECUTE format('DROP TABLE %I', v_part);
+    RETURN QUERY SELECT v_part, v_total - v_kept, v_kept, 0::bigint, 0::bigint, true;
     RETURN;
   END IF;
-  -- The side tables first, before the partitioned table is locked: these deletes may take a
-  -- while, the lock below only milliseconds. Should the lock not be had, they are done already
-  -- and the next pass finds nothing left to delete (the jobs are past retention either way).
-  EXECUTE format('DELETE FROM idempotency_keys k USING %I f WHERE (k.tenant_id, k.idempotency_key) = (f.tenant_id, f.idempotency_key) AND k.job_id = f.job_id AND NOT %s', v_part, v_keep);
-  EXECUTE format('DELETE FROM job_attempts x USING %I f WHERE x.job_id = f.job_id AND NOT %s', v_part, v_keep);
-  EXECUTE format('DELETE FROM job_events x USING %I f WHERE x.job_id = f.job_id AND NOT %s', v_part, v_keep);
-  EXECUTE format('DELETE FROM job_effects x USING %I f WHERE x.job_id = f.job_id AND NOT %s', v_part, v_keep);
+
+  -- finished_jobs: the keys and effects of the rows to drop, one chunk.
+  IF v_ret_name IS NULL THEN
+    INSERT INTO _porter_history_retirement AS r (partition_name, started_at, retentions)
+    VALUES (v_part, p_now, (SELECT coalesce(jsonb_object_agg(q.id, q.retention_s), '{}') FROM queues q))
+    RETURNING r.started_at, r.retentions INTO v_ret_started, v_ret_retentions;
+  END IF;
+  -- A row to keep: dead, or finished within its queue's retention (a queue gone: not kept).
+  v_keep := format(
+    '(f.state = ''DEAD'' OR f.finished_at >= %L::timestamptz - coalesce((%L::jsonb ->> f.queue_id)::integer, 0) * interval ''1 second'')',
+    v_ret_started, v_ret_retentions);
+  EXECUTE format(
+    'WITH c AS MATERIALIZED (
+       SELECT f.job_id, f.tenant_id, f.idempotency_key, %s AS keep FROM %I f WHERE f.job_id > $1 ORDER BY f.job_id LIMIT $2),
+     k AS (DELETE FROM idempotency_keys k USING c
+            WHERE NOT c.keep AND (k.tenant_id, k.idempotency_key) = (c.tenant_id, c.idempotency_key) AND k.job_id = c.job_id RETURNING 1),
+     fx AS (DELETE FROM job_effects x USING c WHERE NOT c.keep AND x.job_id = c.job_id),
+     -- Attempts and events of these jobs in the timeline tables'' default partitions (a day whose
+     -- partition was skipped): the day partitions go with a DROP of their own.
+     a AS (DELETE FROM job_attempts_default x USING c WHERE NOT c.keep AND x.job_id = c.job_id),
+     e AS (DELETE FROM job_events_default x USING c WHERE NOT c.keep AND x.job_id = c.job_id)
+     SELECT (SELECT count(*) FROM c), (SELECT c.job_id FROM c ORDER BY c.job_id DESC LIMIT 1), (SELECT count(*) FROM k)',
+    v_keep, v_part)
+    INTO v_rows, v_last, v_keys USING coalesce(v_ret_cursor, v_zero), p_chunk;
+  UPDATE _porter_history_retirement r SET cursor_id = coalesce(v_last, r.cursor_id), keys_deleted = r.keys_deleted + v_keys
+   WHERE r.partition_name = v_part;
+  IF v_rows >= p_chunk THEN
+    RETURN QUERY SELECT v_part, 0::bigint, 0::bigint, v_rows, v_keys, false;
+    RETURN;
+  END IF;
+
+  -- The last chunk: the day goes. Its rows to keep are read under a SHARE lock of the partition
+  -- alone (writes to that day wait, every other day's go on); the partitioned table is locked only
+  -- to detach, move them and drop.
+  BEGIN
+    EXECUTE format('LOCK TABLE %I IN SHARE MODE', v_part);
+  EXCEPTION WHEN lock_not_available THEN
+    RETURN QUERY SELECT v_part, 0::bigint, 0::bigint, v_rows, v_keys, false;
+    RETURN;
+  END;
+  EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
+  DROP TABLE IF EXISTS pg_temp.porter_history_keep;
+  EXECUTE format('CREATE TEMP TABLE porter_history_keep ON COMMIT DROP AS SELECT * FROM %I f WHERE %s', v_part, v_keep);
   BEGIN
     EXECUTE format('ALTER TABLE finished_jobs DETACH PARTITION %I', v_part);
   EXCEPTION WHEN lock_not_available THEN
+    RETURN QUERY SELECT v_part, 0::bigint, 0::bigint, v_rows, v_keys, false;
     RETURN;
   END;
   -- Detached, its range belongs to the default partition: the rows to keep move there under the
@@ -127,17 +246,11 @@ BEGIN
   -- triggers of finished_jobs (DLQ counts, status stream, webhooks) do not see it, with the row
   -- triggers cloned onto the partition off for this statement (this transaction holds the
   -- partition's lock from the ALTER to the commit: no other writer sees them off).
-  SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO v_cols
-    FROM pg_attribute a WHERE a.attrelid = 'public.finished_jobs'::regclass AND a.attnum > 0 AND NOT a.attisdropped;
-  EXECUTE format('SELECT count(*) FROM %I', v_part) INTO v_total;
   ALTER TABLE finished_jobs_default DISABLE TRIGGER USER;
-  EXECUTE format('INSERT INTO finished_jobs_default (%s) SELECT %s FROM %I f WHERE %s',
-                 v_cols, regexp_replace(v_cols, '([^, ]+)', 'f.\1', 'g'), v_part, v_keep);
+  EXECUTE format('INSERT INTO finished_jobs_default (%s) SELECT %s FROM pg_temp.porter_history_keep', v_cols, v_cols);
   GET DIAGNOSTICS v_kept = ROW_COUNT;
   ALTER TABLE finished_jobs_default ENABLE TRIGGER USER;
   EXECUTE format('DROP TABLE %I', v_part);
-  partition_name := v_part;
-  dropped := v_total - v_kept;
-  kept := v_kept;
-  RETURN NEXT;
+  DELETE FROM _porter_history_retirement r WHERE r.partition_name = v_part;
+  RETURN QUERY SELECT v_part, v_total - v_kept, v_kept, v_rows, v_keys, true;
 END $$;
