@@ -1,0 +1,63 @@
+// Probe (not part of the suite): claim latency at depth, scenario (f)'s shape without a worker
+// process. A fresh `porter_perf`; ready rows generated as the bench generates them (cloneRows of a
+// stored job: same priority and vft, ids in order), VACUUM ANALYZE, then a window of claim+ack
+// cycles of `batch` on one connection, each claim timed; then more rows up to the large depth and
+// the same again. With EXPLAIN=1, auto_explain logs the claim's nested statements (ANALYZE,
+// BUFFERS) of the 3rd claim of each phase into the server's log.
+//   PERF_SERVER=postgres://postgres@127.0.0.1:5533 npx tsx bench/src/probe/depth-probe.ts [small] [large] [window] [batch]
+import { claimJobs, completeJobs, enqueueJobs } from "@porter/core";
+import { cloneRows, uuidOf } from "../systems/clone-rows";
+import { freshPerfDatabase } from "./perf-db";
+
+const [small, large, window, batch] = [2, 3, 4, 5].map((i, k) => Number(process.argv[i] ?? [10_000, 1_000_000, 20_000, 100][k]));
+const pool = await freshPerfDatabase({ connections: 2 });
+if (process.env.SETUP_SQL) await pool.query(process.env.SETUP_SQL);
+await enqueueJobs(pool, [{ job_type: "bench.job", tenant_id: "bench", payload: { k: 0 }, idempotency_key: "template" }], { notify: false });
+await pool.query(`CREATE TABLE probe_template AS SELECT * FROM jobs WHERE idempotency_key = 'template'`);
+await pool.query(`DELETE FROM jobs WHERE idempotency_key = 'template'`);
+const gen = async (from: number, count: number) => {
+  const at = `now() - interval '3 hours' + g * interval '1 millisecond'`;
+  await cloneRows(pool, {
+    table: "jobs",
+    template: `SELECT * FROM probe_template`,
+    overrides: { job_id: uuidOf("g", "a0000000"), payload: `jsonb_build_object('k', g)`, idempotency_key: `'gen-' || g`, run_at: at, created_at: at },
+    from,
+    count,
+  });
+  await pool.query(`VACUUM ANALYZE`);
+};
+const client = await pool.connect();
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const drain = async (label: string) => {
+  const times: number[] = [];
+  for (let n = 0, i = 0; n < window; i++) {
+    const isExplained = process.env.EXPLAIN === "1" && i === 2;
+    if (isExplained) {
+      await client.query(`LOAD 'auto_explain'`);
+      await client.query(
+        `SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_nested_statements = on`,
+      );
+    }
+    const t0 = performance.now();
+    const got = await claimJobs(client, { poolId: "bench", workerId: "depth-probe", limit: Math.min(batch, window - n) });
+    const t = performance.now() - t0;
+    if (isExplained) await client.query(`SET auto_explain.log_min_duration = -1`);
+    if (got.length === 0) throw new Error(`${label}: nothing to claim after ${n}`);
+    if (i >= 2) times.push(t);
+    await completeJobs(
+      client,
+      got.map((j) => ({ id: j.id, leaseToken: j.leaseToken, attempt: j.attempt, result: null })),
+    );
+    n += got.length;
+  }
+  const line = `${label}: ${times.length} claims of ${batch}: p50 ${pct(times, 50).toFixed(2)} p99 ${pct(times, 99).toFixed(2)} max ${Math.max(...times).toFixed(2)} ms`;
+  console.log(line);
+  return pct(times, 99);
+};
+await gen(1, small + window);
+const p99s = await drain(`${small} ready`);
+await gen(small + window + 1, large - small);
+const p99l = await drain(`${large} ready`);
+console.log(`p99 ${large} ÷ ${small}: ${(p99l / p99s).toFixed(2)}`);
+client.release();
+await pool.end();
