@@ -3,7 +3,8 @@
 // stored job: same priority and vft, ids in order), VACUUM ANALYZE, then a window of claim+ack
 // cycles of `batch` on one connection, each claim timed; then more rows up to the large depth and
 // the same again. With EXPLAIN=1, auto_explain logs the claim's nested statements (ANALYZE,
-// BUFFERS) of the 3rd claim of each phase into the server's log.
+// BUFFERS) of the 3rd claim of each phase into the server's log; SETUP_SQL runs once before the
+// generation (a variant's routine or schema, for an A/B).
 //   PERF_SERVER=postgres://postgres@127.0.0.1:5533 npx tsx bench/src/probe/depth-probe.ts [small] [large] [window] [batch]
 import { claimJobs, completeJobs, enqueueJobs } from "@porter/core";
 import { cloneRows, uuidOf } from "../systems/clone-rows";
@@ -27,9 +28,23 @@ const gen = async (from: number, count: number) => {
   await pool.query(`VACUUM ANALYZE`);
 };
 const client = await pool.connect();
+// ASYNC=1: the claims commit without waiting for their WAL flush, so that the timings are the
+// statement's own (what grows with depth), not the disk's.
+if (process.env.ASYNC === "1") await client.query(`SET synchronous_commit = off`);
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+// Reads of jobs by the window's statements (claims and acks), from the cumulative statistics.
+const reads = async () => {
+  await client.query(`SELECT pg_stat_force_next_flush()`);
+  await client.query(`COMMIT`).catch(() => undefined);
+  const { rows } = await pool.query<{ seq: string; tup: string; blks: string }>(
+    `SELECT s.seq_scan AS seq, s.seq_tup_read AS tup, io.heap_blks_hit + io.heap_blks_read + coalesce(io.idx_blks_hit + io.idx_blks_read, 0) AS blks
+       FROM pg_stat_user_tables s JOIN pg_statio_user_tables io USING (relid) WHERE s.relname = 'jobs'`,
+  );
+  return rows[0]!;
+};
 const drain = async (label: string) => {
   const times: number[] = [];
+  const r0 = await reads();
   for (let n = 0, i = 0; n < window; i++) {
     const isExplained = process.env.EXPLAIN === "1" && i === 2;
     if (isExplained) {
@@ -50,7 +65,10 @@ const drain = async (label: string) => {
     );
     n += got.length;
   }
-  const line = `${label}: ${times.length} claims of ${batch}: p50 ${pct(times, 50).toFixed(2)} p99 ${pct(times, 99).toFixed(2)} max ${Math.max(...times).toFixed(2)} ms`;
+  await new Promise((r) => setTimeout(r, 100));
+  const r1 = await reads();
+  const per = (a: string, b: string) => ((Number(b) - Number(a)) / (times.length + 2)).toFixed(1);
+  const line = `${label}: ${times.length} claims of ${batch}: p50 ${pct(times, 50).toFixed(2)} p99 ${pct(times, 99).toFixed(2)} max ${Math.max(...times).toFixed(2)} ms; per claim+ack: jobs seq scans ${per(r0.seq, r1.seq)}, tuples seq-read ${per(r0.tup, r1.tup)}, buffers of jobs and its indexes ${per(r0.blks, r1.blks)}`;
   console.log(line);
   return pct(times, 99);
 };
