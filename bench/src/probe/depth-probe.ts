@@ -16,6 +16,12 @@ if (process.env.SETUP_SQL) await pool.query(process.env.SETUP_SQL);
 await enqueueJobs(pool, [{ job_type: "bench.job", tenant_id: "bench", payload: { k: 0 }, idempotency_key: "template" }], { notify: false });
 await pool.query(`CREATE TABLE probe_template AS SELECT * FROM jobs WHERE idempotency_key = 'template'`);
 await pool.query(`DELETE FROM jobs WHERE idempotency_key = 'template'`);
+// IDLE_TENANT=1: a second tenant that once had work in the queue (its fair_clocks row stays) and
+// has none now, as in any multi-tenant pool.
+if (process.env.IDLE_TENANT === "1") {
+  await pool.query(`INSERT INTO tenants (id) VALUES ('idle')`);
+  await pool.query(`INSERT INTO fair_clocks (queue_id, tenant_id, last_vft) VALUES ('bench', 'idle', 0)`);
+}
 const gen = async (from: number, count: number) => {
   const at = `now() - interval '3 hours' + g * interval '1 millisecond'`;
   await cloneRows(pool, {
