@@ -10,7 +10,8 @@ import { claimJobs, completeJobs, enqueueJobs } from "@porter/core";
 import { cloneRows, uuidOf } from "../systems/clone-rows";
 import { freshPerfDatabase } from "./perf-db";
 
-const [small, large, window, batch] = [2, 3, 4, 5].map((i, k) => Number(process.argv[i] ?? [10_000, 1_000_000, 20_000, 100][k]));
+const arg = (i: number, fallback: number): number => Number(process.argv[i] ?? fallback);
+const [small, large, window, batch] = [arg(2, 10_000), arg(3, 1_000_000), arg(4, 20_000), arg(5, 100)];
 const pool = await freshPerfDatabase({ connections: 2 });
 if (process.env.SETUP_SQL) await pool.query(process.env.SETUP_SQL);
 await enqueueJobs(pool, [{ job_type: "bench.job", tenant_id: "bench", payload: { k: 0 }, idempotency_key: "template" }], { notify: false });
