@@ -17,6 +17,8 @@ const client = await pool.connect();
 // STREAM_LOGGED=1: the status stream's log as it was before issue 15 (a logged table), for a
 // before/after in one run.
 if (process.env.STREAM_LOGGED === "1") await client.query(`ALTER TABLE job_stream SET LOGGED`);
+// SETUP_SQL='…': run once on the fresh database before the enqueue (a variant's schema change, for an A/B).
+if (process.env.SETUP_SQL) await client.query(process.env.SETUP_SQL);
 const lsn = async (db: pg.PoolClient): Promise<{ text: string; bytes: bigint }> => {
   const { rows } = await db.query<{ l: string; b: string }>(`SELECT pg_current_wal_insert_lsn()::text AS l, (pg_current_wal_insert_lsn() - '0/0')::text AS b`);
   return { text: rows[0]!.l, bytes: BigInt(rows[0]!.b) };

@@ -4,8 +4,11 @@ import { activeTenantsSql, weightShare } from "./fair-share";
 
 const CLAIM_SQL = new URL("../sql/routines/claim.sql", import.meta.url);
 
-/** The `EXISTS (…)` of claimable work in an SQL text, whitespace collapsed. */
-const claimableWork = (sql: string): string[] => [...sql.matchAll(/EXISTS \(SELECT 1 FROM jobs j\s+WHERE[\s\S]*?\)\)/g)].map((m) => m[0].replace(/\s+/g, " "));
+/** The probes of a (queue, tenant)'s claimable work (`LATERAL (… LIMIT 1) w`) in an SQL text, whitespace collapsed. */
+const claimableWork = (sql: string): string[] =>
+  [...sql.matchAll(/LATERAL \(SELECT 1 FROM jobs j\s+WHERE j\.queue_id = q\.id AND j\.tenant_id = fc\.tenant_id[\s\S]*?LIMIT 1\) w/g)].map((m) =>
+    m[0].replace(/\s+/g, " "),
+  );
 
 describe("activeTenantsSql", () => {
   // The claim routine is PL/pgSQL and cannot import the TypeScript home of "active": this pins

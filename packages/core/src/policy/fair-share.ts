@@ -14,10 +14,13 @@ export const activeTenantsSql = (now: string, queueFilter = "true"): string => `
     FROM queues q
     JOIN fair_clocks fc ON fc.queue_id = q.id
     JOIN tenants t ON t.id = fc.tenant_id
-   WHERE NOT q.paused AND (${queueFilter})
-     AND EXISTS (SELECT 1 FROM jobs j
-                  WHERE j.queue_id = q.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
-                    AND j.run_at <= ${now} AND (j.deadline_at IS NULL OR j.deadline_at > ${now}))`;
+    -- A LIMIT 1 in jobs_claim_idx's order, not an EXISTS (whose plan may scan jobs sequentially:
+    -- the whole table for a tenant with no claimable work; claim.sql, docs/performance.md).
+    CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                         WHERE j.queue_id = q.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                           AND j.run_at <= ${now} AND (j.deadline_at IS NULL OR j.deadline_at > ${now})
+                         ORDER BY j.priority DESC, j.vft, j.id LIMIT 1) w
+   WHERE NOT q.paused AND (${queueFilter})`;
 
 /**
  * A tenant's weight share among the active tenants: its weight ÷ the sum of their weights (each

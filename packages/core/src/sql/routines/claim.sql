@@ -141,10 +141,16 @@ BEGIN
         FROM queues q
         JOIN fair_clocks fc ON fc.queue_id = q.id
         JOIN tenants t ON t.id = fc.tenant_id
+        -- Claimable work of the (queue, tenant): one index probe in jobs_claim_idx's order. Not an
+        -- EXISTS: the generic plan drops an EXISTS's ORDER BY and LIMIT and took a sequential scan
+        -- of jobs (it expects a match among the first rows), which read the whole table for a
+        -- tenant of fair_clocks with no claimable work: 1.0–2.3 s per claim at 1M ready
+        -- (docs/performance.md "claim at depth"). The same in the two paths below.
+        CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                             WHERE j.queue_id = q.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                               AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                             ORDER BY j.priority DESC, j.vft, j.id LIMIT 1) w
        WHERE q.pool_id = p_pool AND NOT q.paused
-         AND EXISTS (SELECT 1 FROM jobs j
-                      WHERE j.queue_id = q.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
-                        AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
     ), shares AS (
       SELECT a.*, count(*) OVER () AS n, sum(a.weight) OVER () AS total FROM active a
     ), cand AS (
@@ -181,10 +187,11 @@ BEGIN
         FROM qs
         JOIN fair_clocks fc ON fc.queue_id = qs.id
         JOIN tenants t ON t.id = fc.tenant_id
+        CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                             WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                               AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                             ORDER BY j.priority DESC, j.vft, j.id LIMIT 1) w
        WHERE qs.free > 0
-         AND EXISTS (SELECT 1 FROM jobs j
-                      WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
-                        AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
     ), shares AS (
       SELECT a.*, count(*) OVER () AS n, sum(a.weight) OVER () AS total FROM active a
     ), cand AS (
@@ -265,10 +272,11 @@ BEGIN
         FROM qs
         JOIN fair_clocks fc ON fc.queue_id = qs.id
         JOIN tenants t ON t.id = fc.tenant_id
+        CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                             WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
+                               AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                             ORDER BY j.priority DESC, j.vft, j.id LIMIT 1) w
        WHERE qs.free > 0
-         AND EXISTS (SELECT 1 FROM jobs j
-                      WHERE j.queue_id = qs.id AND j.tenant_id = fc.tenant_id AND j.state IN ('READY', 'RETRY_WAIT')
-                        AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now))
     ), t_room AS (
       -- Tenant quota (RUNNING across all queues) and start-rate tokens.
       SELECT t.id, t.quota_free,
@@ -366,26 +374,39 @@ BEGIN
     FOREACH v_scope IN ARRAY v_full LOOP
       v_kind := split_part(v_scope, ':', 1);
       v_key := substr(v_scope, length(v_kind) + 2);
-      -- One statement per kind, so each probe is an index scan on its own key.
+      -- One statement per kind, so each probe is an index scan on its own key: a LIMIT 1 in
+      -- jobs_claim_idx's order inside a subquery of FROM (an EXISTS drops its own ORDER BY and
+      -- LIMIT, and its generic plan may then scan jobs sequentially, as the pick's probes did).
       v_is_left := CASE v_kind
            WHEN 'queue' THEN EXISTS (
-             SELECT 1 FROM jobs j
-              WHERE j.queue_id = v_key AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
-                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}'))
-              ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id LIMIT 1)
+             SELECT 1 FROM (SELECT 1 FROM jobs j
+                             WHERE j.queue_id = v_key AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
+                               AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}'))
+                             ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id LIMIT 1) w)
            WHEN 'tenant' THEN EXISTS (
-             SELECT 1 FROM queues q JOIN jobs j ON j.queue_id = q.id AND j.tenant_id = v_key
-              WHERE q.pool_id = p_pool AND NOT q.paused AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
-                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}')))
+             SELECT 1 FROM queues q
+              CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                                   WHERE j.queue_id = q.id AND j.tenant_id = v_key AND j.state IN ('READY', 'RETRY_WAIT')
+                                     AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                                     AND j.ctid <> ALL (coalesce(v_tids, '{}'))
+                                   ORDER BY j.priority DESC, j.vft, j.id LIMIT 1) w
+              WHERE q.pool_id = p_pool AND NOT q.paused)
            WHEN 'resource_key' THEN EXISTS (
-             SELECT 1 FROM queues q JOIN jobs j ON j.queue_id = q.id
-              WHERE q.pool_id = p_pool AND NOT q.paused AND q.resource_key_id = v_key
-                AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
-                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}')))
+             SELECT 1 FROM queues q
+              CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                                   WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT')
+                                     AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                                     AND j.ctid <> ALL (coalesce(v_tids, '{}'))
+                                   ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id LIMIT 1) w
+              WHERE q.pool_id = p_pool AND NOT q.paused AND q.resource_key_id = v_key)
            ELSE EXISTS (
-             SELECT 1 FROM queues q JOIN jobs j ON j.queue_id = q.id
-              WHERE q.pool_id = p_pool AND NOT q.paused AND j.state IN ('READY', 'RETRY_WAIT') AND j.run_at <= v_now
-                AND (j.deadline_at IS NULL OR j.deadline_at > v_now) AND j.ctid <> ALL (coalesce(v_tids, '{}')))
+             SELECT 1 FROM queues q
+              CROSS JOIN LATERAL (SELECT 1 FROM jobs j
+                                   WHERE j.queue_id = q.id AND j.state IN ('READY', 'RETRY_WAIT')
+                                     AND j.run_at <= v_now AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+                                     AND j.ctid <> ALL (coalesce(v_tids, '{}'))
+                                   ORDER BY j.queue_id, j.tenant_id, j.priority DESC, j.vft, j.id LIMIT 1) w
+              WHERE q.pool_id = p_pool AND NOT q.paused)
          END;
       IF v_is_left THEN
         v_bounds := v_bounds || v_scope;

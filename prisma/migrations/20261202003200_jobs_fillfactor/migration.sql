@@ -1,0 +1,15 @@
+-- Issue 15, WAL per job: the claim's new row versions stay on their page.
+--
+-- A claim takes consecutive jobs, which sit on the same pages (claim order is mostly insertion
+-- order), so one claim rewrites most rows of a page at once. At fillfactor 70 (about 25 jobs per
+-- 8 kB page) the free 30% holds about 10 new versions: the other ~60% of a claim's updates went to
+-- another page, and each of those also logs a row lock (heap_update locks the old version while it
+-- looks for room) and a full new tuple. At 40 (about 15 jobs per page) every new version fits on its
+-- page (pg_waldump: 20,000 UPDATEs, 20,000 LOCKs for 20,000 jobs, against 20,000 and 32,000): probe
+-- `bench/src/probe/wal-split.ts`, 20k jobs, claim 601–611 → 509–514 B/job, burn-down 1,183–1,197 →
+-- 1,092–1,097; with a checkpoint before the burn-down (full-page images) claim 861 → 779.
+-- The table holds live jobs only; its pages are 1.75× as many for the same backlog.
+--
+-- SET (fillfactor) applies to pages filled from now on (no rewrite; SHARE UPDATE EXCLUSIVE lock):
+-- an existing table's pages turn over as their jobs are claimed and finished.
+ALTER TABLE jobs SET (fillfactor = 40);
