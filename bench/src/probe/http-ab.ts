@@ -14,7 +14,8 @@
 //   proc-trpc-client — the same server process, called through tRPC's own client
 //   direct     — core's enqueueJobs in process (no HTTP)
 // CPU per job is this process's: the client's alone for the proc variants.
-//   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]   (PROFILE=<file>: CPU profile)
+//   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]   (PROFILE=<file>: CPU profile;
+//   SERVER_PROFILE=<dir>: the server process's)
 import { fork } from "node:child_process";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -103,7 +104,9 @@ variants["trpc-client"] = async () => {
 /** The bench's server process (its own pool of 20 and key cache). */
 const serverProcess = async () => {
   const file = new globalThis.URL("../systems/porter-http-server.ts", import.meta.url).pathname;
-  const child = fork(file, [URL, "20"], { execArgv: ["--import", import.meta.resolve("tsx")], stdio: ["ignore", 2, 2, "ipc"] });
+  // SERVER_PROFILE=<dir>: the server process's CPU profile (node --cpu-prof), written as it exits.
+  const profiling = process.env.SERVER_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROFILE}`] : [];
+  const child = fork(file, [URL, "20"], { execArgv: [...profiling, "--import", import.meta.resolve("tsx")], stdio: ["ignore", 2, 2, "ipc"] });
   process.on("exit", () => child.kill());
   return new Promise<string>((resolve) => child.once("message", (m: { url: string }) => resolve(m.url)));
 };
