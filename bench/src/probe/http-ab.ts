@@ -12,6 +12,9 @@
 //   proc       — node+kc's server in a process of its own (bench/src/systems/porter-http-server.ts,
 //                as the bench runs it), called with the SDK's client from this process
 //   proc-trpc-client — the same server process, called through tRPC's own client
+//   base       — BASE_TREE=<dir>: the server process of another checkout (an earlier commit, its
+//                node_modules installed or hard-linked, porter-http-server.ts copied in), called
+//                through tRPC's own client — "before" as a producer saw it
 //   direct     — core's enqueueJobs in process (no HTTP)
 // CPU per job is this process's: the client's alone for the proc variants.
 //   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]   (PROFILE=<file>: CPU profile;
@@ -102,8 +105,7 @@ variants["trpc-client"] = async () => {
   return trpcClient(server.url);
 };
 /** The bench's server process (its own pool of 20 and key cache). */
-const serverProcess = async () => {
-  const file = new globalThis.URL("../systems/porter-http-server.ts", import.meta.url).pathname;
+const serverProcess = async (file = new globalThis.URL("../systems/porter-http-server.ts", import.meta.url).pathname) => {
   // SERVER_PROFILE=<dir>: the server process's CPU profile (node --cpu-prof), written as it exits.
   const profiling = process.env.SERVER_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROFILE}`] : [];
   const child = fork(file, [URL, "20"], { execArgv: [...profiling, "--import", import.meta.resolve("tsx")], stdio: ["ignore", 2, 2, "ipc"] });
@@ -115,6 +117,7 @@ variants.proc = async () => {
   return { one: () => client.enqueue(job()), many: (n) => client.enqueueBatch(Array.from({ length: n }, job)) };
 };
 variants["proc-trpc-client"] = async () => trpcClient(await serverProcess());
+variants.base = async () => trpcClient(await serverProcess(`${process.env.BASE_TREE}/bench/src/systems/porter-http-server.ts`));
 variants.direct = async () => ({
   one: () => enqueueJobs(pool, [{ ...job(), tenant_id: "bench" }], { policyCache }),
   many: (n) =>
