@@ -170,4 +170,13 @@ for (const n of names) {
     `${n.padEnd(16)} ${median(results[n]!).toFixed(0).padStart(6)} jobs/s  ${(median(results[n]!) / base).toFixed(2)}× ${names[0]}  ${median(cpu[n]!).toFixed(3)} ms CPU/job`,
   );
 }
+// The load moves within seconds: a variant against direct in the same round, then the median.
+if (results.direct) {
+  console.log("
+÷ direct, round by round (median; all rounds):");
+  for (const n of names.filter((x) => x !== "direct")) {
+    const ratios = results[n]!.map((r, i) => r / results.direct![i]!);
+    console.log(`${n.padEnd(16)} ${median(ratios).toFixed(2)}×  (${ratios.map((r) => r.toFixed(2)).join(" ")})`);
+  }
+}
 process.exit(0);
