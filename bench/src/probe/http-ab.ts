@@ -172,8 +172,7 @@ for (const n of names) {
 }
 // The load moves within seconds: a variant against direct in the same round, then the median.
 if (results.direct) {
-  console.log("
-÷ direct, round by round (median; all rounds):");
+  console.log("\n÷ direct, round by round (median; all rounds):");
   for (const n of names.filter((x) => x !== "direct")) {
     const ratios = results[n]!.map((r, i) => r / results.direct![i]!);
     console.log(`${n.padEnd(16)} ${median(ratios).toFixed(2)}×  (${ratios.map((r) => r.toFixed(2)).join(" ")})`);
