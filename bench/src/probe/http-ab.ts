@@ -129,7 +129,11 @@ variants.direct = async () => ({
 });
 
 const ready = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await variants[n]!()] as const)));
-for (const v of Object.values(ready)) for (let i = 0; i < 30; i++) await v.one();
+// Warm-up: every variant's path (and a server process's JIT) through the calls it is measured with.
+for (const v of Object.values(ready)) {
+  for (let i = 0; i < 30; i++) await v.one();
+  for (let i = 0; i < (batch > 0 ? 5 : 0); i++) await v.many(batch);
+}
 const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
 const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
 // PROFILE=<file>: a CPU profile of the measured rounds.
