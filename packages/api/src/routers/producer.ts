@@ -27,31 +27,35 @@ const visibleJobTypes = (scope: ApiKeyScope): readonly string[] | undefined => (
  * `index`, errors name the batch item.
  */
 export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest, index?: number): EnqueueInput => {
-  const at = index === undefined ? {} : { index };
-  const where = index === undefined ? "" : `jobs[${index}]: `;
   let tenantId = request.tenant_id;
   if (tenantId === undefined) {
     if (scope.tenantIds.length !== 1) {
       throw new AppError("BAD_REQUEST", {
-        message: `${where}tenant_id is required: this API key is scoped to ${scope.tenantIds.length} tenants`,
-        details: { ...at, tenants: scope.tenantIds },
+        message: `${itemPrefix(index)}tenant_id is required: this API key is scoped to ${scope.tenantIds.length} tenants`,
+        details: { ...itemAt(index), tenants: scope.tenantIds },
       });
     }
     tenantId = scope.tenantIds[0]!;
   } else if (!scope.tenantIds.includes(tenantId)) {
     throw new AppError("FORBIDDEN", {
-      message: `${where}this API key may not enqueue for tenant "${tenantId}"`,
-      details: { ...at, tenant_id: tenantId },
+      message: `${itemPrefix(index)}this API key may not enqueue for tenant "${tenantId}"`,
+      details: { ...itemAt(index), tenant_id: tenantId },
     });
   }
   if (visibleJobTypes(scope)?.includes(request.job_type) === false) {
     throw new AppError("FORBIDDEN", {
-      message: `${where}this API key may not enqueue job type "${request.job_type}"`,
-      details: { ...at, job_type: request.job_type },
+      message: `${itemPrefix(index)}this API key may not enqueue job type "${request.job_type}"`,
+      details: { ...itemAt(index), job_type: request.job_type },
     });
   }
   return { ...request, tenant_id: tenantId };
 };
+
+// Built only for an error: scopeEnqueueRequest runs once per job of a 1000-job batch.
+/** A batch item's place in an error message (`jobs[3]: `), or nothing for a single enqueue. */
+const itemPrefix = (index: number | undefined): string => (index === undefined ? "" : `jobs[${index}]: `);
+/** A batch item's place in an error's details. */
+const itemAt = (index: number | undefined): { index?: number } => (index === undefined ? {} : { index });
 
 /**
  * The call's W3C `traceparent` header (docs/observability.md "Traces"): the parent of its
