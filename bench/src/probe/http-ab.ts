@@ -7,18 +7,30 @@
 //   fetch+kc   — the same with the key cache (core's KeyAuthCache)
 //   node       — createNodeTrpcHandler without the key cache
 //   node+kc    — createNodeTrpcHandler with the key cache (what porter-start serves)
+//   trpc-client — node+kc called through tRPC's own client (httpLink over the global fetch: the
+//                SDK's producer client before it sent calls over node:http keep-alive agents)
+//   proc       — node+kc's server in a process of its own (bench/src/systems/porter-http-server.ts,
+//                as the bench runs it), called with the SDK's client from this process
+//   proc-trpc-client — the same server process, called through tRPC's own client
+//   base       — BASE_TREE=<dir>: the server process of another checkout (an earlier commit, its
+//                node_modules installed or hard-linked, porter-http-server.ts copied in), called
+//                through tRPC's own client — "before" as a producer saw it
 //   direct     — core's enqueueJobs in process (no HTTP)
-//   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]   (PROFILE=<file>: CPU profile)
+// CPU per job is this process's: the client's alone for the proc variants.
+//   npx tsx bench/src/probe/http-ab.ts <calls> <c> <rounds> [variant,…]   (PROFILE=<file>: CPU profile;
+//   SERVER_PROFILE=<dir>: the server process's)
+import { fork } from "node:child_process";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
-import { handleTrpcRequest, type TrpcHttpDeps } from "@porter/api";
+import { type AppRouter, handleTrpcRequest, type TrpcHttpDeps } from "@porter/api";
 import { createNodeTrpcHandler } from "@porter/api/node-http";
 import { createApiKey, enqueueJobs, KeyAuthCache, PolicyCache } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
+import { createTRPCClient, httpLink } from "@trpc/client";
 import pg from "pg";
 import { startProfile } from "./perf-db";
 
@@ -83,6 +95,29 @@ for (const [name, fetchPath, cached] of [
     return { one: () => client.enqueue(job()), many: (n) => client.enqueueBatch(Array.from({ length: n }, job)) };
   };
 }
+/** tRPC's own client: the SDK's producer client before (fetch + httpLink), without its error mapping. */
+const trpcClient = (url: string) => {
+  const trpc = createTRPCClient<AppRouter>({ links: [httpLink({ url: `${url}/api/trpc`, headers: { authorization: `Bearer ${key}` } })] });
+  return { one: () => trpc.producer.enqueue.mutate(job()), many: (n: number) => trpc.producer.enqueueBatch.mutate({ jobs: Array.from({ length: n }, job) }) };
+};
+variants["trpc-client"] = async () => {
+  const server = await serve(createNodeTrpcHandler({ db: pool, prisma, policyCache, keyAuthCache: new KeyAuthCache(pool) }));
+  return trpcClient(server.url);
+};
+/** The bench's server process (its own pool of 20 and key cache). */
+const serverProcess = async (file = new globalThis.URL("../systems/porter-http-server.ts", import.meta.url).pathname) => {
+  // SERVER_PROFILE=<dir>: the server process's CPU profile (node --cpu-prof), written as it exits.
+  const profiling = process.env.SERVER_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROFILE}`] : [];
+  const child = fork(file, [URL, "20"], { execArgv: [...profiling, "--import", import.meta.resolve("tsx")], stdio: ["ignore", 2, 2, "ipc"] });
+  process.on("exit", () => child.kill());
+  return new Promise<string>((resolve) => child.once("message", (m: { url: string }) => resolve(m.url)));
+};
+variants.proc = async () => {
+  const client = createProducerClient({ url: await serverProcess(), apiKey: key });
+  return { one: () => client.enqueue(job()), many: (n) => client.enqueueBatch(Array.from({ length: n }, job)) };
+};
+variants["proc-trpc-client"] = async () => trpcClient(await serverProcess());
+variants.base = async () => trpcClient(await serverProcess(`${process.env.BASE_TREE}/bench/src/systems/porter-http-server.ts`));
 variants.direct = async () => ({
   one: () => enqueueJobs(pool, [{ ...job(), tenant_id: "bench" }], { policyCache }),
   many: (n) =>
@@ -94,7 +129,11 @@ variants.direct = async () => ({
 });
 
 const ready = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await variants[n]!()] as const)));
-for (const v of Object.values(ready)) for (let i = 0; i < 30; i++) await v.one();
+// Warm-up: every variant's path (and a server process's JIT) through the calls it is measured with.
+for (const v of Object.values(ready)) {
+  for (let i = 0; i < 30; i++) await v.one();
+  for (let i = 0; i < (batch > 0 ? 5 : 0); i++) await v.many(batch);
+}
 const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
 const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
 // PROFILE=<file>: a CPU profile of the measured rounds.
@@ -122,7 +161,7 @@ for (let round = 0; round < rounds; round++) {
     results[name]!.push(jobs / s);
     cpu[name]!.push((c.user + c.system) / 1000 / jobs);
     console.log(
-      `round ${round + 1} ${name.padEnd(9)} ${(jobs / s).toFixed(0).padStart(6)} jobs/s  ${((c.user + c.system) / 1000 / jobs).toFixed(3)} ms CPU/job (this process)`,
+      `round ${round + 1} ${name.padEnd(16)} ${(jobs / s).toFixed(0).padStart(6)} jobs/s  ${((c.user + c.system) / 1000 / jobs).toFixed(3)} ms CPU/job (this process)`,
     );
   }
 }
@@ -132,7 +171,15 @@ const base = median(results[names[0]!]!);
 console.log(`\nmedians (${batch > 0 ? `batches of ${batch}` : `c=${concurrency}`}, ${calls} ${batch > 0 ? "jobs" : "calls"} per run, ${rounds} rounds):`);
 for (const n of names) {
   console.log(
-    `${n.padEnd(9)} ${median(results[n]!).toFixed(0).padStart(6)} jobs/s  ${(median(results[n]!) / base).toFixed(2)}× ${names[0]}  ${median(cpu[n]!).toFixed(3)} ms CPU/job`,
+    `${n.padEnd(16)} ${median(results[n]!).toFixed(0).padStart(6)} jobs/s  ${(median(results[n]!) / base).toFixed(2)}× ${names[0]}  ${median(cpu[n]!).toFixed(3)} ms CPU/job`,
   );
+}
+// The load moves within seconds: a variant against direct in the same round, then the median.
+if (results.direct) {
+  console.log("\n÷ direct, round by round (median; all rounds):");
+  for (const n of names.filter((x) => x !== "direct")) {
+    const ratios = results[n]!.map((r, i) => r / results.direct![i]!);
+    console.log(`${n.padEnd(16)} ${median(ratios).toFixed(2)}×  (${ratios.map((r) => r.toFixed(2)).join(" ")})`);
+  }
 }
 process.exit(0);

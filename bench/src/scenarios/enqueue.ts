@@ -73,7 +73,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
     title: "(a) batch enqueue",
     notes: [
       `${fmt(n)} jobs per batch size per run, sequential calls from one producer; per-job costs are of the 1000-per-call phase.`,
-      "Porter direct = core enqueueJobs (what producer.enqueueBatch runs); HTTP = the producer API over HTTP (SDK client → in-process server); graphile-worker addJobs; pg-boss insert.",
+      "Porter direct = core enqueueJobs (what producer.enqueueBatch runs); HTTP = the producer API over HTTP (SDK client in this process → the API's server in a process of its own, as `npm start` serves it); graphile-worker addJobs; pg-boss insert.",
     ],
     columns: [{ key: "b100", label: "100/call jobs/s", better: "higher" }, { key: "b1000", label: "1000/call jobs/s", better: "higher" }, ...COST_COLUMNS],
     rows: rows.all(),

@@ -117,7 +117,7 @@ export const openPorter = async (adminUrl: string, variant: Variant, budget: Bud
       }
       return true;
     },
-    http: async () => (http ??= await startPorterHttp(pool, policyCache)),
+    http: async () => (http ??= await startPorterHttp(pool, database.url, budget.connections)),
     close: async () => {
       await http?.close();
       await pool.end();

@@ -35,7 +35,7 @@ export type Session = {
    * Returns false when the system keeps no finished rows.
    */
   generate: (kind: "ready" | "finished", from: number, count: number) => Promise<boolean>;
-  /** Porter only: a producer over the HTTP API, served in this process. */
+  /** Porter only: a producer over the HTTP API, served by a process of its own. */
   http?: () => Promise<HttpProducer>;
   /** Ends the pools and drops the database. */
   close: () => Promise<void>;

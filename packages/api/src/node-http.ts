@@ -71,9 +71,13 @@ const isPlainCall = (req: IncomingMessage, type: "mutation" | "query", url: stri
   return params.getAll("input").length <= 1;
 };
 
+// Functions made per call below are methods (`get() {}`), not named arrows: under tsx (which
+// `npm start` runs) each named closure is wrapped at creation in esbuild's keepNames helper, a
+// defineProperty of its name (≈ 1 µs each).
+
 /** The headers of an IncomingMessage as `RequestHead.headers` (names are lower-case there). */
 const headersOf = (req: IncomingMessage, forwardedFor: string | undefined): RequestHead["headers"] => ({
-  get: (name: string) => {
+  get(name: string) {
     const lower = name.toLowerCase();
     if (lower === "x-forwarded-for" && forwardedFor !== undefined) return forwardedFor;
     const value = req.headers[lower];
@@ -132,30 +136,42 @@ const serveProducer = async (
   // The input is parsed when a procedure asks for it — after key authentication, as tRPC does —
   // and a body that is not JSON is the 400 tRPC gives (its message is JSON.parse's).
   let parsed: { value: unknown } | { error: TRPCError } | undefined;
-  const getRawInput = async (): Promise<unknown> => {
-    if (!parsed) {
-      try {
-        parsed = { value: text === undefined ? undefined : JSON.parse(text) };
-      } catch (cause) {
-        parsed = { error: new TRPCError({ code: "BAD_REQUEST", message: cause instanceof Error ? cause.message : "Invalid input", cause }) };
+  const input = {
+    async getRaw(): Promise<unknown> {
+      if (!parsed) {
+        try {
+          parsed = { value: text === undefined ? undefined : JSON.parse(text) };
+        } catch (cause) {
+          parsed = { error: new TRPCError({ code: "BAD_REQUEST", message: cause instanceof Error ? cause.message : "Invalid input", cause }) };
+        }
       }
-    }
-    if ("error" in parsed) throw parsed.error;
-    return parsed.value;
+      if ("error" in parsed) throw parsed.error;
+      return parsed.value;
+    },
+    soFar(): unknown {
+      return parsed && "value" in parsed ? parsed.value : undefined;
+    },
   };
-  const inputSoFar = () => (parsed && "value" in parsed ? parsed.value : undefined);
 
   const config = appRouter._def._config;
   let status = 200;
   let json: string;
   let retryAfter: string | undefined;
   try {
-    const data = await callTRPCProcedure({ router: appRouter, path: call.path, getRawInput, ctx, type: call.type, signal: undefined, batchIndex: 0 });
+    const data = await callTRPCProcedure({
+      router: appRouter,
+      path: call.path,
+      getRawInput: input.getRaw,
+      ctx,
+      type: call.type,
+      signal: undefined,
+      batchIndex: 0,
+    });
     json = JSON.stringify(transformTRPCResponse(config, { result: { data } }));
   } catch (cause) {
     const error = getTRPCErrorFromUnknown(cause);
     deps.onError?.({ error, path: call.path, type: call.type });
-    const untransformed = { error: getErrorShape({ config, error, type: call.type, path: call.path, input: inputSoFar(), ctx }) };
+    const untransformed = { error: getErrorShape({ config, error, type: call.type, path: call.path, input: input.soFar(), ctx }) };
     status = getHTTPStatusCode(untransformed);
     retryAfter = retryAfterOf([error]);
     json = JSON.stringify(transformTRPCResponse(config, untransformed));
@@ -176,31 +192,33 @@ const readBodyCapped = (req: IncomingMessage, limit: number): Promise<Buffer | n
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size > limit) {
-        cleanup();
-        resolve(null);
-        return;
-      }
-      chunks.push(chunk);
+    const on = {
+      data(chunk: Buffer) {
+        size += chunk.byteLength;
+        if (size > limit) {
+          on.cleanup();
+          resolve(null);
+          return;
+        }
+        chunks.push(chunk);
+      },
+      end() {
+        on.cleanup();
+        resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      },
+      error(error: Error) {
+        on.cleanup();
+        reject(error);
+      },
+      cleanup() {
+        req.off("data", on.data);
+        req.off("end", on.end);
+        req.off("error", on.error);
+      },
     };
-    const onEnd = () => {
-      cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const cleanup = () => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
+    req.on("data", on.data);
+    req.on("end", on.end);
+    req.on("error", on.error);
   });
 };
 

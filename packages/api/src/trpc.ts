@@ -2,6 +2,7 @@ import { APP_ERROR_STATUS, AppError, type AppErrorCode } from "@porter/contracts
 import { authenticateApiKey } from "@porter/core";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
+import { z } from "zod";
 import type { Context, Role, Session } from "./context";
 import { ROLES } from "./context";
 import { refuseCrossSite } from "./csrf";
@@ -76,6 +77,26 @@ const t = initTRPC
     },
   });
 
+/**
+ * A zod schema as a procedure's `.input()` or `.output()`, parsed synchronously. tRPC calls a zod
+ * schema's `parseAsync`, which takes zod's interpreted async path (a promise per check, no
+ * JIT-compiled object parsers); none of our contracts has an async check, so `parse` returns the
+ * same value or throws the same ZodError. A 1000-job enqueueBatch: input 10.7 → 6.7 ms, output
+ * 1.6 → 0.6 ms (bench/src/probe/zod-cost.ts, load ~12). A schema that does have an async check
+ * still gets `parseAsync`. Types and everything else are the schema's own.
+ */
+export const parsedSync = <T extends z.ZodType>(schema: T): T =>
+  Object.assign(Object.create(schema) as T, {
+    async parseAsync(value: unknown) {
+      try {
+        return schema.parse(value);
+      } catch (error) {
+        if (error instanceof z.core.$ZodAsyncError) return schema.parseAsync(value);
+        throw error;
+      }
+    },
+  });
+
 export const createTRPCRouter = t.router;
 export const mergeRouters = t.mergeRouters;
 export const createCallerFactory = t.createCallerFactory;
@@ -125,7 +146,8 @@ export const producerProcedure = baseProcedure.meta({ policy: "producer" }).use(
       new AppError("TOO_MANY_REQUESTS", { message: `this API key is over its call rate; retry after ${auth.retryAfterS} s`, retryAfterS: auth.retryAfterS }),
     );
   }
-  return next({ ctx: { ...ctx, apiKey: auth.scope } });
+  // tRPC merges this into ctx (a copy of every field of it per call would be ours on top of tRPC's).
+  return next({ ctx: { apiKey: auth.scope } });
 });
 
 const requireRole = (minimum: Role) =>

@@ -50,6 +50,35 @@ export const ZDateTime = z.iso.datetime({ offset: true, error: "an ISO 8601 date
 export const MAX_PAYLOAD_DEPTH = 32;
 
 type PayloadIssue = { path: PropertyKey[]; message: string };
+type Frame = { node: unknown[] | Record<string, unknown>; keys: string[] | null; next: number; key: PropertyKey | null };
+
+// payloadIssue's helpers live out here, not as closures inside it: under tsx (which `npm start`
+// runs) every named closure is wrapped at creation in esbuild's keepNames helper — a
+// defineProperty of its name, ≈ 1 µs — and payloadIssue runs once per enqueued job.
+
+/** The path of `key` in the container on top of `frames` (the payload itself is the bottom frame). */
+const pathTo = (frames: Frame[], key: PropertyKey | null): PropertyKey[] => [...frames.slice(1).map((f) => f.key!), ...(key === null ? [] : [key])];
+
+/** Checks a scalar, or opens a container (a frame on `frames`) to walk next. */
+const visit = (frames: Frame[], value: unknown, key: PropertyKey | null): PayloadIssue | null => {
+  if (value === null || typeof value === "boolean") return null;
+  if (typeof value === "string") {
+    const reason = unstorableTextReason(value);
+    return reason ? { path: pathTo(frames, key), message: reason } : null;
+  }
+  if (typeof value === "number") return Number.isFinite(value) ? null : { path: pathTo(frames, key), message: "must be a finite number" };
+  const isArray = Array.isArray(value);
+  const proto = typeof value === "object" ? Object.getPrototypeOf(value) : undefined;
+  if (!isArray && proto !== Object.prototype && proto !== null) {
+    return { path: pathTo(frames, key), message: "must be JSON: null, a boolean, a number, a string, an array or an object" };
+  }
+  if (frames.length >= MAX_PAYLOAD_DEPTH) {
+    return { path: pathTo(frames, key), message: `nests deeper than ${MAX_PAYLOAD_DEPTH} levels; payloads carry references, not documents` };
+  }
+  const node = value as unknown[] | Record<string, unknown>;
+  frames.push({ node, keys: isArray ? null : Object.keys(node), next: 0, key });
+  return null;
+};
 
 /**
  * The first thing in a payload PostgreSQL's jsonb cannot store or Porter refuses, or null: nesting
@@ -60,30 +89,8 @@ type PayloadIssue = { path: PropertyKey[]; message: string };
  * (JSON.stringify) sees the payload.
  */
 export const payloadIssue = (payload: unknown): PayloadIssue | null => {
-  type Frame = { node: unknown[] | Record<string, unknown>; keys: string[] | null; next: number; key: PropertyKey | null };
   const frames: Frame[] = [];
-  const pathTo = (key: PropertyKey | null): PropertyKey[] => [...frames.slice(1).map((f) => f.key!), ...(key === null ? [] : [key])];
-  /** Checks a scalar, or opens a container (a frame) to walk next. */
-  const visit = (value: unknown, key: PropertyKey | null): PayloadIssue | null => {
-    if (value === null || typeof value === "boolean") return null;
-    if (typeof value === "string") {
-      const reason = unstorableTextReason(value);
-      return reason ? { path: pathTo(key), message: reason } : null;
-    }
-    if (typeof value === "number") return Number.isFinite(value) ? null : { path: pathTo(key), message: "must be a finite number" };
-    const isArray = Array.isArray(value);
-    const proto = typeof value === "object" ? Object.getPrototypeOf(value) : undefined;
-    if (!isArray && proto !== Object.prototype && proto !== null) {
-      return { path: pathTo(key), message: "must be JSON: null, a boolean, a number, a string, an array or an object" };
-    }
-    if (frames.length >= MAX_PAYLOAD_DEPTH) {
-      return { path: pathTo(key), message: `nests deeper than ${MAX_PAYLOAD_DEPTH} levels; payloads carry references, not documents` };
-    }
-    const node = value as unknown[] | Record<string, unknown>;
-    frames.push({ node, keys: isArray ? null : Object.keys(node), next: 0, key });
-    return null;
-  };
-  const rootIssue = visit(payload, null);
+  const rootIssue = visit(frames, payload, null);
   if (rootIssue) return rootIssue;
   while (frames.length > 0) {
     const frame = frames.at(-1)!;
@@ -96,11 +103,11 @@ export const payloadIssue = (payload: unknown): PayloadIssue | null => {
     if (frame.keys) {
       const key = frame.keys[i]!;
       const reason = unstorableTextReason(key);
-      if (reason) return { path: pathTo(key), message: `key ${reason}` };
-      const issue = visit((frame.node as Record<string, unknown>)[key], key);
+      if (reason) return { path: pathTo(frames, key), message: `key ${reason}` };
+      const issue = visit(frames, (frame.node as Record<string, unknown>)[key], key);
       if (issue) return issue;
     } else {
-      const issue = visit((frame.node as unknown[])[i], i);
+      const issue = visit(frames, (frame.node as unknown[])[i], i);
       if (issue) return issue;
     }
   }

@@ -104,4 +104,44 @@ describe("createProducerClient", () => {
     const nowhere = createProducerClient({ url: `http://127.0.0.1:${port}`, apiKey: fx.keyA });
     expect(await failure(nowhere.get(randomUUID()))).toMatchObject({ status: 0, code: "NETWORK_ERROR", isRetryable: true });
   });
+
+  it("answers the same over its own keep-alive connections as over fetch, on fewer connections than calls", async () => {
+    const viaFetch = createProducerClient({ url: server.url, apiKey: fx.keyA, fetch: globalThis.fetch });
+    const fields = (e: ProducerError) => ({ message: e.message, status: e.status, code: e.code, retryAfterS: e.retryAfterS, details: e.details });
+    const conflictKey = job();
+    const missing = randomUUID();
+    const first = await client.enqueue(conflictKey);
+    expect(await viaFetch.enqueue(conflictKey)).toEqual({ ...first, deduplicated: true });
+    expect(await viaFetch.get(first.job_id)).toEqual(await client.get(first.job_id));
+    const failures: Array<(c: ProducerClient) => Promise<unknown>> = [
+      (c) => c.enqueue({ ...conflictKey, payload: { other: 1 } }),
+      (c) => c.enqueue(job({ priority: 500 })),
+      (c) => c.enqueue(job({ tenant_id: fx.tenantB })),
+      (c) => c.enqueueBatch([job(), job({ job_type: "fx.unknown" })]),
+      (c) => c.get(missing),
+      (c) => c.cancel(missing, "nothing there"),
+    ];
+    for (const fail of failures) {
+      const [own, fetched] = [await failure(fail(client)), await failure(fail(viaFetch))];
+      expect(fields(own)).toEqual(fields(fetched));
+      expect(own.status).toBeGreaterThanOrEqual(400);
+    }
+
+    // 40 calls, 8 at a time: the sockets are reused (fetch's dispatcher kept them alive too).
+    const sockets = new Set<unknown>();
+    const counter = createServer((req, res) => {
+      sockets.add(req.socket);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ result: { data: { job_id: randomUUID(), status: "READY", deduplicated: false } } }));
+    });
+    await new Promise<void>((resolve) => counter.listen(0, "127.0.0.1", resolve));
+    try {
+      const counted = createProducerClient({ url: `http://127.0.0.1:${(counter.address() as AddressInfo).port}`, apiKey: fx.keyA });
+      for (let round = 0; round < 5; round++) await Promise.all(Array.from({ length: 8 }, () => counted.enqueue(job())));
+      expect(sockets.size).toBeLessThanOrEqual(8);
+    } finally {
+      counter.closeAllConnections();
+      await new Promise((resolve) => counter.close(resolve));
+    }
+  });
 });

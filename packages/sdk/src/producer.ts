@@ -10,7 +10,10 @@ import {
   type TJobStatus,
   ZTraceparent,
 } from "@porter/contracts";
-import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
+import { TRPCClientError } from "@trpc/client";
+import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
+import { transformResult } from "@trpc/server/unstable-core-do-not-import";
+import { fetchSend, nodeSend, type Reply, type Send } from "./transport";
 import { type WatchOptions, waitForJob, watchJob } from "./watch";
 
 /** Options of {@link createProducerClient}. */
@@ -19,7 +22,10 @@ export type ProducerClientOptions = {
   url: string;
   /** A producer API key (`pk_…`), sent as `Authorization: Bearer <key>`. */
   apiKey: string;
-  /** A fetch implementation (tests, proxies, instrumentation). Default: the global fetch. */
+  /**
+   * A fetch implementation (tests, proxies, instrumentation). Default: none — calls go over
+   * node:http(s) on keep-alive connections shared by the process's clients.
+   */
   fetch?: typeof fetch;
 };
 
@@ -94,7 +100,7 @@ const toProducerError = (error: unknown): ProducerError => {
   if (error instanceof ProducerError) return error;
   if (error instanceof TRPCClientError) {
     const data = (error.data ?? {}) as ErrorData;
-    const response = (error.meta as { response?: Response } | undefined)?.response;
+    const response = (error.meta as { response?: Pick<Reply, "status" | "headers"> } | undefined)?.response;
     const status = data.httpStatus ?? response?.status ?? 0;
     return new ProducerError(error.message, {
       status,
@@ -108,24 +114,26 @@ const toProducerError = (error: unknown): ProducerError => {
 };
 
 /**
- * A non-JSON error response (a proxy's 502 page, say) becomes a tRPC-shaped one, so its status and
- * Retry-After survive into the ProducerError instead of a JSON parse failure.
+ * The JSON of a reply. A non-JSON error response (a proxy's 502 page, say) becomes a tRPC-shaped
+ * one, so its status and Retry-After survive into the ProducerError instead of a JSON parse failure.
  */
-const withJsonErrors =
-  (base: typeof fetch): typeof fetch =>
-  async (input, init) => {
-    const res = await base(input, init);
-    if (res.ok || (res.headers.get("content-type") ?? "").includes("application/json")) return res;
-    const data: ErrorData = {
-      code: `HTTP_${res.status}`,
-      httpStatus: res.status,
-      appCode: null,
-      details: null,
-      retryAfterS: parseRetryAfter(res.headers.get("retry-after")) ?? null,
-    };
-    const body = { error: { message: `HTTP ${res.status} ${res.statusText}`.trim(), code: -32603, data } };
-    return new Response(JSON.stringify(body), { status: res.status, headers: { "content-type": "application/json" } });
+const replyJson = (reply: Reply): unknown => {
+  if (reply.ok || (reply.headers.get("content-type") ?? "").includes("application/json")) return JSON.parse(reply.text);
+  const data: ErrorData = {
+    code: `HTTP_${reply.status}`,
+    httpStatus: reply.status,
+    appCode: null,
+    details: null,
+    retryAfterS: parseRetryAfter(reply.headers.get("retry-after")) ?? null,
   };
+  return { error: { message: `HTTP ${reply.status} ${reply.statusText}`.trim(), code: -32603, data } };
+};
+
+/** Plain JSON on the wire: the server has no transformer. */
+const IDENTITY = { serialize: (value: unknown) => value, deserialize: (value: unknown) => value };
+
+type Inputs = inferRouterInputs<AppRouter>["producer"];
+type Outputs = inferRouterOutputs<AppRouter>["producer"];
 
 /**
  * The traceparent header of an enqueue call: the caller's (checked here, so a bad one fails before
@@ -148,22 +156,39 @@ export const callTraceparent = (options: EnqueueCallOptions | undefined): string
 /**
  * A typed client of the producer API (tRPC over plain JSON). Queries are GETs, mutations POSTs,
  * one HTTP request per call (no batching), so proxies and logs see one procedure per request.
+ * A call is what tRPC's httpLink sends (`POST <endpoint>/producer.enqueue` with the input as the
+ * JSON body; `GET <endpoint>/producer.get?input=<JSON>`), and its reply is read as httpLink reads
+ * it (tRPC's `transformResult`, errors as `TRPCClientError`), without tRPC's client machinery per
+ * call; see transport.ts for how it is sent.
  */
 export const createProducerClient = (options: ProducerClientOptions): ProducerClient => {
   const base = options.url.replace(/\/+$/, "");
   const url = base.endsWith("/api/trpc") ? base : `${base}/api/trpc`;
-  const trpc = createTRPCClient<AppRouter>({
-    links: [
-      httpLink({
-        url,
-        fetch: withJsonErrors(options.fetch ?? globalThis.fetch),
-        headers: ({ op }) => {
-          const traceparent = op.context.traceparent;
-          return typeof traceparent === "string" ? { authorization: `Bearer ${options.apiKey}`, traceparent } : { authorization: `Bearer ${options.apiKey}` };
-        },
-      }),
-    ],
-  });
+  // As httpLink's URL: the endpoint's own query string (if any) kept after the path.
+  const [endpoint, endpointQuery] = url.split("?", 2) as [string, string | undefined];
+  const send: Send = options.fetch ? fetchSend(options.fetch) : nodeSend;
+  const authorization = `Bearer ${options.apiKey}`;
+
+  const procedure = async <P extends keyof Inputs>(type: "query" | "mutation", path: P, input: Inputs[P], traceparent?: string): Promise<Outputs[P]> => {
+    const query = [];
+    if (endpointQuery) query.push(endpointQuery);
+    if (type === "query") query.push(`input=${encodeURIComponent(JSON.stringify(input))}`);
+    const target = `${endpoint.replace(/\/$/, "")}/producer.${path}${query.length > 0 ? `?${query.join("&")}` : ""}`;
+    const headers: Record<string, string> = type === "mutation" ? { "content-type": "application/json", authorization } : { authorization };
+    if (traceparent !== undefined) headers.traceparent = traceparent;
+    let meta: { response: Reply; responseJSON: unknown } | undefined;
+    let transformed: ReturnType<typeof transformResult>;
+    try {
+      const reply = await send(type === "query" ? "GET" : "POST", target, headers, type === "mutation" ? JSON.stringify(input) : undefined);
+      const json = replyJson(reply);
+      meta = { response: reply, responseJSON: json };
+      transformed = transformResult(json as Parameters<typeof transformResult>[0], IDENTITY);
+    } catch (cause) {
+      throw TRPCClientError.from(cause as Error, { meta });
+    }
+    if (!transformed.ok) throw TRPCClientError.from(transformed.error, { meta });
+    return (transformed.result as { data: Outputs[P] }).data;
+  };
   const call = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -172,13 +197,12 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
     }
   };
   return {
-    enqueue: (request, callOptions) => call(() => trpc.producer.enqueue.mutate(request, { context: { traceparent: callTraceparent(callOptions) } })),
-    enqueueBatch: (jobs, callOptions) =>
-      call(async () => (await trpc.producer.enqueueBatch.mutate({ jobs }, { context: { traceparent: callTraceparent(callOptions) } })).results),
+    enqueue: (request, callOptions) => call(() => procedure("mutation", "enqueue", request, callTraceparent(callOptions))),
+    enqueueBatch: (jobs, callOptions) => call(async () => (await procedure("mutation", "enqueueBatch", { jobs }, callTraceparent(callOptions))).results),
     // The server validates the output with ZJobStatus; tRPC's JSON typing only loosens `unknown`
     // fields (result, last_checkpoint) to optional ones.
-    get: (jobId) => call(async () => (await trpc.producer.get.query({ job_id: jobId })) as TJobStatus),
-    cancel: (jobId, reason) => call(() => trpc.producer.cancel.mutate(reason === undefined ? { job_id: jobId } : { job_id: jobId, reason })),
+    get: (jobId) => call(async () => (await procedure("query", "get", { job_id: jobId })) as TJobStatus),
+    cancel: (jobId, reason) => call(() => procedure("mutation", "cancel", reason === undefined ? { job_id: jobId } : { job_id: jobId, reason })),
     watch: (jobId, watchOptions) => watchJob(options, jobId, watchOptions),
     waitFor: (jobId, waitOptions) => waitForJob(options, jobId, waitOptions),
   };
