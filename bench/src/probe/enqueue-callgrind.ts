@@ -1,0 +1,132 @@
+// Probe (not part of the suite): PostgreSQL's instructions per enqueued job, by variant of the
+// enqueue's SQL or schema, counted exactly (valgrind's callgrind) in a single-user backend:
+// deterministic, so the machine's load cannot hide a difference of 1% (wall time and CPU time here
+// swing ±20%). Each variant runs on a copy of a migrated, seeded data directory (TEMPLATE, made
+// once: initdb, migrate, the "bench" pool/queue/job type/tenant, stop) the same script: its schema
+// change, `warm` transactions of 1000 jobs (4 statements of 250, as `enqueueJobs` sends them), and
+// for the second count `measured` more; the difference of the two counts is the measured part.
+//   TEMPLATE=/tmp/…/datadir npx tsx bench/src/probe/enqueue-callgrind.ts [warm] [measured]
+// Needs valgrind and runs as root (the backend as the `postgres` user).
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PolicyCache } from "@porter/core";
+import { chunkArrays, INSERT_PLAIN_SQL_FOR_PROBES, INSERT_SQL_FOR_PROBES } from "@porter/core/sql/enqueue-insert";
+import { type Prepared, prepareEnqueue } from "@porter/core/sql/enqueue-prepare";
+import pg from "pg";
+
+const [warm, measured] = [Number(process.argv[2] ?? 3), Number(process.argv[3] ?? 2)];
+const TEMPLATE = process.env.TEMPLATE ?? "/tmp/enqfast/vg";
+const BIN = "/usr/lib/postgresql/15/bin";
+
+/** One enqueue chunk as SQL (the statement's parameters as literals). */
+type Variant = { name: string; schema?: string; prepare: string; execute: (chunk: Prepared[], now: Date) => string };
+const lit = (s: string) => `$q$${s}$q$`;
+const base = (name: string, text: string, schema?: string): Variant => ({
+  name,
+  schema,
+  prepare: `PREPARE ins AS ${text}`,
+  execute: (chunk, now) =>
+    `EXECUTE ins(${[
+      ...chunkArrays(
+        chunk,
+        chunk.map(() => 1),
+        now,
+      ),
+    ]
+      .map(lit)
+      .join(", ")}, ${lit(now.toISOString())}, '{}')`,
+});
+const VARIANTS: Variant[] = [
+  base("base", INSERT_SQL_FOR_PROBES),
+  base("plain", INSERT_PLAIN_SQL_FOR_PROBES),
+  base("no-stream-trigger", INSERT_SQL_FOR_PROBES, "DROP TRIGGER jobs_stream_insert ON jobs"),
+  base("no-aging-idx", INSERT_SQL_FOR_PROBES, "DROP INDEX jobs_aging_idx"),
+  base("no-ledger", INSERT_SQL_FOR_PROBES.replace("FROM input i JOIN keys k ON k.job_id = i.job_id", "FROM input i")),
+  base("keys-unsorted", INSERT_SQL_FOR_PROBES.replace("ORDER BY tenant_id, idempotency_key, ord\n", "\n")),
+  base("keys-plain", INSERT_SQL_FOR_PROBES.replace("ON CONFLICT DO NOTHING\n", "\n")),
+  base(
+    "keys-not-exists",
+    INSERT_SQL_FOR_PROBES.replace(
+      "FROM input\n",
+      "FROM input WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys e WHERE (e.tenant_id, e.idempotency_key) = (input.tenant_id, input.idempotency_key))\n",
+    ).replace("ON CONFLICT DO NOTHING\n", "\n"),
+  ),
+  base(
+    "stream-in-statement",
+    INSERT_SQL_FOR_PROBES.replace(
+      "), flow AS (",
+      `), stream AS (
+       INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind) SELECT job_id, tenant_id, job_type, 'READY', 0, 'state' FROM ins
+     ), flow AS (`,
+    ),
+    "DROP TRIGGER jobs_stream_insert ON jobs",
+  ),
+].filter((v) => !process.env.ONLY || process.env.ONLY.split(",").includes(v.name));
+
+// The jobs, prepared once (policies from a migrated database on a running server: POLICY_DB).
+const SERVER = process.env.PERF_SERVER ?? "postgres://postgres@127.0.0.1:5432";
+const policyClient = new pg.Client(`${SERVER}/${process.env.POLICY_DB ?? "porter_pgcpu_base"}`);
+await policyClient.connect();
+const policyCache = new PolicyCache({ ttlMs: 600_000 });
+const now = new Date("2026-12-02T12:00:00Z");
+let k = 0;
+const batches: Prepared[][] = [];
+for (let b = 0; b < warm + measured; b++) {
+  const inputs = Array.from({ length: 1000 }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++k }, idempotency_key: `k-${k}` }));
+  batches.push(await prepareEnqueue(policyClient, inputs, { now, policyCache }));
+}
+await policyClient.end();
+
+const script = (v: Variant, n: number): string => {
+  const parts = [v.schema, v.prepare].filter(Boolean) as string[];
+  for (const batch of batches.slice(0, n)) {
+    parts.push("BEGIN");
+    for (let i = 0; i < batch.length; i += 250) parts.push(v.execute(batch.slice(i, i + 250), now));
+    parts.push("COMMIT");
+  }
+  return `${parts.join(";\n\n")};\n\n`;
+};
+
+const count = (v: Variant, n: number): number => {
+  const dir = mkdtempSync(join(tmpdir(), "enq-cg-"));
+  execFileSync("cp", ["-a", TEMPLATE, join(dir, "data")]);
+  writeFileSync(join(dir, "in.sql"), script(v, n));
+  execFileSync("chown", ["-R", "postgres", dir]);
+  chmodSync(dir, 0o755);
+  const run = spawnSync(
+    "runuser",
+    [
+      "-u",
+      "postgres",
+      "--",
+      "valgrind",
+      "--tool=callgrind",
+      `--callgrind-out-file=${join(dir, "cg.out")}`,
+      "--trace-children=no",
+      join(BIN, "postgres"),
+      "--single",
+      "-j",
+      "-D",
+      join(dir, "data"),
+      "porter",
+    ],
+    { input: readFileSync(join(dir, "in.sql")), maxBuffer: 1 << 30 },
+  );
+  const out = readdirSync(dir).includes("cg.out") ? readFileSync(join(dir, "cg.out"), "utf8") : "";
+  const total = /^(?:summary|totals): (\d+)/m.exec(out)?.[1];
+  const errors = run.stdout.toString().match(/ERROR:.*$/gm);
+  if (errors) console.log(`${v.name}: ${errors.slice(0, 3).join(" | ")}`);
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+  else console.log(`kept ${dir}`);
+  if (!total) throw new Error(`${v.name}: no callgrind total (${run.stderr.toString().slice(-500)})`);
+  return Number(total);
+};
+
+const results: Array<{ v: Variant; perJob: number }> = [];
+for (const v of VARIANTS) {
+  const perJob = (count(v, warm + measured) - count(v, warm)) / (measured * 1000);
+  results.push({ v, perJob });
+  console.log(`${v.name.padEnd(28)} ${perJob.toFixed(0)} instructions per job (×${(perJob / results[0]!.perJob).toFixed(3)} of ${results[0]!.v.name})`);
+}
