@@ -190,20 +190,31 @@ const insertChunkPlain = async (db: Db, columns: string[], now: Date, notifyPool
   await db.query({ name: "porter.enqueue_plain", text: INSERT_PLAIN_SQL, values: [...columns, now, notifyPools] });
 };
 
-/**
- * The enqueue statement. `reserve`: it also reserves the virtual time (the coalesced path's
- * autocommit statement). `plain`: the keys without `ON CONFLICT` (insertChunkPlain), so every input
- * row is a job and nothing needs the ledger's answer: the jobs are inserted from the input directly.
- */
-const insertSql = (reserve: boolean, plain = false): string => `WITH input AS (
+const INPUT_CTE = `WITH input AS (
        SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::text[],
                             $9::int[], $10::int[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[],
                             $14::timestamptz[], $15::text[], $16::float8[], $17::text[])
          AS t(ord, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, max_attempts, timeout_s,
               not_before, deadline_at, run_at, created_at, trace_id, vft, traceparent)
-     )${
-       reserve
-         ? `, groups AS (
+     )`;
+/** The job rows from `i` (the input, `vft` its virtual finish time expression). */
+const JOBS_INSERT = (vft: string) => `INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
+                         timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft, traceparent)
+       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
+              i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $18),
+              -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
+              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $18), ${vft}, i.traceparent`;
+/** NOTIFY per pool of $19 when `ins` inserted anything, and the rollups' arrivals. */
+const AFTER_INSERT = `, flow AS (${flowUpsertSql("ins", "s.created_at", { arrivals: "count(*)" })}
+     ), notified AS (
+       SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($19::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
+     )
+     -- A plain CTE runs only if read: the cross join with its one-row count reads it (a LEFT JOIN
+     -- nothing selects from would be removed by the planner, and with it every NOTIFY).`;
+
+const insertSql = (reserve: boolean): string => `${INPUT_CTE}${
+  reserve
+    ? `, groups AS (
        SELECT queue_id, tenant_id, count(*)::int AS n FROM input GROUP BY queue_id, tenant_id
      ), clocks AS (${reserveClocksSql("groups")}
      ), timed AS (
@@ -212,41 +223,41 @@ const insertSql = (reserve: boolean, plain = false): string => `WITH input AS (
          JOIN clocks c ON (c.queue_id, c.tenant_id) = (i.queue_id, i.tenant_id)
          JOIN groups c_n ON (c_n.queue_id, c_n.tenant_id) = (i.queue_id, i.tenant_id)
      )`
-         : ""
-     }, keys AS (
+    : ""
+}, keys AS (
        INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
        SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $18)
          FROM input${reserve ? " CROSS JOIN (SELECT count(*) FROM clocks) AS clocks_first" : ""}
        -- One lock order for all producers (no deadlock): clock rows first (their reservation reads
        -- them all before a key is inserted), then keys by (tenant, key); first occurrence wins.
-       ORDER BY tenant_id, idempotency_key, ord${
-         plain
-           ? ""
-           : `
+       ORDER BY tenant_id, idempotency_key, ord
        ON CONFLICT DO NOTHING
-       RETURNING job_id`
-       }
+       RETURNING job_id
      ), ins AS (
-       INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
-                         timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft, traceparent)
-       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
-              i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $18),
-              -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
-              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $18), ${reserve ? "tm.vft" : "i.vft"}, i.traceparent
-         FROM input i${plain ? "" : " JOIN keys k ON k.job_id = i.job_id"}${reserve ? " JOIN timed tm ON tm.job_id = i.job_id" : ""}
+       ${JOBS_INSERT(reserve ? "tm.vft" : "i.vft")}
+         FROM input i JOIN keys k ON k.job_id = i.job_id${reserve ? " JOIN timed tm ON tm.job_id = i.job_id" : ""}
        RETURNING job_id, queue_id, job_type, tenant_id, created_at
-     ), flow AS (${flowUpsertSql("ins", "s.created_at", { arrivals: "count(*)" })}
-     ), notified AS (
-       SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($19::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
-     )
-     -- A plain CTE runs only if read: the cross join with its one-row count reads it (a LEFT JOIN
-     -- nothing selects from would be removed by the planner, and with it every NOTIFY).
-     SELECT ${plain ? "count(*)::int AS n" : "ins.job_id"} FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
+     )${AFTER_INSERT}
+     SELECT ins.job_id FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
 const INSERT_SQL = insertSql(false);
 /** The insert statement's text (bench/src/probe/enqueue-explain.ts explains it). */
 export const INSERT_SQL_FOR_PROBES = INSERT_SQL;
 const INSERT_RESERVING_SQL = insertSql(true);
-const INSERT_PLAIN_SQL = insertSql(false, true);
+/**
+ * The plain statement (`insertChunkPlain`): every input row is a job, so the jobs come straight
+ * from the input, read once (a CTE read twice is materialized: a copy of every row, payload
+ * included), and the keys from the jobs' RETURNING, sorted (one lock order for all producers). A
+ * key that exists fails the statement with a unique violation on `idempotency_keys_pkey`.
+ */
+const INSERT_PLAIN_SQL = `${INPUT_CTE}, ins AS (
+       ${JOBS_INSERT("i.vft")}
+         FROM input i
+       RETURNING job_id, queue_id, job_type, tenant_id, idempotency_key, created_at
+     ), keys AS (
+       INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
+       SELECT tenant_id, idempotency_key, job_id, created_at FROM ins ORDER BY tenant_id, idempotency_key
+     )${AFTER_INSERT}
+     SELECT count(*)::int AS n FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
 /** The plain insert's text (bench/src/probe/enqueue-callgrind.ts counts it). */
 export const INSERT_PLAIN_SQL_FOR_PROBES = INSERT_PLAIN_SQL;
 
