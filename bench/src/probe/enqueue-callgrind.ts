@@ -19,6 +19,8 @@ import pg from "pg";
 const [warm, measured] = [Number(process.argv[2] ?? 3), Number(process.argv[3] ?? 2)];
 const TEMPLATE = process.env.TEMPLATE ?? "/tmp/enqfast/vg";
 const BIN = "/usr/lib/postgresql/15/bin";
+/** Rows per statement (CHUNK=…; enqueueJobs sends 250). */
+const CHUNK = Number(process.env.CHUNK ?? 250);
 
 /** One enqueue chunk as SQL (the statement's parameters as literals). */
 type Variant = { name: string; schema?: string; prepare: string; execute: (chunk: Prepared[], now: Date) => string };
@@ -83,7 +85,7 @@ const script = (v: Variant, n: number): string => {
   const parts = [v.schema, v.prepare].filter(Boolean) as string[];
   for (const batch of batches.slice(0, n)) {
     parts.push("BEGIN");
-    for (let i = 0; i < batch.length; i += 250) parts.push(v.execute(batch.slice(i, i + 250), now));
+    for (let i = 0; i < batch.length; i += CHUNK) parts.push(v.execute(batch.slice(i, i + CHUNK), now));
     parts.push("COMMIT");
   }
   return `${parts.join(";\n\n")};\n\n`;
