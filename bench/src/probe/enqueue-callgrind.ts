@@ -1,23 +1,27 @@
 // Probe (not part of the suite): PostgreSQL's instructions per enqueued job, by variant of the
 // enqueue's SQL or schema, counted exactly (valgrind's callgrind) in a single-user backend:
 // deterministic, so the machine's load cannot hide a difference of 1% (wall time and CPU time here
-// swing ±20%). Each variant runs on a copy of a migrated, seeded data directory (TEMPLATE, made
-// once: initdb, migrate, the "bench" pool/queue/job type/tenant, stop) the same script: its schema
-// change, `warm` transactions of 1000 jobs (4 statements of 250, as `enqueueJobs` sends them), and
-// for the second count `measured` more; the difference of the two counts is the measured part.
-//   TEMPLATE=/tmp/…/datadir npx tsx bench/src/probe/enqueue-callgrind.ts [warm] [measured]
-// Needs valgrind and runs as root (the backend as the `postgres` user).
+// swing ±20%). Each variant runs on a copy of a migrated, seeded data directory (made here first:
+// initdb, a server started on a free port, migrate, the "bench" pool/queue/job type/tenant, the jobs
+// prepared against it, stop) the same script: its schema change, `warm` transactions of 1000 jobs
+// (statements of CHUNK rows, 250 as `enqueueJobs` sends them), and for the second count `measured`
+// more; the difference of the two counts is the measured part. ONLY=a,b runs only those variants.
+// The single-user backend reads its script a character at a time, a cost that grows with the
+// statement's length: compare variants at the same CHUNK (docs/performance.md, batch enqueue).
+//   [ONLY=base,plain] [CHUNK=250] npx tsx bench/src/probe/enqueue-callgrind.ts [warm] [measured]
+// Needs valgrind and runs as root (PostgreSQL as the `postgres` user).
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PolicyCache } from "@porter/core";
 import { chunkArrays, INSERT_PLAIN_SQL_FOR_PROBES, INSERT_SQL_FOR_PROBES } from "@porter/core/sql/enqueue-insert";
 import { type Prepared, prepareEnqueue } from "@porter/core/sql/enqueue-prepare";
+import { migrate } from "@porter/db/migrator";
 import pg from "pg";
 
 const [warm, measured] = [Number(process.argv[2] ?? 3), Number(process.argv[3] ?? 2)];
-const TEMPLATE = process.env.TEMPLATE ?? "/tmp/enqfast/vg";
 const BIN = "/usr/lib/postgresql/15/bin";
 /** Rows per statement (CHUNK=…; enqueueJobs sends 250). */
 const CHUNK = Number(process.env.CHUNK ?? 250);
@@ -67,19 +71,44 @@ const VARIANTS: Variant[] = [
   ),
 ].filter((v) => !process.env.ONLY || process.env.ONLY.split(",").includes(v.name));
 
-// The jobs, prepared once (policies from a migrated database on a running server: POLICY_DB).
-const SERVER = process.env.PERF_SERVER ?? "postgres://postgres@127.0.0.1:5432";
-const policyClient = new pg.Client(`${SERVER}/${process.env.POLICY_DB ?? "porter_pgcpu_base"}`);
-await policyClient.connect();
+// The template data directory, and the jobs prepared against it (their policies).
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+const asPostgres = (cmd: string, args: string[]) => execFileSync("runuser", ["-u", "postgres", "--", join(BIN, cmd), ...args], { stdio: "pipe" });
+const root = mkdtempSync(join(tmpdir(), "enq-cg-template-"));
+execFileSync("chown", ["postgres", root]);
+const TEMPLATE = join(root, "data");
+asPostgres("initdb", ["-D", TEMPLATE, "-A", "trust", "-U", "postgres"]);
+const port = await freePort();
+appendFileSync(join(TEMPLATE, "postgresql.conf"), `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${root}'\n`);
+asPostgres("pg_ctl", ["-D", TEMPLATE, "-w", "-l", join(root, "log"), "start"]);
+const url = `postgres://postgres@127.0.0.1:${port}`;
+const admin = new pg.Client(`${url}/postgres`);
+await admin.connect();
+await admin.query("CREATE DATABASE porter");
+await admin.end();
+await migrate(`${url}/porter`);
+const seed = new pg.Client(`${url}/porter`);
+await seed.connect();
+await seed.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 10)`);
+await seed.query(`INSERT INTO queues (id, pool_id, default_max_attempts, max_attempts) VALUES ('bench', 'bench', 25, 25)`);
+await seed.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
+await seed.query(`INSERT INTO tenants (id) VALUES ('bench')`);
 const policyCache = new PolicyCache({ ttlMs: 600_000 });
 const now = new Date("2026-12-02T12:00:00Z");
 let k = 0;
 const batches: Prepared[][] = [];
 for (let b = 0; b < warm + measured; b++) {
   const inputs = Array.from({ length: 1000 }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++k }, idempotency_key: `k-${k}` }));
-  batches.push(await prepareEnqueue(policyClient, inputs, { now, policyCache }));
+  batches.push(await prepareEnqueue(seed, inputs, { now, policyCache }));
 }
-await policyClient.end();
+await seed.end();
+asPostgres("pg_ctl", ["-D", TEMPLATE, "-w", "stop"]);
 
 const script = (v: Variant, n: number): string => {
   const parts = [v.schema, v.prepare].filter(Boolean) as string[];
@@ -127,6 +156,7 @@ const count = (v: Variant, n: number): number => {
 };
 
 const results: Array<{ v: Variant; perJob: number }> = [];
+process.on("exit", () => rmSync(root, { recursive: true, force: true }));
 for (const v of VARIANTS) {
   const perJob = (count(v, warm + measured) - count(v, warm)) / (measured * 1000);
   results.push({ v, perJob });
