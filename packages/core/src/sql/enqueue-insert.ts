@@ -1,4 +1,5 @@
 import { AppError, type TEnqueueResult, type TJobState } from "@porter/contracts";
+import pg from "pg";
 import { type Db, inTransaction } from "../db";
 import { admit } from "./admission";
 import type { Prepared } from "./enqueue-prepare";
@@ -17,11 +18,56 @@ const CHUNK = 250;
  * reserved before it, and the batch in chunks of `CHUNK` rows; all of it or nothing. Results in
  * input order; an existing key with another payload is a 409 for the batch. The statement is
  * `insertSql` below: transition `enqueue` (sql/transitions.ts), shared with the coalesced path.
+ *
+ * In a transaction of its own (`db` a pool) and with no key twice in the batch, the keys go in by
+ * a plain INSERT first: `ON CONFLICT`'s speculative insertion (a lock-manager token per row, an index
+ * probe before the insert, a confirm record after it) is 7.5% of PostgreSQL's instructions per job
+ * (docs/performance.md). A key that exists — a retried batch, or a concurrent producer's committed
+ * key — fails that statement with a unique violation; the transaction is then rolled back (it is
+ * ours: nothing of it stays) and the batch is run again with `ON CONFLICT DO NOTHING`, which
+ * resolves each row as before. In a producer's transaction the `ON CONFLICT` path runs at once: a
+ * failed statement would abort a transaction that is not Porter's to retry.
  */
-export const insertBatch = (
+export const insertBatch = async (
   db: Db,
   prepared: Prepared[],
   params: { now: Date; notifyPools: string[]; vfts: number[] | undefined },
+): Promise<TEnqueueResult[]> => {
+  if (!(db instanceof pg.Pool) || hasRepeatedKey(prepared)) return insertBatchOnce(db, prepared, params, false);
+  const priorities = prepared.map((p) => p.priority); // admission may lower them; the retry admits afresh
+  try {
+    return await insertBatchOnce(db, prepared, params, true);
+  } catch (error) {
+    if (!isKeyClash(error)) throw error;
+    prepared.forEach((p, i) => {
+      p.priority = priorities[i]!;
+    });
+    return insertBatchOnce(db, prepared, params, false);
+  }
+};
+
+/** A unique violation on the idempotency ledger: an existing (tenant, key) met a plain insert. */
+const isKeyClash = (error: unknown): boolean => {
+  const e = error as { code?: unknown; constraint?: unknown } | null;
+  return e?.code === "23505" && e.constraint === "idempotency_keys_pkey";
+};
+
+/** The same (tenant, key) twice in one batch: the plain insert would fail on its own rows. */
+const hasRepeatedKey = (prepared: Prepared[]): boolean => {
+  const seen = new Set<string>();
+  for (const p of prepared) {
+    const key = `${p.input.tenant_id}\u0000${p.input.idempotency_key}`;
+    if (seen.has(key)) return true;
+    seen.add(key);
+  }
+  return false;
+};
+
+const insertBatchOnce = (
+  db: Db,
+  prepared: Prepared[],
+  params: { now: Date; notifyPools: string[]; vfts: number[] | undefined },
+  isPlain: boolean,
 ): Promise<TEnqueueResult[]> => {
   const { now, notifyPools, vfts } = params;
   return inTransaction(db, async (client) => {
@@ -41,13 +87,17 @@ export const insertBatch = (
     let next = chunkArrays(prepared.slice(0, CHUNK), vftsNow, now);
     for (let i = 0; i < prepared.length; i += CHUNK) {
       const isLast = i + CHUNK >= prepared.length;
-      const insert = insertChunk(client, next, now, isLast ? notifyPools : []);
+      const pools = isLast ? notifyPools : [];
+      const insert = isPlain ? insertChunkPlain(client, next, now, pools).then(() => null) : insertChunk(client, next, now, pools);
       if (!isLast) {
         insert.catch(() => undefined); // awaited just below
         next = chunkArrays(prepared.slice(i + CHUNK, i + 2 * CHUNK), vftsNow, now);
       }
-      for (const id of await insert) inserted.add(id);
+      const ids = await insert;
+      if (ids) for (const id of ids) inserted.add(id);
     }
+    // A plain insert that succeeded stored every row: all of them are new.
+    if (isPlain) return prepared.map((p): TEnqueueResult => ({ job_id: p.jobId, status: "READY", deduplicated: false }));
     const outcomes = await resolveDuplicates(client, prepared, inserted);
     const refused = outcomes.find((o): o is AppError => o instanceof AppError);
     if (refused) throw refused; // aborts the transaction: nothing of the batch stays
@@ -117,7 +167,7 @@ export const chunkArrays = (chunk: Prepared[], vfts: number[] | undefined, now: 
 };
 
 /**
- * Inserts one chunk (see `chunkJson`) in one statement: the idempotency ledger decides which rows
+ * Inserts one chunk (see `chunkArrays`) in one statement: the idempotency ledger decides which rows
  * are new (ON CONFLICT DO NOTHING also absorbs duplicates inside the batch), and only those reach
  * `jobs`. NOTIFY for `notifyPools` goes in the same statement when it inserted anything (delivered
  * at commit). With `reserve`, the statement also reserves the jobs' virtual time (their `vft` is
@@ -132,15 +182,39 @@ export const insertChunk = async (db: Db, columns: string[], now: Date, notifyPo
   return new Set(inserted.map((r) => r.job_id));
 };
 
-const insertSql = (reserve: boolean): string => `WITH input AS (
+/**
+ * `insertChunk` with the keys inserted without `ON CONFLICT` (see `insertBatch`): every row of the
+ * chunk is new and stored, or the statement fails with a unique violation on `idempotency_keys_pkey`.
+ */
+const insertChunkPlain = async (db: Db, columns: string[], now: Date, notifyPools: string[]): Promise<void> => {
+  await db.query({ name: "porter.enqueue_plain", text: INSERT_PLAIN_SQL, values: [...columns, now, notifyPools] });
+};
+
+const INPUT_CTE = `WITH input AS (
        SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::text[],
                             $9::int[], $10::int[], $11::timestamptz[], $12::timestamptz[], $13::timestamptz[],
                             $14::timestamptz[], $15::text[], $16::float8[], $17::text[])
          AS t(ord, job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, max_attempts, timeout_s,
               not_before, deadline_at, run_at, created_at, trace_id, vft, traceparent)
-     )${
-       reserve
-         ? `, groups AS (
+     )`;
+/** The job rows from `i` (the input, `vft` its virtual finish time expression). */
+const JOBS_INSERT = (vft: string) => `INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
+                         timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft, traceparent)
+       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
+              i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $18),
+              -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
+              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $18), ${vft}, i.traceparent`;
+/** NOTIFY per pool of $19 when `ins` inserted anything, and the rollups' arrivals. */
+const AFTER_INSERT = `, flow AS (${flowUpsertSql("ins", "s.created_at", { arrivals: "count(*)" })}
+     ), notified AS (
+       SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($19::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
+     )
+     -- A plain CTE runs only if read: the cross join with its one-row count reads it (a LEFT JOIN
+     -- nothing selects from would be removed by the planner, and with it every NOTIFY).`;
+
+const insertSql = (reserve: boolean): string => `${INPUT_CTE}${
+  reserve
+    ? `, groups AS (
        SELECT queue_id, tenant_id, count(*)::int AS n FROM input GROUP BY queue_id, tenant_id
      ), clocks AS (${reserveClocksSql("groups")}
      ), timed AS (
@@ -149,8 +223,8 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
          JOIN clocks c ON (c.queue_id, c.tenant_id) = (i.queue_id, i.tenant_id)
          JOIN groups c_n ON (c_n.queue_id, c_n.tenant_id) = (i.queue_id, i.tenant_id)
      )`
-         : ""
-     }, keys AS (
+    : ""
+}, keys AS (
        INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
        SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $18)
          FROM input${reserve ? " CROSS JOIN (SELECT count(*) FROM clocks) AS clocks_first" : ""}
@@ -160,25 +234,32 @@ const insertSql = (reserve: boolean): string => `WITH input AS (
        ON CONFLICT DO NOTHING
        RETURNING job_id
      ), ins AS (
-       INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
-                         timeout_s, not_before, deadline_at, run_at, trace_id, created_at, vft, traceparent)
-       SELECT i.job_id, i.job_type, i.queue_id, i.tenant_id, i.payload, i.priority, i.idempotency_key, 'READY',
-              i.max_attempts, i.timeout_s, i.not_before, i.deadline_at, coalesce(i.run_at, $18),
-              -- W3C-style 32-hex trace id; derived from the (random-tailed, unique) job id when absent.
-              coalesce(i.trace_id, replace(i.job_id::text, '-', '')), coalesce(i.created_at, $18), ${reserve ? "tm.vft" : "i.vft"}, i.traceparent
+       ${JOBS_INSERT(reserve ? "tm.vft" : "i.vft")}
          FROM input i JOIN keys k ON k.job_id = i.job_id${reserve ? " JOIN timed tm ON tm.job_id = i.job_id" : ""}
        RETURNING job_id, queue_id, job_type, tenant_id, created_at
-     ), flow AS (${flowUpsertSql("ins", "s.created_at", { arrivals: "count(*)" })}
-     ), notified AS (
-       SELECT pg_notify('${READY_CHANNEL}', pool) FROM unnest($19::text[]) AS pool WHERE EXISTS (SELECT 1 FROM ins)
-     )
-     -- A plain CTE runs only if read: the cross join with its one-row count reads it (a LEFT JOIN
-     -- nothing selects from would be removed by the planner, and with it every NOTIFY).
+     )${AFTER_INSERT}
      SELECT ins.job_id FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
 const INSERT_SQL = insertSql(false);
 /** The insert statement's text (bench/src/probe/enqueue-explain.ts explains it). */
 export const INSERT_SQL_FOR_PROBES = INSERT_SQL;
 const INSERT_RESERVING_SQL = insertSql(true);
+/**
+ * The plain statement (`insertChunkPlain`): every input row is a job, so the jobs come straight
+ * from the input, read once (a CTE read twice is materialized: a copy of every row, payload
+ * included), and the keys from the jobs' RETURNING, sorted (one lock order for all producers). A
+ * key that exists fails the statement with a unique violation on `idempotency_keys_pkey`.
+ */
+const INSERT_PLAIN_SQL = `${INPUT_CTE}, ins AS (
+       ${JOBS_INSERT("i.vft")}
+         FROM input i
+       RETURNING job_id, queue_id, job_type, tenant_id, idempotency_key, created_at
+     ), keys AS (
+       INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
+       SELECT tenant_id, idempotency_key, job_id, created_at FROM ins ORDER BY tenant_id, idempotency_key
+     )${AFTER_INSERT}
+     SELECT count(*)::int AS n FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
+/** The plain insert's text (bench/src/probe/enqueue-callgrind.ts counts it). */
+export const INSERT_PLAIN_SQL_FOR_PROBES = INSERT_PLAIN_SQL;
 
 /**
  * Outcomes in input order: new jobs as READY; every other row hit an existing idempotency key —

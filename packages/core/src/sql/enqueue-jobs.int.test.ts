@@ -257,6 +257,35 @@ describe("enqueueJobs", () => {
     expect(await stateOf(db.pool, jobId)).toBe("READY");
   });
 
+  it("answers a batch that meets an existing key in its last chunk: the rest new, that one deduplicated, nothing twice", async () => {
+    // The batch's keys first go in by a plain insert, which fails on the existing key after three
+    // chunks of 250 are in; the transaction is rolled back and the batch resolved with ON CONFLICT.
+    const old = job({ payload: { old: true } });
+    const [a] = await enqueueJobs(db.pool, [old, job()]);
+    const inputs = [...Array.from({ length: 999 }, (_, i) => job({ payload: { i } })), old];
+    const before = await jobTableCounts(db.pool);
+    const { rows: stream0 } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_stream`);
+    const results = await enqueueJobs(db.pool, inputs);
+    expect(results[999]).toEqual({ job_id: a!.job_id, status: "READY", deduplicated: true });
+    expect(results.slice(0, 999).every((r) => r.status === "READY" && !r.deduplicated)).toBe(true);
+    const after = await jobTableCounts(db.pool);
+    expect(after.jobs - before.jobs).toBe(999);
+    const { rows: stream1 } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_stream`);
+    expect(stream1[0]!.n - stream0[0]!.n).toBe(999); // one READY event per new job, none from the rolled-back try
+    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE job_id = ANY($1::uuid[])`, [results.map((r) => r.job_id)]);
+    expect(rows[0]!.n).toBe(1000);
+  });
+
+  it("lets concurrent batches with the same keys create each job once, all answering the same ids", async () => {
+    const inputs = Array.from({ length: 300 }, (_, i) => job({ payload: { i } }));
+    const results = await Promise.all(Array.from({ length: 4 }, () => enqueueJobs(db.pool, inputs)));
+    const ids = results[0]!.map((r) => r.job_id);
+    for (const r of results) expect(r.map((x) => x.job_id)).toEqual(ids);
+    expect(results.flat().filter((r) => !r.deduplicated)).toHaveLength(300);
+    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE job_id = ANY($1::uuid[])`, [ids]);
+    expect(rows[0]!.n).toBe(300);
+  });
+
   it("lets exactly one of many concurrent producers create a keyed job", async () => {
     const input = job();
     const results = await Promise.all(Array.from({ length: 8 }, () => enqueueJobs(db.pool, [input])));
