@@ -132,7 +132,12 @@ describe("the direct producer path answers as tRPC's fetch adapter does", () => 
     const wrong = `pk_bbbbbbbbbbbb_${"y".repeat(43)}`;
     const call = (origin: string) => send(origin, { path: "producer.enqueue", headers: { ...bearer(wrong), "x-forwarded-for": "198.51.100.77" }, body: "{}" });
     for (let i = 0; i < 20; i++) expect((await call(i % 2 ? direct : viaFetch)).status).toBe(401);
-    const [a, b] = [await call(direct), await call(viaFetch)];
+    // The address's bucket refills one failure a second: on a loaded host the twenty calls can take
+    // longer than that, so a call or two more may still be a 401 before the 429 (the throttle's
+    // exact count is producer-auth.int.test.ts's). What this test holds: both paths refuse alike.
+    let pair = [await call(direct), await call(viaFetch)];
+    for (let i = 0; i < 10 && !(pair[0]!.status === 429 && pair[1]!.status === 429); i++) pair = [await call(direct), await call(viaFetch)];
+    const [a, b] = pair as [(typeof pair)[0], (typeof pair)[0]];
     expect(a.status).toBe(429);
     expect(Number(a.headers["retry-after"])).toBeGreaterThanOrEqual(1);
     expect(a).toEqual(b);
