@@ -89,10 +89,14 @@ export const startDatabase = async (progress: (line: string) => void): Promise<S
       "pg_stat_statements.track": "top",
       shared_buffers: "256MB",
       // A host cut off while it holds the maintenance leadership keeps its session lock until the
-      // server drops its idle connection: without keepalives that is the OS default, two hours.
+      // server drops its connection: without keepalives that is the OS default, two hours, for an
+      // idle one. Keepalives only probe an idle connection: one the server was answering at the
+      // cut (the leader's passes run every few seconds) waits on retransmissions instead, ~15 min
+      // by default; tcp_user_timeout bounds that (seen: a run where no host took over within 15 s).
       tcp_keepalives_idle: "2",
       tcp_keepalives_interval: "1",
       tcp_keepalives_count: "3",
+      tcp_user_timeout: "5000",
     },
   });
   writeState({ clusterRoot: join(cluster.dataDir, "..") });
