@@ -41,6 +41,10 @@ const seqScansOfClaim = async (limit: number): Promise<{ claimed: number; seqSca
   const client = await db.pool.connect();
   try {
     await client.query("BEGIN");
+    // The claim's statements as every worker runs them after its first few claims: PL/pgSQL keeps
+    // a generic plan once it costs no more than the custom ones, and a fresh connection's first
+    // calls take custom plans (which one a run saw varied with the pool's connection reuse).
+    await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
     const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM porter_claim('p1', 'w', $1, NULL, $1) WHERE bound IS NULL`, [limit]);
     const { rows: stats } = await client.query<{ seq_scan: string }>(`SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'jobs'`);
     await client.query("COMMIT");
