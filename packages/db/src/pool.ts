@@ -171,3 +171,89 @@ export async function allOn<T extends readonly unknown[]>(db: Queryable, reads: 
   for (const read of reads) out.push(await read());
   return out as unknown as T;
 }
+
+/**
+ * One connection of `pool` kept checked out for a caller that runs one statement at a time (the
+ * worker's claim loop, its result writer). PostgreSQL caches a session's plans per connection: the
+ * first claim on a connection compiles `porter_claim` and plans its statements (30–120 ms here,
+ * against ≈ 1 ms warm), and a pool spreads a sequential caller over whichever connections are idle —
+ * several cold ones in a worker's first seconds, and a fresh one after every idle timeout (30 s), so
+ * a quiet worker paid a cold claim for nearly every job. Pinned, the caller keeps one warm session.
+ *
+ * The connection counts against the pool's `max` while pinned. `run` lends it to one call at a
+ * time; a call that comes while it is lent runs on a connection of the pool as before. A connection
+ * that failed (its `error` event, or any error thrown by a statement on it) is destroyed, not reused,
+ * and the next call pins a new one. `fn` must leave no transaction open: single statements.
+ * `release()` returns it to the pool (before `pool.end()`, which waits for checked-out clients).
+ */
+export class PinnedConnection {
+  private pinned: CheckedOut | undefined;
+  private isLost = false;
+  private isLent = false;
+  private isReleased = false;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async run<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.isLent || this.isReleased) return this.runUnpinned(fn);
+    this.isLent = true;
+    try {
+      if (this.pinned && this.isLost) this.drop();
+      if (!this.pinned) {
+        this.pinned = await checkout(this.pool);
+        this.isLost = false;
+        const pinned = this.pinned;
+        pinned.client.once("error", () => {
+          if (this.pinned === pinned) this.isLost = true;
+        });
+      }
+      try {
+        return await fn(this.pinned.client);
+      } catch (error) {
+        if (!isStatementError(error) || this.isLost) this.drop(error instanceof Error ? error : new Error(String(error)));
+        throw error;
+      }
+    } finally {
+      this.isLent = false;
+      if (this.isReleased) this.drop();
+    }
+  }
+
+  /** Returns the connection to the pool; later calls run on the pool's connections. */
+  release(): void {
+    this.isReleased = true;
+    if (!this.isLent) this.drop();
+  }
+
+  private drop(error?: Error): void {
+    const pinned = this.pinned;
+    this.pinned = undefined;
+    // With an error the pool destroys the client (its session may be in any state); without, it keeps it.
+    pinned?.release(error ?? (this.isLost ? new Error("connection lost") : undefined));
+    this.isLost = false;
+  }
+
+  private async runUnpinned<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const { client, release } = await checkout(this.pool);
+    let broken: Error | undefined;
+    try {
+      return await fn(client);
+    } catch (error) {
+      if (!isStatementError(error)) broken = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      release(broken);
+    }
+  }
+}
+
+/**
+ * An error PostgreSQL raised for a statement, after which the session is usable (a single
+ * statement outside a transaction): a SQLSTATE, but not connection exceptions (class 08) or the
+ * server's shutdown and crash codes (57P01–57P05). Anything else — a socket error, "Connection
+ * terminated" — means the connection is gone.
+ */
+const isStatementError = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith("08") && !code.startsWith("57P");
+};

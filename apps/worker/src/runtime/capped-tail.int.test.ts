@@ -7,7 +7,7 @@ import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createHandlerMap } from "../handlers/handler-map";
 import { createLogger } from "../logger";
-import { enqueue, waitForStates } from "../testing/fixtures";
+import { enqueue, isClaim, onEachQuery, waitForStates } from "../testing/fixtures";
 import { PorterWorker } from "./worker";
 
 // Issue 15: a capped queue's tail. A claim that a queue cap cuts to zero rows (the queue's slots
@@ -44,12 +44,10 @@ afterAll(async () => {
 describe("a capped queue's tail", () => {
   it("claims again when a job of the queue that bounded the claim finishes, not at the poll", async () => {
     const counted = createPool(testDb.appConnectionString, { max: 6 });
-    const query = counted.query.bind(counted) as (...args: unknown[]) => unknown;
-    counted.query = ((...args: unknown[]) => {
-      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string } | undefined)?.text;
-      if (text?.includes("porter_claim(")) claims += 1;
+    onEachQuery(counted, (query, args) => {
+      if (isClaim(args)) claims += 1;
       return query(...args);
-    }) as typeof counted.query;
+    });
     try {
       worker = await PorterWorker.start({
         db: counted,

@@ -1,5 +1,6 @@
 import { ROOT_CONTEXT, SpanKind } from "@opentelemetry/api";
 import { boundScopesOf, type ClaimedJob, claimBatch, endSpanWithError, porterTracer } from "@porter/core";
+import { PinnedConnection } from "@porter/db/pool";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import type { PrefetchBuffer } from "./prefetch-buffer";
@@ -63,6 +64,8 @@ export class ClaimLoop {
   private debounceTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryTimerAt = Infinity;
+  /** The claim's own session (one claim at a time): its plans stay warm (`PinnedConnection`). */
+  private readonly connection: PinnedConnection;
 
   constructor(
     private readonly slots: Slots,
@@ -70,6 +73,7 @@ export class ClaimLoop {
     private readonly options: ClaimLoopOptions,
   ) {
     this.lowWater = Math.max(1, Math.floor(slots.concurrency / 4));
+    this.connection = new PinnedConnection(options.db);
   }
 
   /** True once `stop` was called: no claim starts any more. */
@@ -88,10 +92,11 @@ export class ClaimLoop {
     return this.done;
   }
 
-  /** Clears the wake-up timers (shutdown). */
+  /** Clears the wake-up timers and returns the claim's connection to the pool (shutdown). */
   clearTimers(): void {
     clearTimeout(this.debounceTimer);
     clearTimeout(this.retryTimer);
+    this.connection.release();
   }
 
   /** There may be work: claim as soon as a slot is free. */
@@ -167,7 +172,7 @@ export class ClaimLoop {
   }
 
   private async run(): Promise<void> {
-    const { db, poolId, workerId, logger } = this.options;
+    const { poolId, workerId, logger } = this.options;
     let errors = 0;
     while (!this.isStopped) {
       let free = this.buffer.room();
@@ -204,7 +209,8 @@ export class ClaimLoop {
           // prefetched rest are marked when they leave the buffer (PrefetchBuffer.pump).
           this.isClaimRunning = true;
           this.writtenDuringClaim = [];
-          const claim = await claimBatch(db, { poolId, workerId, limit: free, start: this.buffer.startable() });
+          const start = this.buffer.startable();
+          const claim = await this.connection.run((client) => claimBatch(client, { poolId, workerId, limit: free, start }));
           jobs = claim.jobs;
           this.bounds = new Set(claim.bounds);
           if (jobs.length > 0) {

@@ -1,4 +1,5 @@
 import { type Completion, completeJobs, type Failure, failJobs } from "@porter/core";
+import { PinnedConnection } from "@porter/db/pool";
 import type pg from "pg";
 import type { Logger } from "../logger";
 import { isConnectionError } from "./errors";
@@ -28,6 +29,12 @@ export type CompleterOptions = {
    * `startsLanded`), so an ack and a start mark never hold rows of the same jobs at once.
    */
   beforeWrite?: () => Promise<void>;
+  /**
+   * No other result is coming soon (no other attempt runs, none waits in the prefetch buffer): a
+   * result is then written at once instead of waiting `flushIntervalMs` for others to share its
+   * statement — on a quiet worker the wait bought nothing and was most of enqueue→done.
+   */
+  isAlone?: () => boolean;
 };
 
 /**
@@ -47,6 +54,8 @@ export class Completer {
   private readonly flushIntervalMs: number;
   private readonly maxBatch: number;
   private readonly maxTries: number;
+  /** The acks' own session (writes are serialised): the ack statement's plan stays warm (`PinnedConnection`). */
+  private readonly ackConnection: PinnedConnection;
 
   constructor(
     private readonly db: pg.Pool,
@@ -55,6 +64,12 @@ export class Completer {
     this.flushIntervalMs = options.flushIntervalMs ?? 5;
     this.maxBatch = options.maxBatch ?? 500;
     this.maxTries = options.maxTries ?? 3;
+    this.ackConnection = new PinnedConnection(db);
+  }
+
+  /** Returns the acks' connection to the pool (shutdown; a later write uses the pool's connections). */
+  releaseConnection(): void {
+    this.ackConnection.release();
   }
 
   /** Results buffered or being written. */
@@ -94,7 +109,7 @@ export class Completer {
 
   private schedule(): void {
     if (this.isRunning) return; // the running pump picks it up
-    if (this.acks.length + this.fails.length >= this.maxBatch) {
+    if (this.acks.length + this.fails.length >= this.maxBatch || this.options.isAlone?.()) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
       void this.pump();
@@ -119,7 +134,7 @@ export class Completer {
         const outcomes = await Promise.all([
           this.writeGroup(
             acks,
-            (items) => completeJobs(this.db, items).then((r) => this.written("ack", items.length, r.stale)),
+            (items) => this.ackConnection.run((client) => completeJobs(client, items)).then((r) => this.written("ack", items.length, r.stale)),
             (items, isCountingTry) => this.requeueAcks(items, isCountingTry),
           ),
           this.writeGroup(

@@ -4,7 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
-import { attemptsOf, createDiagPlane, enqueue, jobRow, statesOf, waitFor, waitForStates } from "../testing/fixtures";
+import { attemptsOf, createDiagPlane, enqueue, isClaim, jobRow, onEachQuery, statesOf, waitFor, waitForStates } from "../testing/fixtures";
 import { PorterWorker, type WorkerOptions } from "./worker";
 
 const testDb = useTestDatabase();
@@ -222,22 +222,42 @@ describe("worker runtime (in process)", () => {
     }
   });
 
+  it("writes a lone result at once, and one that has company after the flush interval", async () => {
+    // The flush interval is long, so only a result written without waiting for it is fast.
+    await startWorker({ concurrency: 2, flushIntervalMs: 800 });
+    await waitFor("the listener to connect", () => listenerPid());
+    const written = async (id: string) =>
+      (await db.query<{ ms: number }>(`SELECT (extract(epoch FROM finished_at - claimed_at) * 1000)::float8 AS ms FROM finished_jobs WHERE job_id = $1`, [id]))
+        .rows[0]!.ms;
+    // Alone: no other attempt runs and nothing is buffered.
+    const [lone] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+    await waitForStates(db, [lone!], ["SUCCEEDED"], 10_000);
+    expect(await written(lone!)).toBeLessThan(500);
+    // With company: another attempt runs on, so the short job's result waits for the interval.
+    const [long, short] = await enqueue(db, [
+      { type: "diag.sleep", payload: { ms: 3_000 } },
+      { type: "diag.sleep", payload: { ms: 1 } },
+    ]);
+    await waitForStates(db, [short!], ["SUCCEEDED"], 10_000);
+    expect(await written(short!)).toBeGreaterThanOrEqual(700);
+    expect((await statesOf(db, [long!])).get(long!)).toBe("RUNNING");
+  });
+
   it("claims again when work was announced while a claim was running (no lost wake-up)", async () => {
     // Every claim's result is held back 400 ms after the statement ran, so a job enqueued then is
     // announced while the claim is still "running" and missing from its result. Polls are a minute
     // apart: only a claim made because of that announcement starts the job in time.
     const slow = createPool(testDb.appConnectionString, { max: 4 });
     let claimsDone = 0;
-    const query = slow.query.bind(slow) as (...args: unknown[]) => Promise<unknown>;
-    slow.query = (async (...args: unknown[]) => {
-      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string } | undefined)?.text;
-      const result = await query(...args);
-      if (text?.includes("porter_claim(")) {
+    onEachQuery(slow, (query, args) => {
+      if (!isClaim(args)) return query(...args);
+      return (async () => {
+        const result = await query(...args);
         await new Promise((resolve) => setTimeout(resolve, 400));
         claimsDone += 1;
-      }
-      return result;
-    }) as typeof slow.query;
+        return result;
+      })();
+    });
     try {
       await startWorker({ db: slow, concurrency: 4, pollIntervalMs: 60_000, disconnectedPollIntervalMs: 60_000 });
       await waitFor("the listener to connect", () => listenerPid());
@@ -261,12 +281,10 @@ describe("worker runtime (in process)", () => {
     const debounceMs = 50;
     const counted = createPool(testDb.appConnectionString, { max: 4 });
     let claims = 0;
-    const query = counted.query.bind(counted) as (...args: unknown[]) => unknown;
-    counted.query = ((...args: unknown[]) => {
-      const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string } | undefined)?.text;
-      if (text?.includes("porter_claim(")) claims += 1;
+    onEachQuery(counted, (query, args) => {
+      if (isClaim(args)) claims += 1;
       return query(...args);
-    }) as typeof counted.query;
+    });
     try {
       await startWorker({ db: counted, concurrency: 4, notifyDebounceMs: debounceMs, pollIntervalMs: 60_000 });
       await waitFor("the listener to connect", () => listenerPid());

@@ -72,6 +72,8 @@ export class PorterWorker {
       maxBatch: options.flushBatch,
       probe: options.probe,
       beforeWrite: () => this.buffer.startsLanded(),
+      // The attempt whose result this is still holds its slot.
+      isAlone: () => this.slots.size <= 1 && this.buffer.depth === 0,
       onWritten: () => {
         this.streamNotifier.touch();
         this.claimLoop.onWritten();
@@ -287,6 +289,7 @@ export class PorterWorker {
     this.leaseKeeper.stop();
     await Promise.all([this.listener.close(), this.leader?.close()]);
     this.streamNotifier.close();
+    this.completer.releaseConnection();
     try {
       await stopWorker(this.options.db, this.id);
     } catch (error) {

@@ -126,3 +126,20 @@ export const waitForStates = async (db: Db, jobIds: string[], states: string[], 
     },
     { timeoutMs },
   );
+
+/**
+ * Wraps `query` of every connection `pool` opens (the claim runs on a connection the claim loop
+ * keeps checked out, not through `pool.query`): `wrap` gets the original and the call's arguments.
+ */
+export const onEachQuery = (pool: pg.Pool, wrap: (query: (...args: unknown[]) => unknown, args: unknown[]) => unknown): void => {
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    client.query = ((...args: unknown[]) => wrap(query, args)) as typeof client.query;
+  });
+};
+
+/** The call is the claim statement. */
+export const isClaim = (args: unknown[]): boolean => {
+  const text = typeof args[0] === "string" ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+  return text?.includes("porter_claim(") ?? false;
+};
