@@ -202,10 +202,7 @@ export class PinnedConnection {
       if (!this.pinned) {
         this.pinned = await checkout(this.pool);
         this.isLost = false;
-        const pinned = this.pinned;
-        pinned.client.once("error", () => {
-          if (this.pinned === pinned) this.isLost = true;
-        });
+        this.pinned.client.on("error", this.onError);
       }
       try {
         return await fn(this.pinned.client);
@@ -225,9 +222,14 @@ export class PinnedConnection {
     if (!this.isLent) this.drop();
   }
 
+  private readonly onError = (): void => {
+    this.isLost = true;
+  };
+
   private drop(error?: Error): void {
     const pinned = this.pinned;
     this.pinned = undefined;
+    pinned?.client.removeListener("error", this.onError);
     // With an error the pool destroys the client (its session may be in any state); without, it keeps it.
     pinned?.release(error ?? (this.isLost ? new Error("connection lost") : undefined));
     this.isLost = false;
