@@ -83,15 +83,17 @@ const insertBatchOnce = (
     // committed with it, at the durability its owner chose — never turned asynchronous here.
     const vftsNow = vfts ?? (await reserveVirtualTime(client, prepared, { isOwnStatement: false }));
     // Chunk by chunk: while PostgreSQL inserts one, Node serializes the next (two cores at work).
+    // Chunks in key order (after the virtual time, which follows input order): see `inKeyOrder`.
+    const rows = prepared.length > CHUNK ? inKeyOrder(prepared) : prepared;
     const inserted = new Set<string>();
-    let next = chunkArrays(prepared.slice(0, CHUNK), vftsNow, now);
-    for (let i = 0; i < prepared.length; i += CHUNK) {
-      const isLast = i + CHUNK >= prepared.length;
+    let next = chunkArrays(rows.slice(0, CHUNK), vftsNow, now);
+    for (let i = 0; i < rows.length; i += CHUNK) {
+      const isLast = i + CHUNK >= rows.length;
       const pools = isLast ? notifyPools : [];
       const insert = isPlain ? insertChunkPlain(client, next, now, pools).then(() => null) : insertChunk(client, next, now, pools);
       if (!isLast) {
         insert.catch(() => undefined); // awaited just below
-        next = chunkArrays(prepared.slice(i + CHUNK, i + 2 * CHUNK), vftsNow, now);
+        next = chunkArrays(rows.slice(i + CHUNK, i + 2 * CHUNK), vftsNow, now);
       }
       const ids = await insert;
       if (ids) for (const id of ids) inserted.add(id);
@@ -105,6 +107,22 @@ const insertBatchOnce = (
   }).catch((error: unknown) => {
     throw asInputError(error); // a value PostgreSQL refused: the batch is refused (400), nothing stays
   });
+};
+
+/**
+ * `prepared` sorted by (tenant, key) in PostgreSQL's "C" order — the order of their UTF-8 bytes —
+ * and by input position within a key. An inserted key stays locked to other producers until the
+ * transaction ends, and each statement inserts its keys sorted in that same order
+ * (`ORDER BY … COLLATE "C"`): so every producer takes the keys of a batch of several chunks in one
+ * global order and none can hold a key another holds while waiting for one of its own ("deadlock
+ * detected" between two batches of overlapping keys sent in different orders). Neither a tenant id
+ * nor a key holds NUL (the contracts refuse it, and PostgreSQL's text cannot store it), so
+ * "tenant NUL key" sorts as the pair does. Results keep input order: they are placed by `ord`.
+ */
+const inKeyOrder = (prepared: Prepared[]): Prepared[] => {
+  const sortKeys = prepared.map((p) => ({ p, bytes: Buffer.from(`${p.input.tenant_id}\u0000${p.input.idempotency_key}`, "utf8") }));
+  sortKeys.sort((a, b) => Buffer.compare(a.bytes, b.bytes) || a.p.ord - b.p.ord);
+  return sortKeys.map((k) => k.p);
 };
 
 /** SQLSTATE class 22 (data exception): PostgreSQL refused a value (NUL in text, a date out of range…). */
@@ -229,8 +247,9 @@ const insertSql = (reserve: boolean): string => `${INPUT_CTE}${
        SELECT tenant_id, idempotency_key, job_id, coalesce(created_at, $18)
          FROM input${reserve ? " CROSS JOIN (SELECT count(*) FROM clocks) AS clocks_first" : ""}
        -- One lock order for all producers (no deadlock): clock rows first (their reservation reads
-       -- them all before a key is inserted), then keys by (tenant, key); first occurrence wins.
-       ORDER BY tenant_id, idempotency_key, ord
+       -- them all before a key is inserted), then keys by (tenant, key) in "C" order, the order
+       -- batches of several chunks are chunked in (inKeyOrder); first occurrence wins.
+       ORDER BY tenant_id COLLATE "C", idempotency_key COLLATE "C", ord
        ON CONFLICT DO NOTHING
        RETURNING job_id
      ), ins AS (
@@ -255,7 +274,7 @@ const INSERT_PLAIN_SQL = `${INPUT_CTE}, ins AS (
        RETURNING job_id, queue_id, job_type, tenant_id, idempotency_key, created_at
      ), keys AS (
        INSERT INTO idempotency_keys (tenant_id, idempotency_key, job_id, created_at)
-       SELECT tenant_id, idempotency_key, job_id, created_at FROM ins ORDER BY tenant_id, idempotency_key
+       SELECT tenant_id, idempotency_key, job_id, created_at FROM ins ORDER BY tenant_id COLLATE "C", idempotency_key COLLATE "C"
      )${AFTER_INSERT}
      SELECT count(*)::int AS n FROM ins CROSS JOIN (SELECT count(*) FROM notified) n`;
 /** The plain insert's text (bench/src/probe/enqueue-callgrind.ts counts it). */
