@@ -120,10 +120,18 @@ const insertBatchOnce = (
  * "tenant NUL key" sorts as the pair does. Results keep input order: they are placed by `ord`.
  */
 const inKeyOrder = (prepared: Prepared[]): Prepared[] => {
+  // Below U+D800, JavaScript's string order (UTF-16 code units) is the UTF-8 byte order: no bytes to make.
+  if (prepared.every((p) => !AT_OR_ABOVE_D800.test(p.input.tenant_id) && !AT_OR_ABOVE_D800.test(p.input.idempotency_key))) {
+    return [...prepared].sort(
+      (a, b) => compareUnits(a.input.tenant_id, b.input.tenant_id) || compareUnits(a.input.idempotency_key, b.input.idempotency_key) || a.ord - b.ord,
+    );
+  }
   const sortKeys = prepared.map((p) => ({ p, bytes: Buffer.from(`${p.input.tenant_id}\u0000${p.input.idempotency_key}`, "utf8") }));
   sortKeys.sort((a, b) => Buffer.compare(a.bytes, b.bytes) || a.p.ord - b.p.ord);
   return sortKeys.map((k) => k.p);
 };
+const AT_OR_ABOVE_D800 = /[\uD800-\uFFFF]/;
+const compareUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** SQLSTATE class 22 (data exception): PostgreSQL refused a value (NUL in text, a date out of range…). */
 export const isDataError = (error: unknown): boolean => {
