@@ -1,3 +1,4 @@
+import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createPool, PinnedConnection } from "./pool";
 import { useTestDatabase } from "./testing/test-database";
@@ -12,6 +13,18 @@ const uncaught: unknown[] = [];
 const onUncaught = (error: unknown) => uncaught.push(error);
 const pool = () => createPool(testDb.connectionString, { max: 3 });
 const pidOn = (pinned: PinnedConnection) => pinned.run(async (client) => (await client.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid);
+
+/** A pool of 3 and a connection pinned from it, both let go after `fn`. */
+const withPinned = async (fn: (db: pg.Pool, pinned: PinnedConnection) => Promise<void>): Promise<void> => {
+  const db = pool();
+  const pinned = new PinnedConnection(db);
+  try {
+    await fn(db, pinned);
+  } finally {
+    pinned.release();
+    await db.end();
+  }
+};
 
 const gone = async (pid: number) => {
   for (let i = 0; i < 100; i++) {
@@ -34,25 +47,17 @@ afterEach(() => {
 });
 
 describe("PinnedConnection", () => {
-  it("runs every call on one session, also when the pool's other connections were used in between", async () => {
-    const db = pool();
-    const pinned = new PinnedConnection(db);
-    try {
+  it("runs every call on one session, also when the pool's other connections were used in between", () =>
+    withPinned(async (db, pinned) => {
       const first = await pidOn(pinned);
       // Other work on the pool, at once: the pool opens more connections, the pinned one is not among them.
       const others = await Promise.all([1, 2].map(() => db.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid, pg_sleep(0.05)`)));
       expect(others.map((r) => r.rows[0]!.pid)).not.toContain(first);
       for (let i = 0; i < 5; i++) expect(await pidOn(pinned)).toBe(first);
-    } finally {
-      pinned.release();
-      await db.end();
-    }
-  });
+    }));
 
-  it("keeps its session after a statement error, and replaces it after the connection died", async () => {
-    const db = pool();
-    const pinned = new PinnedConnection(db);
-    try {
+  it("keeps its session after a statement error, and replaces it after the connection died", () =>
+    withPinned(async (db, pinned) => {
       const first = await pidOn(pinned);
       await expect(pinned.run((client) => client.query(`SELECT 1 / 0`))).rejects.toMatchObject({ code: "22012" });
       expect(await pidOn(pinned)).toBe(first);
@@ -79,16 +84,10 @@ describe("PinnedConnection", () => {
       const third = await pidOn(pinned);
       expect([first, second]).not.toContain(third);
       expect(db.totalCount).toBeLessThanOrEqual(3);
-    } finally {
-      pinned.release();
-      await db.end();
-    }
-  });
+    }));
 
-  it("lends its session to one call at a time: a call meanwhile runs on another connection of the pool", async () => {
-    const db = pool();
-    const pinned = new PinnedConnection(db);
-    try {
+  it("lends its session to one call at a time: a call meanwhile runs on another connection of the pool", () =>
+    withPinned(async (_db, pinned) => {
       const first = await pidOn(pinned);
       const [slow, meanwhile] = await Promise.all([
         pinned.run(async (client) => (await client.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid, pg_sleep(0.1)`)).rows[0]!.pid),
@@ -97,11 +96,7 @@ describe("PinnedConnection", () => {
       expect(slow).toBe(first);
       expect(meanwhile).not.toBe(first);
       expect(await pidOn(pinned)).toBe(first);
-    } finally {
-      pinned.release();
-      await db.end();
-    }
-  });
+    }));
 
   it("release() returns the session to the pool: pool.end() completes, later calls use the pool", async () => {
     const db = pool();
