@@ -134,7 +134,11 @@ export class ClaimLoop {
     if (this.isBoundBy(job)) this.nudge();
   }
 
-  private isBoundBy(job: ClaimedJob): boolean {
+  /**
+   * The job ran into a limit that bounded the last claim (its room used up, work waiting behind
+   * it): while it waits in the prefetch buffer it holds that room, so the buffer starts it first.
+   */
+  isBoundBy(job: ClaimedJob): boolean {
     return this.bounds.size > 0 && boundScopesOf(job, this.options.poolId).some((scope) => this.bounds.has(scope));
   }
 
@@ -238,7 +242,7 @@ export class ClaimLoop {
         this.options.probe?.onClaim(jobs.length, (performance.now() - claimStartedAt) / 1000);
         if (jobs.length > 0) this.options.onClaimed?.();
         if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
-        this.buffer.accept(jobs);
+        this.buffer.accept(jobs, (job) => this.isBoundBy(job));
         // A short claim means the queue is empty for now — unless work was announced while it ran
         // (its NOTIFY may have come after the claim's snapshot): then claim again.
         this.isMoreLikely = jobs.length === free || this.nudges !== nudgesBefore || isFreedDuringClaim;

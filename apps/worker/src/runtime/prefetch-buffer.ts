@@ -20,13 +20,18 @@ export type PrefetchOptions = {
  * Claimed jobs held ahead of free slots, so a claim round trip is paid per batch rather than per
  * few jobs. Jobs claimed into free slots are launched at once (the claim marked them started);
  * the rest wait here, oldest first, and are launched as slots free up, their start marks sent in
- * one statement per turn of the event loop. The prefetch adapts to the start rate (jobs started in
+ * one statement per turn of the event loop. Jobs under a limit that bounded their claim (a capped
+ * queue at its cap, say) go first: a buffered job holds room under its cap while it waits, and
+ * that room is the scarce thing — every other job of the capped queue, on any worker, waits for
+ * it (issue 15, scenario (i): `bulk`, cap 4, ran 0.5–1 jobs at a time behind ~50 buffered jobs). The prefetch adapts to the start rate (jobs started in
  * `windowMs`, between `concurrency` and `max`), halves when buffered jobs had to be handed back
  * after `maxBufferMs`, and doubles back towards the ceiling while the buffer drains in time.
  */
 export class PrefetchBuffer {
   /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. Not started (`isStarted` false). */
   private readonly buffer: Array<{ job: ClaimedJob; at: number }> = [];
+  /** Claimed jobs under a limit that bounded their claim (they hold its room while they wait), oldest first: started before `buffer`'s. */
+  private readonly bounded: Array<{ job: ClaimedJob; at: number }> = [];
   /** A fixed prefetch (the option), or undefined: adaptive. */
   private readonly fixedPrefetch: number | undefined;
   /** The prefetch in force: halved each time buffered jobs had to be handed back, regrown step by step as the buffer drains in time. */
@@ -43,7 +48,7 @@ export class PrefetchBuffer {
 
   /** Claimed jobs waiting for a slot now. */
   get depth(): number {
-    return this.buffer.length;
+    return this.buffer.length + this.bounded.length;
   }
 
   /** The prefetch in force (jobs held ahead of free slots at most). */
@@ -63,19 +68,23 @@ export class PrefetchBuffer {
 
   /** How many more jobs this worker may hold: free slots plus the prefetch, minus the buffer. */
   room(): number {
-    return this.slots.concurrency + this.prefetchNow - this.slots.size - this.buffer.length;
+    return this.slots.concurrency + this.prefetchNow - this.slots.size - this.depth;
   }
 
   /** Free slots no buffered job is waiting for: what a claim may start at once. */
   startable(): number {
-    return Math.max(0, this.slots.concurrency - this.slots.size - this.buffer.length);
+    return Math.max(0, this.slots.concurrency - this.slots.size - this.depth);
   }
 
-  /** Takes a claim's jobs: those it started run at once, the prefetched rest wait for slots. */
-  accept(jobs: ClaimedJob[]): void {
+  /**
+   * Takes a claim's jobs: those it started run at once, the prefetched rest wait for slots — those
+   * `isBounded` says ran into a limit of the claim (their room is used up while work waits) first.
+   */
+  accept(jobs: ClaimedJob[], isBounded?: (job: ClaimedJob) => boolean): void {
     const at = Date.now();
     for (const job of jobs) {
       if (job.isStarted) this.launch(job);
+      else if (isBounded?.(job)) this.bounded.push({ job, at });
       else this.buffer.push({ job, at });
     }
     this.pump();
@@ -83,9 +92,9 @@ export class PrefetchBuffer {
 
   /** Starts buffered jobs while slots are free; their start marks follow in one statement (`scheduleStarts`). */
   pump(): void {
-    const hadBuffer = this.buffer.length > 0;
-    while (this.slots.size < this.slots.concurrency && this.buffer.length > 0) {
-      const { job } = this.buffer.shift()!;
+    const hadBuffer = this.depth > 0;
+    while (this.slots.size < this.slots.concurrency && this.depth > 0) {
+      const { job } = (this.bounded.length > 0 ? this.bounded : this.buffer).shift()!;
       this.starting.push(job);
       this.launch(job);
     }
@@ -93,17 +102,17 @@ export class PrefetchBuffer {
     const ceiling = this.prefetchCeiling();
     if (this.prefetchNow > ceiling) {
       this.prefetchNow = ceiling;
-    } else if (hadBuffer && this.buffer.length === 0 && this.prefetchNow < ceiling) {
+    } else if (hadBuffer && this.depth === 0 && this.prefetchNow < ceiling) {
       // The buffer ran dry in time: double towards the ceiling (halved on hand-back, below).
       this.prefetchNow = Math.min(ceiling, Math.max(this.prefetchNow * 2, 1));
     }
-    if (this.buffer.length > 0) this.bufferTimer ??= setTimeout(() => void this.expireBuffer(), this.options.maxBufferMs);
+    if (this.depth > 0) this.bufferTimer ??= setTimeout(() => void this.expireBuffer(), this.options.maxBufferMs);
   }
 
   /** Drain: hands every buffered job back (READY, attempt not burned). */
   async handBackAll(): Promise<void> {
     clearTimeout(this.bufferTimer);
-    const buffered = this.buffer.splice(0).map((b) => b.job);
+    const buffered = [...this.bounded.splice(0), ...this.buffer.splice(0)].map((b) => b.job);
     if (buffered.length > 0) await this.handBack(buffered);
   }
 
@@ -136,13 +145,13 @@ export class PrefetchBuffer {
     this.bufferTimer = undefined;
     const cutoff = Date.now() - this.options.maxBufferMs;
     const stale: ClaimedJob[] = [];
-    while (this.buffer.length > 0 && this.buffer[0]!.at <= cutoff) stale.push(this.buffer.shift()!.job);
+    for (const queue of [this.bounded, this.buffer]) while (queue.length > 0 && queue[0]!.at <= cutoff) stale.push(queue.shift()!.job);
     if (stale.length > 0) {
       // Slots are busy with long work: prefetching only moves jobs back and forth. Back off.
       this.prefetchNow = Math.floor(this.prefetchNow / 2);
       await this.handBack(stale);
     }
-    if (this.buffer.length > 0) this.bufferTimer = setTimeout(() => void this.expireBuffer(), this.options.maxBufferMs);
+    if (this.depth > 0) this.bufferTimer = setTimeout(() => void this.expireBuffer(), this.options.maxBufferMs);
   }
 
   private async handBack(jobs: ClaimedJob[]): Promise<void> {
