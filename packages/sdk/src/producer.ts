@@ -250,9 +250,11 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
       const reply = await send("POST", target, headersOf("mutation", traceparent), body);
       const json = replyJson(reply);
       meta = { response: reply, responseJSON: json };
-      // A batch's reply is an array of items; anything else (one error for the whole request, as
-      // a proxy's error page becomes) answers every call.
+      // A batch's reply is an array of an item per call; one error for the whole request (a proxy's
+      // error page becomes one) answers every call; anything else is no answer.
       const items = isBatch && Array.isArray(json) && json.length === calls.length ? json : undefined;
+      const isWholeError = isBatch && !items && typeof json === "object" && json !== null && "error" in json;
+      if (isBatch && !items && !isWholeError) throw new Error(`the reply to ${calls.length} joined calls is not ${calls.length} items`);
       calls.forEach((call, i) => {
         let transformed: Transformed;
         try {
