@@ -26,7 +26,8 @@ const PRODUCER_PROCEDURES: Readonly<Record<string, "mutation" | "query">> = {
  * the same middlewares — key authentication, the AppError mapping — input and output validation)
  * and the reply is written with tRPC's own error shape (`getErrorShape`, our errorFormatter) and
  * status (`getHTTPStatusCode`) — no fetch Request/Response, web streams or abort signals per call.
- * Everything else — batch calls (`?batch=1`), other content types, streaming accepts, console
+ * So do batch calls of producer mutations (`isProducerBatch`: the SDK's joined enqueues).
+ * Everything else — other batch calls, other content types, streaming accepts, console
  * procedures — goes through `handleTrpcRequest` (tRPC's fetch adapter), as before. Both paths give
  * the same bytes for the same call (`node-http.int.test.ts` compares them; `isDirect: false`
  * sends every request through the fetch path, for that comparison).

@@ -1,9 +1,11 @@
 // The console's server (what `npm start` runs, in place of `next start`): one node:http server on
-// PORT/HOST. The producer API's plain calls — POST /api/trpc/producer.enqueue, .enqueueBatch,
-// .cancel and GET .producer.get — are answered here by @porter/api's node handler
-// (createNodeTrpcHandler: tRPC's procedure call and error shape, the process's key cache) without
-// entering Next; everything else — pages, console procedures, batch calls, /api/events, /api/health,
-// /api/metrics — is Next's request handler (Next's custom server), exactly as under `next start`.
+// PORT/HOST. The producer API's calls — POST /api/trpc/producer.enqueue, .enqueueBatch, .cancel,
+// GET .producer.get, and batch calls of producer procedures only (the SDK joins concurrent
+// enqueues into one) — are answered here by @porter/api's node handler (createNodeTrpcHandler:
+// tRPC's procedure call and error shape, the process's key cache) without entering Next;
+// everything else — pages, console procedures, batches with a console procedure, /api/events,
+// /api/health, /api/metrics — is Next's request handler (Next's custom server), exactly as under
+// `next start`.
 // Run from apps/console with tsx: `node --import tsx src/server/serve.ts`.
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage } from "node:http";
@@ -24,12 +26,20 @@ try {
   process.exit(1);
 }
 
-/** `/api/trpc/producer.<procedure>` alone (no batch of several paths): the producer front's. */
+/**
+ * `/api/trpc/producer.<procedure>`, or a batch of producer procedures only
+ * (`/api/trpc/producer.enqueue,producer.enqueue?batch=1`, the SDK's joined enqueues): the producer
+ * front's. A batch with any other procedure in it is Next's.
+ */
 const isProducerCall = (req: IncomingMessage): boolean => {
   const url = req.url ?? "";
   const q = url.indexOf("?");
   const pathname = q === -1 ? url : url.slice(0, q);
-  return pathname.startsWith("/api/trpc/producer.") && !pathname.includes(",");
+  if (!pathname.startsWith("/api/trpc/")) return false;
+  return pathname
+    .slice("/api/trpc/".length)
+    .split(",")
+    .every((path) => path.startsWith("producer."));
 };
 
 // Next first: it sets up the AsyncLocalStorage its modules expect (as `next start` does) before
