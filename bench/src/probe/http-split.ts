@@ -5,6 +5,7 @@
 // Variants, interleaved, order rotated per round, on a fresh database (SPLIT_DB, default
 // porter_perf_http_split):
 //   proc   — this tree's server process, this tree's SDK client
+//   alone  — the same with the SDK's joinEnqueues: false (every enqueue a request of its own)
 //   base   — BASE_TREE=<dir>: the server process and the SDK of another checkout (its node_modules
 //            installed or hard-linked) — "before"
 //   direct — core's enqueueJobs in this process (its backends' CPU counted as PostgreSQL's)
@@ -76,14 +77,16 @@ const serverProcess = async (tree: string) => {
   console.log(`server ${tree}: pid ${child.pid}`);
   return { url, pid: child.pid! };
 };
-const httpVariant = async (tree: string, sdk: typeof createProducerClient): Promise<Variant> => {
+const httpVariant = async (tree: string, sdk: typeof createProducerClient, joinEnqueues?: boolean): Promise<Variant> => {
   const server = await serverProcess(tree);
-  const client = sdk({ url: server.url, apiKey: key });
+  const client = sdk({ url: server.url, apiKey: key, joinEnqueues });
   return { one: () => client.enqueue(job()), many: (n) => client.enqueueBatch(Array.from({ length: n }, job)), pid: server.pid };
 };
 const here = new globalThis.URL("../../..", import.meta.url).pathname.replace(/\/$/, "");
 const variants: Record<string, () => Promise<Variant>> = {
   proc: () => httpVariant(here, createProducerClient),
+  // this tree, each enqueue its own request (the SDK's joinEnqueues: false)
+  alone: () => httpVariant(here, createProducerClient, false),
   base: async () => {
     const tree = process.env.BASE_TREE!;
     const sdk = (await import(`${tree}/packages/sdk/src/index.ts`)) as { createProducerClient: typeof createProducerClient };
