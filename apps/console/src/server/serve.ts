@@ -8,12 +8,13 @@
 // `next start`.
 // Run from apps/console with tsx: `node --import tsx src/server/serve.ts`.
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 import { securityHeaders } from "../lib/security-headers";
 import { getPool } from "./db";
 import { getEnv } from "./env";
 import { getLogger } from "./logger";
+import { isProducerCall } from "./producer-call";
 
 // As `next start`: a production build, served as such.
 (process.env as Record<string, string>).NODE_ENV ??= "production";
@@ -25,22 +26,6 @@ try {
   process.stderr.write(`porter console: ${(error as Error).message}\n`);
   process.exit(1);
 }
-
-/**
- * `/api/trpc/producer.<procedure>`, or a batch of producer procedures only
- * (`/api/trpc/producer.enqueue,producer.enqueue?batch=1`, the SDK's joined enqueues): the producer
- * front's. A batch with any other procedure in it is Next's.
- */
-const isProducerCall = (req: IncomingMessage): boolean => {
-  const url = req.url ?? "";
-  const q = url.indexOf("?");
-  const pathname = q === -1 ? url : url.slice(0, q);
-  if (!pathname.startsWith("/api/trpc/")) return false;
-  return pathname
-    .slice("/api/trpc/".length)
-    .split(",")
-    .every((path) => path.startsWith("producer."));
-};
 
 // Next first: it sets up the AsyncLocalStorage its modules expect (as `next start` does) before
 // anything that imports next-auth or Next's internals is loaded.
@@ -56,7 +41,7 @@ const producerHandler = createNodeTrpcHandler(trpcDeps());
 const isHttps = env.NEXTAUTH_URL?.startsWith("https://") ?? false;
 
 const server = createServer((req, res) => {
-  if (isProducerCall(req)) {
+  if (isProducerCall(req.url ?? "")) {
     // The headers proxy.ts gives every response Next serves, so an API reply looks the same.
     for (const [name, value] of Object.entries(securityHeaders({ nonce: randomBytes(16).toString("base64"), isHttps }))) res.setHeader(name, value);
     void producerHandler(req, res);
