@@ -160,8 +160,8 @@ export const callTraceparent = (options: EnqueueCallOptions | undefined): string
 
 /** Most enqueue calls one HTTP request carries (at most the API's `maxBatchSize`, 50): at 32 concurrent callers, 16 kept two requests in flight and beat 8 and 50 (http-split.ts). */
 const MAX_JOINED_CALLS = 16;
-/** Most body bytes of enqueue calls joined in one request; a call larger than this goes alone. */
-const MAX_JOINED_BYTES = 256 * 1024;
+/** Most characters of enqueue bodies joined in one request (well under any sane body limit: a server's PORTER_MAX_BODY_BYTES is 8 MiB by default); a call larger than this goes alone. */
+const MAX_JOINED_BYTES = 64 * 1024;
 /** After the calls of this turn of the event loop (setImmediate on Node; a timer elsewhere). */
 const afterThisTurn: (fn: () => void) => void = typeof setImmediate === "function" ? (fn) => void setImmediate(fn) : (fn) => void setTimeout(fn, 0);
 
@@ -186,7 +186,7 @@ type Joined = {
  * Single enqueues made in the same turn of the event loop (concurrent producers of one process)
  * go in one HTTP request, in tRPC's own batch format — what httpBatchLink sends:
  * `POST <endpoint>/producer.enqueue,producer.enqueue?batch=1` with `{"0": input, "1": input}` —
- * at most 16 calls or 256 KB of bodies per request, calls with the same traceparent only. Each
+ * at most 16 calls or 64 KB of bodies per request, calls with the same traceparent only. Each
  * call is still its own procedure call on the server (its own key check and rate-limit token, its
  * own validation, its own job: not the all-or-nothing of `enqueueBatch`) and gets its own reply
  * item, read as a lone call's reply is: the same result, the same ProducerError. A lone call
@@ -276,6 +276,10 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
     let group: Joined[] = [];
     let bytes = 0;
     for (const call of calls) {
+      if (call.body.length > MAX_JOINED_BYTES) {
+        void sendJoined([call], traceparent);
+        continue;
+      }
       if (group.length > 0 && (group.length === MAX_JOINED_CALLS || bytes + call.body.length > MAX_JOINED_BYTES)) {
         void sendJoined(group, traceparent);
         group = [];
@@ -284,7 +288,7 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
       group.push(call);
       bytes += call.body.length;
     }
-    void sendJoined(group, traceparent);
+    if (group.length > 0) void sendJoined(group, traceparent);
   };
   const joinedEnqueue = (request: TEnqueueRequest, traceparent: string | undefined): Promise<TEnqueueResult> =>
     new Promise<TEnqueueResult>((resolve, reject) => {
