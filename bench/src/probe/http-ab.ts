@@ -108,7 +108,9 @@ variants["trpc-client"] = async () => {
 const serverProcess = async (file = new globalThis.URL("../systems/porter-http-server.ts", import.meta.url).pathname) => {
   // SERVER_PROFILE=<dir>: the server process's CPU profile (node --cpu-prof), written as it exits.
   const profiling = process.env.SERVER_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROFILE}`] : [];
-  const child = fork(file, [URL, "20"], { execArgv: [...profiling, "--import", import.meta.resolve("tsx")], stdio: ["ignore", 2, 2, "ipc"] });
+  // SERVER_IMPORT=<module>: preloaded in the server process (e.g. a statement counter).
+  const preload = process.env.SERVER_IMPORT ? ["--import", process.env.SERVER_IMPORT] : [];
+  const child = fork(file, [URL, "20"], { execArgv: [...profiling, ...preload, "--import", import.meta.resolve("tsx")], stdio: ["ignore", 2, 2, "ipc"] });
   process.on("exit", () => child.kill());
   return new Promise<string>((resolve) => child.once("message", (m: { url: string }) => resolve(m.url)));
 };

@@ -7,7 +7,7 @@ import { cloneRows, uuidOf } from "./clone-rows";
 import { startPorterHttp } from "./porter-http";
 import { type BenchJob, EFFECTS_TABLE_SQL, observerPool, type Session } from "./types";
 
-const PORTER_JOB_TYPE = `${QUEUE}.job`;
+export const PORTER_JOB_TYPE = `${QUEUE}.job`;
 export const PORTER_TENANT = QUEUE;
 
 /** A bench job as a producer enqueues it: every Porter job carries an idempotency key. */

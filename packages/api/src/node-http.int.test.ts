@@ -162,10 +162,83 @@ describe("the direct producer path answers as tRPC's fetch adapter does", () => 
     expect(a).toEqual(b);
   });
 
-  it("batch calls (?batch=1) are served too (through the fetch adapter)", async () => {
+  it("batch calls (?batch=1) are served too", async () => {
     const res = await send(direct, { path: "producer.enqueue?batch=1", headers: bearer(fx.keyA), body: JSON.stringify({ 0: job() }) });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.text)[0].result.data.status).toBe("READY");
+  });
+});
+
+// Batch calls of producer mutations (what the SDK sends for single enqueues made together) take
+// the direct path too: the same status (207 for mixed outcomes), headers and items as the fetch
+// adapter's; any other batch goes through the fetch adapter on both.
+describe("the direct path answers producer batch calls as tRPC's fetch adapter does", () => {
+  const batchOf = (n: number) => `${Array(n).fill("producer.enqueue").join(",")}?batch=1`;
+  const items = (...inputs: unknown[]) => JSON.stringify(Object.fromEntries(inputs.map((input, i) => [i, input])));
+  const cases: Array<[string, () => Call]> = [
+    ["401 for every call without a key", () => ({ path: batchOf(2), headers: json, body: items(job(), job()) })],
+    [
+      "207: 400 (schema), 403 (tenant), 400 (NUL), 400 (missing input), 413 (payload) in one batch",
+      () => ({
+        path: batchOf(5),
+        headers: bearer(fx.keyA),
+        body: JSON.stringify({
+          0: job({ priority: 500 }),
+          1: job({ tenant_id: fx.tenantB }),
+          2: job({ payload: { a: "x\u0000" } }),
+          4: job({ payload: { blob: "x".repeat(70_000) } }),
+        }),
+      }),
+    ],
+    [
+      "400 for a bad traceparent header, every call",
+      () => ({ path: batchOf(2), headers: { ...bearer(fx.keyA), traceparent: "nope" }, body: items(job(), job()) }),
+    ],
+    ["a body that is not JSON (fetch path on both)", () => ({ path: batchOf(2), headers: bearer(fx.keyA), body: "{not json" })],
+    ["a body that is not an object (fetch path on both)", () => ({ path: batchOf(2), headers: bearer(fx.keyA), body: "[1,2]" })],
+    ["more calls than maxBatchSize (fetch path on both)", () => ({ path: batchOf(51), headers: bearer(fx.keyA), body: "{}" })],
+    [
+      "a batch with a query in it (fetch path on both)",
+      () => ({ path: "producer.enqueue,producer.get?batch=1", headers: bearer(fx.keyA), body: items(job(), { job_id: randomUUID() }) }),
+    ],
+    [
+      "413 for a batch body over the server's limit",
+      () => ({
+        path: batchOf(2),
+        headers: bearer(fx.keyA),
+        body: items(job({ payload: { blob: "x".repeat(200_000) } }), job({ payload: { blob: "x".repeat(200_000) } })),
+      }),
+    ],
+  ];
+  for (const [name, make] of cases) {
+    it(name, async () => {
+      const call = make();
+      const [a, b] = [await send(direct, call), await send(viaFetch, call)];
+      expect(a.status === 207 || a.status >= 400, a.text).toBe(true);
+      expect(a).toEqual(b);
+    });
+  }
+
+  it("207 with stored jobs and refusals: each call its own item, the refusals byte for byte", async () => {
+    const taken = `k-${randomUUID()}`;
+    expect((await send(direct, { path: "producer.enqueue", headers: bearer(fx.keyA), body: JSON.stringify(job({ idempotency_key: taken })) })).status).toBe(
+      200,
+    );
+    const before = await countStored(db.pool);
+    const call = () => ({
+      path: batchOf(3),
+      headers: bearer(fx.keyA),
+      body: items(job(), job({ idempotency_key: taken, payload: { other: 1 } }), job({ job_type: "fx.unknown" })),
+    });
+    const [a, b] = [await send(direct, call()), await send(viaFetch, call())];
+    expect(a.status).toBe(207);
+    expect(a.headers).toEqual(b.headers);
+    const [one, two] = [JSON.parse(a.text), JSON.parse(b.text)];
+    expect(one[0].result.data).toMatchObject({ status: "READY", deduplicated: false });
+    expect(two[0].result.data).toMatchObject({ status: "READY", deduplicated: false });
+    expect(one.slice(1)).toEqual(two.slice(1));
+    expect(one[1].error.data.httpStatus).toBe(409);
+    expect((await countStored(db.pool)).jobs - before.jobs).toBe(2);
   });
 });
 

@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { countStored, type ProducerFixtures, seedProducerFixtures } from "@porter/api/testing/fixtures";
 import { startTestServer, type TestServer } from "@porter/api/testing/http-server";
+import type { TEnqueueRequest, TEnqueueResult } from "@porter/contracts";
 import { PolicyCache } from "@porter/core";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -98,6 +99,9 @@ describe("createProducerClient", () => {
       const behindProxy = createProducerClient({ url: `http://127.0.0.1:${port}`, apiKey: fx.keyA });
       const error = await failure(behindProxy.enqueue(job()));
       expect(error).toMatchObject({ status: 503, code: "HTTP_503", retryAfterS: 7, isRetryable: true });
+      // Calls joined in one request: the one error answers each of them.
+      const joined = await Promise.all([failure(behindProxy.enqueue(job())), failure(behindProxy.enqueue(job()))]);
+      for (const e of joined) expect(e).toMatchObject({ status: 503, code: "HTTP_503", retryAfterS: 7, isRetryable: true });
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
     }
@@ -136,12 +140,60 @@ describe("createProducerClient", () => {
     });
     await new Promise<void>((resolve) => counter.listen(0, "127.0.0.1", resolve));
     try {
-      const counted = createProducerClient({ url: `http://127.0.0.1:${(counter.address() as AddressInfo).port}`, apiKey: fx.keyA });
+      const counted = createProducerClient({ url: `http://127.0.0.1:${(counter.address() as AddressInfo).port}`, apiKey: fx.keyA, joinEnqueues: false });
       for (let round = 0; round < 5; round++) await Promise.all(Array.from({ length: 8 }, () => counted.enqueue(job())));
       expect(sockets.size).toBeLessThanOrEqual(8);
     } finally {
       counter.closeAllConnections();
       await new Promise((resolve) => counter.close(resolve));
     }
+  });
+
+  it("joins concurrent enqueues into one tRPC batch request, each call answered as it is alone", async () => {
+    const sent: string[] = [];
+    const counting: typeof fetch = (input, init) => {
+      sent.push(String(input));
+      return fetch(input, init);
+    };
+    const joined = createProducerClient({ url: server.url, apiKey: fx.keyA, fetch: counting });
+    const alone = createProducerClient({ url: server.url, apiKey: fx.keyA, joinEnqueues: false });
+    const fields = (e: ProducerError) => ({ message: e.message, status: e.status, code: e.code, retryAfterS: e.retryAfterS, details: e.details });
+    const conflictKey = job();
+    await alone.enqueue(conflictKey);
+    const failing: TEnqueueRequest[] = [
+      { ...conflictKey, payload: { other: 1 } },
+      job({ priority: 500 }),
+      job({ tenant_id: fx.tenantB }),
+      job({ job_type: "fx.unknown" }),
+      job({ payload: { blob: "z".repeat(65 * 1024) } }),
+      job({ payload: { s: "\u0000" } }),
+    ];
+    const good = [job(), job({ payload: { n: 2 } })];
+    const before = await countStored(db.pool);
+    const outcomes = await Promise.allSettled([...good, ...failing].map((r) => joined.enqueue(r)));
+    // One request for seven calls, in tRPC's batch format; the call over 64 KB on its own.
+    expect(sent.sort()).toEqual([`${server.url}/api/trpc/producer.enqueue`, `${server.url}/api/trpc/${Array(7).fill("producer.enqueue").join(",")}?batch=1`]);
+    for (const [i, outcome] of outcomes.slice(0, 2).entries()) {
+      expect(outcome.status).toBe("fulfilled");
+      const result = (outcome as PromiseFulfilledResult<TEnqueueResult>).value;
+      expect(result).toMatchObject({ status: "READY", deduplicated: false });
+      expect((await alone.get(result.job_id)).payload).toEqual(good[i]!.payload);
+    }
+    // Only the good ones were stored; each failure is the one the call gets on its own.
+    expect((await countStored(db.pool)).jobs).toBe(before.jobs + 2);
+    for (const [i, outcome] of outcomes.slice(2).entries()) {
+      expect(outcome.status).toBe("rejected");
+      const own = await failure(alone.enqueue(failing[i]!));
+      expect(fields((outcome as PromiseRejectedResult).reason as ProducerError)).toEqual(fields(own));
+    }
+    // The same call joined again is deduplicated, as it is alone.
+    const [again] = await Promise.all([joined.enqueue(good[0]!), joined.enqueue(job())]);
+    expect(again).toEqual({ ...(outcomes[0] as PromiseFulfilledResult<TEnqueueResult>).value, deduplicated: true });
+
+    // Another traceparent goes in a request of its own; a lone call as a plain request.
+    sent.length = 0;
+    const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    await Promise.all([joined.enqueue(job()), joined.enqueue(job()), joined.enqueue(job(), { traceparent })]);
+    expect(sent.sort()).toEqual([`${server.url}/api/trpc/producer.enqueue`, `${server.url}/api/trpc/producer.enqueue,producer.enqueue?batch=1`]);
   });
 });

@@ -27,6 +27,11 @@ export type ProducerClientOptions = {
    * node:http(s) on keep-alive connections shared by the process's clients.
    */
   fetch?: typeof fetch;
+  /**
+   * Send single enqueues made in the same turn of the event loop together, in tRPC's batch format
+   * (each still its own call with its own reply; see {@link createProducerClient}). Default true.
+   */
+  joinEnqueues?: boolean;
 };
 
 /** Options of one enqueue call. */
@@ -153,13 +158,39 @@ export const callTraceparent = (options: EnqueueCallOptions | undefined): string
     : undefined;
 };
 
+/** Most enqueue calls one HTTP request carries (at most the API's `maxBatchSize`, 50): at 32 concurrent callers, 16 kept two requests in flight and beat 8 and 50 (http-split.ts). */
+const MAX_JOINED_CALLS = 16;
+/** Most characters of enqueue bodies joined in one request (well under any sane body limit: a server's PORTER_MAX_BODY_BYTES is 8 MiB by default); a call larger than this goes alone. */
+const MAX_JOINED_BYTES = 64 * 1024;
+/** After the calls of this turn of the event loop (setImmediate on Node; a timer elsewhere). */
+const afterThisTurn: (fn: () => void) => void = typeof setImmediate === "function" ? (fn) => void setImmediate(fn) : (fn) => void setTimeout(fn, 0);
+
+type Transformed = ReturnType<typeof transformResult>;
+/** An enqueue call waiting to be sent: its JSON body and what to do with its reply item. */
+type Joined = {
+  body: string;
+  settle: (
+    reply:
+      | { transformed: Transformed; meta: { response: Reply; responseJSON: unknown } }
+      | { cause: unknown; meta?: { response: Reply; responseJSON: unknown } },
+  ) => void;
+};
+
 /**
- * A typed client of the producer API (tRPC over plain JSON). Queries are GETs, mutations POSTs,
- * one HTTP request per call (no batching), so proxies and logs see one procedure per request.
+ * A typed client of the producer API (tRPC over plain JSON). Queries are GETs, mutations POSTs.
  * A call is what tRPC's httpLink sends (`POST <endpoint>/producer.enqueue` with the input as the
  * JSON body; `GET <endpoint>/producer.get?input=<JSON>`), and its reply is read as httpLink reads
  * it (tRPC's `transformResult`, errors as `TRPCClientError`), without tRPC's client machinery per
  * call; see transport.ts for how it is sent.
+ *
+ * Single enqueues made in the same turn of the event loop (concurrent producers of one process)
+ * go in one HTTP request, in tRPC's own batch format — what httpBatchLink sends:
+ * `POST <endpoint>/producer.enqueue,producer.enqueue?batch=1` with `{"0": input, "1": input}` —
+ * at most 16 calls or 64 KB of bodies per request, calls with the same traceparent only. Each
+ * call is still its own procedure call on the server (its own key check and rate-limit token, its
+ * own validation, its own job: not the all-or-nothing of `enqueueBatch`) and gets its own reply
+ * item, read as a lone call's reply is: the same result, the same ProducerError. A lone call
+ * goes as a plain request. `joinEnqueues: false` sends every call on its own.
  */
 export const createProducerClient = (options: ProducerClientOptions): ProducerClient => {
   const base = options.url.replace(/\/+$/, "");
@@ -168,27 +199,116 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
   const [endpoint, endpointQuery] = url.split("?", 2) as [string, string | undefined];
   const send: Send = options.fetch ? fetchSend(options.fetch) : nodeSend;
   const authorization = `Bearer ${options.apiKey}`;
+  const isJoining = options.joinEnqueues ?? true;
+  const root = endpoint.replace(/\/$/, "");
+
+  const headersOf = (type: "query" | "mutation", traceparent: string | undefined): Record<string, string> => {
+    const headers: Record<string, string> = type === "mutation" ? { "content-type": "application/json", authorization } : { authorization };
+    if (traceparent !== undefined) headers.traceparent = traceparent;
+    return headers;
+  };
+  /** A reply item (or a lone call's reply) as httpLink reads it: its data, or the TRPCClientError. */
+  const outcome = <T>(transformed: Transformed, meta: { response: Reply; responseJSON: unknown }): T => {
+    if (!transformed.ok) throw TRPCClientError.from(transformed.error, { meta });
+    return (transformed.result as { data: T }).data;
+  };
 
   const procedure = async <P extends keyof Inputs>(type: "query" | "mutation", path: P, input: Inputs[P], traceparent?: string): Promise<Outputs[P]> => {
     const query = [];
     if (endpointQuery) query.push(endpointQuery);
     if (type === "query") query.push(`input=${encodeURIComponent(JSON.stringify(input))}`);
-    const target = `${endpoint.replace(/\/$/, "")}/producer.${path}${query.length > 0 ? `?${query.join("&")}` : ""}`;
-    const headers: Record<string, string> = type === "mutation" ? { "content-type": "application/json", authorization } : { authorization };
-    if (traceparent !== undefined) headers.traceparent = traceparent;
+    const target = `${root}/producer.${path}${query.length > 0 ? `?${query.join("&")}` : ""}`;
     let meta: { response: Reply; responseJSON: unknown } | undefined;
-    let transformed: ReturnType<typeof transformResult>;
+    let transformed: Transformed;
     try {
-      const reply = await send(type === "query" ? "GET" : "POST", target, headers, type === "mutation" ? JSON.stringify(input) : undefined);
+      const reply = await send(
+        type === "query" ? "GET" : "POST",
+        target,
+        headersOf(type, traceparent),
+        type === "mutation" ? JSON.stringify(input) : undefined,
+      );
       const json = replyJson(reply);
       meta = { response: reply, responseJSON: json };
       transformed = transformResult(json as Parameters<typeof transformResult>[0], IDENTITY);
     } catch (cause) {
       throw TRPCClientError.from(cause as Error, { meta });
     }
-    if (!transformed.ok) throw TRPCClientError.from(transformed.error, { meta });
-    return (transformed.result as { data: Outputs[P] }).data;
+    return outcome<Outputs[P]>(transformed, meta);
   };
+
+  // Enqueue calls of this turn, by traceparent ("" for none), sent together after it.
+  const waiting = new Map<string, Joined[]>();
+  /** Sends `calls` (of one traceparent) as one request: a plain one for a lone call, else a tRPC batch. */
+  const sendJoined = async (calls: Joined[], traceparent: string | undefined): Promise<void> => {
+    const isBatch = calls.length > 1;
+    const query = endpointQuery ? [endpointQuery] : [];
+    if (isBatch) query.push("batch=1");
+    const target = `${root}/${isBatch ? calls.map(() => "producer.enqueue").join(",") : "producer.enqueue"}${query.length > 0 ? `?${query.join("&")}` : ""}`;
+    const body = isBatch ? `{${calls.map((c, i) => `"${i}":${c.body}`).join(",")}}` : calls[0]!.body;
+    let meta: { response: Reply; responseJSON: unknown } | undefined;
+    try {
+      const reply = await send("POST", target, headersOf("mutation", traceparent), body);
+      const json = replyJson(reply);
+      meta = { response: reply, responseJSON: json };
+      // A batch's reply is an array of an item per call; one error for the whole request (a proxy's
+      // error page becomes one) answers every call; anything else is no answer.
+      const items = isBatch && Array.isArray(json) && json.length === calls.length ? json : undefined;
+      const isWholeError = isBatch && !items && typeof json === "object" && json !== null && "error" in json;
+      if (isBatch && !items && !isWholeError) throw new Error(`the reply to ${calls.length} joined calls is not ${calls.length} items`);
+      calls.forEach((call, i) => {
+        let transformed: Transformed;
+        try {
+          transformed = transformResult((items ? items[i] : json) as Parameters<typeof transformResult>[0], IDENTITY);
+        } catch (cause) {
+          call.settle({ cause, meta });
+          return;
+        }
+        call.settle({ transformed, meta: meta! });
+      });
+    } catch (cause) {
+      for (const call of calls) call.settle({ cause, meta });
+    }
+  };
+  const flush = (key: string): void => {
+    const calls = waiting.get(key)!;
+    waiting.delete(key);
+    const traceparent = key === "" ? undefined : key;
+    let group: Joined[] = [];
+    let bytes = 0;
+    for (const call of calls) {
+      if (call.body.length > MAX_JOINED_BYTES) {
+        void sendJoined([call], traceparent);
+        continue;
+      }
+      if (group.length > 0 && (group.length === MAX_JOINED_CALLS || bytes + call.body.length > MAX_JOINED_BYTES)) {
+        void sendJoined(group, traceparent);
+        group = [];
+        bytes = 0;
+      }
+      group.push(call);
+      bytes += call.body.length;
+    }
+    if (group.length > 0) void sendJoined(group, traceparent);
+  };
+  const joinedEnqueue = (request: TEnqueueRequest, traceparent: string | undefined): Promise<TEnqueueResult> =>
+    new Promise<TEnqueueResult>((resolve, reject) => {
+      const key = traceparent ?? "";
+      const settle: Joined["settle"] = (reply) => {
+        try {
+          if ("cause" in reply) throw TRPCClientError.from(reply.cause as Error, { meta: reply.meta });
+          resolve(outcome<TEnqueueResult>(reply.transformed, reply.meta));
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const calls = waiting.get(key);
+      if (calls) calls.push({ body: JSON.stringify(request), settle });
+      else {
+        waiting.set(key, [{ body: JSON.stringify(request), settle }]);
+        afterThisTurn(() => flush(key));
+      }
+    });
+
   const call = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -197,7 +317,8 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
     }
   };
   return {
-    enqueue: (request, callOptions) => call(() => procedure("mutation", "enqueue", request, callTraceparent(callOptions))),
+    enqueue: (request, callOptions) =>
+      call(() => (isJoining ? joinedEnqueue(request, callTraceparent(callOptions)) : procedure("mutation", "enqueue", request, callTraceparent(callOptions)))),
     enqueueBatch: (jobs, callOptions) => call(async () => (await procedure("mutation", "enqueueBatch", { jobs }, callTraceparent(callOptions))).results),
     // The server validates the output with ZJobStatus; tRPC's JSON typing only loosens `unknown`
     // fields (result, last_checkpoint) to optional ones.

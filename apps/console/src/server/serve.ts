@@ -1,17 +1,20 @@
 // The console's server (what `npm start` runs, in place of `next start`): one node:http server on
-// PORT/HOST. The producer API's plain calls — POST /api/trpc/producer.enqueue, .enqueueBatch,
-// .cancel and GET .producer.get — are answered here by @porter/api's node handler
-// (createNodeTrpcHandler: tRPC's procedure call and error shape, the process's key cache) without
-// entering Next; everything else — pages, console procedures, batch calls, /api/events, /api/health,
-// /api/metrics — is Next's request handler (Next's custom server), exactly as under `next start`.
+// PORT/HOST. The producer API's calls — POST /api/trpc/producer.enqueue, .enqueueBatch, .cancel,
+// GET .producer.get, and batch calls of producer procedures only (the SDK joins concurrent
+// enqueues into one) — are answered here by @porter/api's node handler (createNodeTrpcHandler:
+// tRPC's procedure call and error shape, the process's key cache) without entering Next;
+// everything else — pages, console procedures, batches with a console procedure, /api/events,
+// /api/health, /api/metrics — is Next's request handler (Next's custom server), exactly as under
+// `next start`.
 // Run from apps/console with tsx: `node --import tsx src/server/serve.ts`.
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 import { securityHeaders } from "../lib/security-headers";
 import { getPool } from "./db";
 import { getEnv } from "./env";
 import { getLogger } from "./logger";
+import { isProducerCall } from "./producer-call";
 
 // As `next start`: a production build, served as such.
 (process.env as Record<string, string>).NODE_ENV ??= "production";
@@ -23,14 +26,6 @@ try {
   process.stderr.write(`porter console: ${(error as Error).message}\n`);
   process.exit(1);
 }
-
-/** `/api/trpc/producer.<procedure>` alone (no batch of several paths): the producer front's. */
-const isProducerCall = (req: IncomingMessage): boolean => {
-  const url = req.url ?? "";
-  const q = url.indexOf("?");
-  const pathname = q === -1 ? url : url.slice(0, q);
-  return pathname.startsWith("/api/trpc/producer.") && !pathname.includes(",");
-};
 
 // Next first: it sets up the AsyncLocalStorage its modules expect (as `next start` does) before
 // anything that imports next-auth or Next's internals is loaded.
@@ -46,7 +41,7 @@ const producerHandler = createNodeTrpcHandler(trpcDeps());
 const isHttps = env.NEXTAUTH_URL?.startsWith("https://") ?? false;
 
 const server = createServer((req, res) => {
-  if (isProducerCall(req)) {
+  if (isProducerCall(req.url ?? "")) {
     // The headers proxy.ts gives every response Next serves, so an API reply looks the same.
     for (const [name, value] of Object.entries(securityHeaders({ nonce: randomBytes(16).toString("base64"), isHttps }))) res.setHeader(name, value);
     void producerHandler(req, res);

@@ -6,9 +6,9 @@ export const dynamic = "force-dynamic";
 /**
  * tRPC over HTTP: producer procedures (Bearer key) and console procedures (the next-auth session
  * cookie, its session version checked; mutations must be same-origin JSON). Under `npm start` the
- * producer procedures in their plain form never reach this route: the console's server
- * (server/serve.ts) answers them itself, before Next; batch calls and every console procedure come
- * here. Both use the same deps (server/trpc-deps.ts).
+ * producer procedures (alone, or in a batch of producer procedures only) never reach this route:
+ * the console's server (server/serve.ts) answers them itself, before Next; every console procedure
+ * comes here. Both use the same deps (server/trpc-deps.ts).
  */
 const handler = (request: Request): Promise<Response> => handleTrpcRequest(request, trpcDeps());
 
