@@ -149,6 +149,33 @@ describe("createProducerClient", () => {
     }
   });
 
+  it("sends joined calls again one by one when their request is over the server's body limit", async () => {
+    const small = await startTestServer({ db: db.appPool, policyCache: new PolicyCache({ ttlMs: 1000 }), maxBodyBytes: 1024 });
+    try {
+      const sent: string[] = [];
+      const counting: typeof fetch = (input, init) => {
+        sent.push(String(input));
+        return fetch(input, init);
+      };
+      const joined = createProducerClient({ url: small.url, apiKey: fx.keyA, fetch: counting });
+      // About 700 bytes each: under the limit alone, over it together.
+      const calls = [job({ payload: { blob: "a".repeat(600) } }), job({ payload: { blob: "b".repeat(600) } })];
+      const before = await countStored(db.pool);
+      const results = await Promise.all(calls.map((c) => joined.enqueue(c)));
+      for (const result of results) expect(result).toMatchObject({ status: "READY", deduplicated: false });
+      expect((await countStored(db.pool)).jobs).toBe(before.jobs + 2);
+      expect(sent).toEqual([
+        `${small.url}/api/trpc/producer.enqueue,producer.enqueue?batch=1`,
+        `${small.url}/api/trpc/producer.enqueue`,
+        `${small.url}/api/trpc/producer.enqueue`,
+      ]);
+      // A call over the limit alone still gets its own 413.
+      expect(await failure(joined.enqueue(job({ payload: { blob: "c".repeat(2000) } })))).toMatchObject({ status: 413 });
+    } finally {
+      await small.close();
+    }
+  });
+
   it("joins concurrent enqueues into one tRPC batch request, each call answered as it is alone", async () => {
     const sent: string[] = [];
     const counting: typeof fetch = (input, init) => {

@@ -254,6 +254,13 @@ export const createProducerClient = (options: ProducerClientOptions): ProducerCl
       // error page becomes one) answers every call; anything else is no answer.
       const items = isBatch && Array.isArray(json) && json.length === calls.length ? json : undefined;
       const isWholeError = isBatch && !items && typeof json === "object" && json !== null && "error" in json;
+      if (isBatch && reply.status === 413) {
+        // The joined body is over the server's limit (a PORTER_MAX_BODY_BYTES below 64 KB): each
+        // call again on its own, answered as it would have been had it never been joined (one
+        // over the limit alone gets its own 413).
+        await Promise.all(calls.map((call) => sendJoined([call], traceparent)));
+        return;
+      }
       if (isBatch && !items && !isWholeError) throw new Error(`the reply to ${calls.length} joined calls is not ${calls.length} items`);
       calls.forEach((call, i) => {
         let transformed: Transformed;
