@@ -13,30 +13,18 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createApiKey, enqueueJobs, PolicyCache } from "@porter/core";
-import { migrate } from "@porter/db/migrator";
-import { createPool } from "@porter/db/pool";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
-import pg from "pg";
+import { freshProbeDatabase, probeUrl } from "./perf-db";
 
 const DB = process.env.SPLIT_DB ?? "porter_perf_http_split";
-const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
+const URL = probeUrl(DB);
 const [calls, concurrency, rounds] = [Number(process.argv[2] ?? 3000), Number(process.argv[3] ?? 32), Number(process.argv[4] ?? 3)];
 const names = (process.argv[5] ?? "proc,direct").split(",");
 const batch = Number(process.env.BATCH ?? 0);
 const CONNECTIONS = 26;
 
-const admin = new pg.Client("postgres://postgres@127.0.0.1:5432/postgres");
-await admin.connect();
-await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-await admin.query(`CREATE DATABASE ${DB}`);
-await admin.end();
-await migrate(URL);
-const pool = createPool(URL, { max: CONNECTIONS, applicationName: "split-direct" });
-await pool.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 10)`);
-await pool.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
-await pool.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
-await pool.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+const pool = await freshProbeDatabase(DB, { connections: CONNECTIONS, applicationName: "split-direct" });
 const prisma = createPrisma(pool);
 const policyCache = new PolicyCache({ ttlMs: 1000 });
 const { key } = await createApiKey(prisma, { tenantIds: ["bench"], jobTypes: ["*"], name: "split", actor: "split", ratePerSecond: 1_000_000 });

@@ -11,16 +11,26 @@ const SERVER = process.env.PERF_SERVER ?? "postgres://postgres@127.0.0.1:5432";
 export const PERF_URL = `${SERVER}/porter_perf`;
 const ADMIN_URL = `${SERVER}/postgres`;
 
-/** Drops and recreates `porter_perf`, migrates it and seeds the "bench" control plane. */
-export const freshPerfDatabase = async (options: { connections: number; workerConcurrency?: number; statements?: boolean }) => {
+/** `postgres://…/<name>` on the probes' server (PERF_SERVER). */
+export const probeUrl = (name: string): string => `${SERVER}/${name}`;
+
+/**
+ * Drops and recreates database `name` on the probes' server, migrates it and seeds the "bench"
+ * control plane (pool, queue, job type `bench.job`, tenant); returns a pool on it.
+ */
+export const freshProbeDatabase = async (
+  name: string,
+  options: { connections: number; workerConcurrency?: number; statements?: boolean; applicationName?: string },
+): Promise<pg.Pool> => {
   const admin = new pg.Client(ADMIN_URL);
   await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS porter_perf WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE porter_perf`);
-  if (options.statements) await admin.query(`ALTER DATABASE porter_perf SET pg_stat_statements.track = 'all'`);
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  if (options.statements) await admin.query(`ALTER DATABASE ${name} SET pg_stat_statements.track = 'all'`);
   await admin.end();
-  await migrate(PERF_URL);
-  const pool = createPool(PERF_URL, { max: options.connections });
+  const url = probeUrl(name);
+  await migrate(url);
+  const pool = createPool(url, { max: options.connections, applicationName: options.applicationName });
   if (options.statements) await pool.query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`);
   await pool.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', $1)`, [options.workerConcurrency ?? 10]);
   await pool.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
@@ -28,6 +38,10 @@ export const freshPerfDatabase = async (options: { connections: number; workerCo
   await pool.query(`INSERT INTO tenants (id) VALUES ('bench')`);
   return pool;
 };
+
+/** Drops and recreates `porter_perf`, migrates it and seeds the "bench" control plane. */
+export const freshPerfDatabase = (options: { connections: number; workerConcurrency?: number; statements?: boolean }) =>
+  freshProbeDatabase("porter_perf", options);
 
 /** With PROFILE=<file>: starts V8's CPU profiler; `stop()` writes the profile there. */
 export const startProfile = async () => {
