@@ -29,7 +29,7 @@ import { createApiKey, enqueueJobs, KeyAuthCache, PolicyCache } from "@porter/co
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
 import { createTRPCClient, httpLink } from "@trpc/client";
-import { freshProbeDatabase, probeUrl, startProfile } from "./perf-db";
+import { driveCalls, freshProbeDatabase, probeUrl, startProfile } from "./perf-db";
 
 const DB = process.env.AB_DB ?? "porter_perf_http";
 const URL = probeUrl(DB);
@@ -133,18 +133,8 @@ for (let round = 0; round < rounds; round++) {
     const v = ready[name]!;
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    let jobs = calls;
-    if (batch > 0) {
-      for (let done = 0; done < calls; done += batch) await v.many(batch);
-    } else {
-      let left = calls;
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (left-- > 0) await v.one();
-        }),
-      );
-      jobs = calls;
-    }
+    const jobs = calls;
+    await driveCalls(v, calls, concurrency, batch);
     const s = (performance.now() - t0) / 1000;
     const c = process.cpuUsage(c0);
     results[name]!.push(jobs / s);

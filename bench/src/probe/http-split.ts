@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { createApiKey, enqueueJobs, PolicyCache } from "@porter/core";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
-import { freshProbeDatabase, probeUrl } from "./perf-db";
+import { driveCalls, freshProbeDatabase, probeUrl } from "./perf-db";
 
 const DB = process.env.SPLIT_DB ?? "porter_perf_http_split";
 const URL = probeUrl(DB);
@@ -118,16 +118,7 @@ for (let round = 0; round < rounds; round++) {
     const s0 = v.pid ? cpuOf(v.pid) : 0;
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    if (batch > 0) {
-      for (let done = 0; done < calls; done += batch) await v.many(batch);
-    } else {
-      let left = calls;
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (left-- > 0) await v.one();
-        }),
-      );
-    }
+    await driveCalls(v, calls, concurrency, batch);
     const s = (performance.now() - t0) / 1000;
     const c = process.cpuUsage(c0);
     const row: Row = {

@@ -58,3 +58,25 @@ export const startProfile = async () => {
     },
   };
 };
+
+/**
+ * Makes `calls` enqueue calls through `v`: with `batch` > 0 as sequential batches of that size,
+ * else `concurrency` callers each awaiting its call before the next.
+ */
+export const driveCalls = async (
+  v: { one: () => Promise<unknown>; many: (n: number) => Promise<unknown> },
+  calls: number,
+  concurrency: number,
+  batch: number,
+): Promise<void> => {
+  if (batch > 0) {
+    for (let done = 0; done < calls; done += batch) await v.many(batch);
+    return;
+  }
+  let left = calls;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left-- > 0) await v.one();
+    }),
+  );
+};
