@@ -25,11 +25,11 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { type AppRouter, handleTrpcRequest, type TrpcHttpDeps } from "@porter/api";
 import { createNodeTrpcHandler } from "@porter/api/node-http";
-import { createApiKey, enqueueJobs, KeyAuthCache, PolicyCache } from "@porter/core";
+import { createApiKey, KeyAuthCache, PolicyCache } from "@porter/core";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
 import { createTRPCClient, httpLink } from "@trpc/client";
-import { driveCalls, freshProbeDatabase, probeUrl, startProfile } from "./perf-db";
+import { directVariant, driveCalls, freshProbeDatabase, probeUrl, startProfile } from "./perf-db";
 
 const DB = process.env.AB_DB ?? "porter_perf_http";
 const URL = probeUrl(DB);
@@ -107,15 +107,7 @@ variants.proc = async () => {
 };
 variants["proc-trpc-client"] = async () => trpcClient(await serverProcess());
 variants.base = async () => trpcClient(await serverProcess(`${process.env.BASE_TREE}/bench/src/systems/porter-http-server.ts`));
-variants.direct = async () => ({
-  one: () => enqueueJobs(pool, [{ ...job(), tenant_id: "bench" }], { policyCache }),
-  many: (n) =>
-    enqueueJobs(
-      pool,
-      Array.from({ length: n }, () => ({ ...job(), tenant_id: "bench" })),
-      { policyCache },
-    ),
-});
+variants.direct = async () => directVariant(pool, job, policyCache);
 
 const ready = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await variants[n]!()] as const)));
 // Warm-up: every variant's path (and a server process's JIT) through the calls it is measured with.

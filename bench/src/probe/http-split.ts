@@ -12,10 +12,10 @@
 //   npx tsx bench/src/probe/http-split.ts <calls> <c> <rounds> [variant,…]
 import { type ChildProcess, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createApiKey, enqueueJobs, PolicyCache } from "@porter/core";
+import { createApiKey, PolicyCache } from "@porter/core";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
-import { driveCalls, freshProbeDatabase, probeUrl } from "./perf-db";
+import { directVariant, driveCalls, freshProbeDatabase, probeUrl } from "./perf-db";
 
 const DB = process.env.SPLIT_DB ?? "porter_perf_http_split";
 const URL = probeUrl(DB);
@@ -80,15 +80,7 @@ const variants: Record<string, () => Promise<Variant>> = {
     const sdk = (await import(`${tree}/packages/sdk/src/index.ts`)) as { createProducerClient: typeof createProducerClient };
     return httpVariant(tree, sdk.createProducerClient);
   },
-  direct: async () => ({
-    one: () => enqueueJobs(pool, [{ ...job(), tenant_id: "bench" }], { policyCache }),
-    many: (n) =>
-      enqueueJobs(
-        pool,
-        Array.from({ length: n }, () => ({ ...job(), tenant_id: "bench" })),
-        { policyCache },
-      ),
-  }),
+  direct: async () => directVariant(pool, job, policyCache),
 };
 
 const ready: Record<string, Variant> = {};

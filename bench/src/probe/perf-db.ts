@@ -2,6 +2,7 @@
 // and tenant (all named "bench"), and an optional CPU profile of a measured stretch.
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
+import { type EnqueueInput, enqueueJobs, type PolicyCache } from "@porter/core";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
 import pg from "pg";
@@ -80,3 +81,14 @@ export const driveCalls = async (
     }),
   );
 };
+
+/** The direct variant of the producer probes: core's `enqueueJobs` in this process, for tenant "bench". */
+export const directVariant = (pool: pg.Pool, job: () => Omit<EnqueueInput, "tenant_id">, policyCache: PolicyCache) => ({
+  one: () => enqueueJobs(pool, [{ ...job(), tenant_id: "bench" }], { policyCache }),
+  many: (n: number) =>
+    enqueueJobs(
+      pool,
+      Array.from({ length: n }, () => ({ ...job(), tenant_id: "bench" })),
+      { policyCache },
+    ),
+});
