@@ -92,10 +92,14 @@ export class ClaimLoop {
     return this.done;
   }
 
-  /** Clears the wake-up timers and returns the claim's connection to the pool (shutdown). */
+  /** Clears the wake-up timers (shutdown). */
   clearTimers(): void {
     clearTimeout(this.debounceTimer);
     clearTimeout(this.retryTimer);
+  }
+
+  /** Returns the claim's connection to the pool (shutdown; a later claim uses the pool's connections). */
+  releaseConnection(): void {
     this.connection.release();
   }
 

@@ -23,9 +23,10 @@ export type PrefetchOptions = {
  * one statement per turn of the event loop. Jobs under a limit that bounded their claim (a capped
  * queue at its cap, say) go first: a buffered job holds room under its cap while it waits, and
  * that room is the scarce thing — every other job of the capped queue, on any worker, waits for
- * it (issue 15, scenario (i): `bulk`, cap 4, ran 0.5–1 jobs at a time behind ~50 buffered jobs). The prefetch adapts to the start rate (jobs started in
- * `windowMs`, between `concurrency` and `max`), halves when buffered jobs had to be handed back
- * after `maxBufferMs`, and doubles back towards the ceiling while the buffer drains in time.
+ * it (issue 15, scenario (i): `bulk`, cap 4, ran 0.5–1 jobs at a time behind ~50 buffered jobs).
+ * The prefetch adapts to the start rate (jobs started in `windowMs`, between `concurrency` and
+ * `max`), halves when buffered jobs had to be handed back after `maxBufferMs`, and doubles back
+ * towards the ceiling while the buffer drains in time.
  */
 export class PrefetchBuffer {
   /** Claimed jobs waiting for a slot, oldest first, with when they were claimed. Not started (`isStarted` false). */

@@ -289,6 +289,7 @@ export class PorterWorker {
     this.leaseKeeper.stop();
     await Promise.all([this.listener.close(), this.leader?.close()]);
     this.streamNotifier.close();
+    this.claimLoop.releaseConnection();
     this.completer.releaseConnection();
     try {
       await stopWorker(this.options.db, this.id);
