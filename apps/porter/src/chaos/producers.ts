@@ -16,8 +16,9 @@ export const mixedJob = (random: () => number, runId: string, seq: number): { ki
   const idempotency_key = `${runId}-${seq}`;
   const roll = random();
   if (roll < 0.4) {
-    // An effect that often is in flight when a worker or the server dies.
-    const payload = { key: `chaos-${runId}-${seq}`, ms: Math.floor(random() * 400) };
+    // An effect that often is in flight when a worker or the server dies; every other one through
+    // the txOnly path (fn first, the key claimed in the commit message).
+    const payload = { key: `chaos-${runId}-${seq}`, ms: Math.floor(random() * 400), ...(seq % 2 === 0 ? { tx_only: true } : {}) };
     return { kind: "effect", input: { job_type: "diag.effect", tenant_id, idempotency_key, payload } };
   }
   if (roll < 0.65) {
