@@ -20,13 +20,26 @@ const rowLabel = (variant: Variant, all: readonly Variant[]): string => {
     : variant.label;
 };
 
-/** The producers of a session: the direct API, and for Porter also the HTTP API. */
-const producersOf = async (session: Session): Promise<Producer[]> => {
+/**
+ * The producers of a session: the direct API; for Porter also the HTTP API; for graphile-worker
+ * also its calls with a `jobKey` per job (the deduplication Porter's producers always get), in (a)
+ * only: (b) runs for a fixed time per level, and one more row there would add a minute to a full run.
+ */
+const producersOf = async (session: Session, options: { isKeyed: boolean }): Promise<Producer[]> => {
   const direct: Producer = { label: "direct", enqueueBatch: session.enqueueBatch, enqueueOne: session.enqueueOne };
-  if (!session.http) return [direct];
+  const keyed: Producer[] = session.keyed && options.isKeyed ? [{ label: "jobKey", ...session.keyed }] : [];
+  if (!session.http) return [direct, ...keyed];
   const http = await session.http();
   return [direct, { label: "HTTP", ...http }];
 };
+
+/** A producer's row: Porter's HTTP API and graphile-worker's keyed calls are rows of their own. */
+const producerLabel = (producer: Producer, session: Session, all: readonly Variant[]): string =>
+  producer.label === "HTTP"
+    ? "porter (HTTP API)"
+    : producer.label === "jobKey"
+      ? `${rowLabel(session.variant, all)}, jobKey per job`
+      : rowLabel(session.variant, all);
 
 /** Runs one phase; with `isCosted`, also its per-job costs (statistics settled before and after). */
 const phase = async (session: Session, isCosted: boolean, fn: () => Promise<number>): Promise<PerJob | undefined> => {
@@ -46,8 +59,8 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
   await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
     const jobs = n;
     let k = 1;
-    for (const producer of await producersOf(session)) {
-      const label = producer.label === "HTTP" ? "porter (HTTP API)" : rowLabel(session.variant, ctx.variants);
+    for (const producer of await producersOf(session, { isKeyed: true })) {
+      const label = producerLabel(producer, session, ctx.variants);
       const values: Record<string, number> = {};
       for (const size of [100, 1000]) {
         let rate = 0;
@@ -74,6 +87,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
     notes: [
       `${fmt(n)} jobs per batch size per run, sequential calls from one producer; per-job costs are of the 1000-per-call phase.`,
       "Porter direct = core enqueueJobs (what producer.enqueueBatch runs); HTTP = the producer API over HTTP (SDK client in this process → the API's server in a process of its own, as `npm start` serves it); graphile-worker addJobs; pg-boss insert.",
+      "Every Porter job carries an idempotency key (the contract requires one: a ledger row per job); graphile-worker's plain rows carry none. The row 'jobKey per job' is graphile-worker with the same key as its jobKey — the same deduplication; the target is stated against the plain row.",
     ],
     columns: [{ key: "b100", label: "100/call jobs/s", better: "higher" }, { key: "b1000", label: "1000/call jobs/s", better: "higher" }, ...COST_COLUMNS],
     rows: rows.all(),
@@ -92,8 +106,8 @@ export const singleEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> 
   await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
     const seconds = ctx.sizes.singleSeconds;
     let k = 1;
-    for (const producer of await producersOf(session)) {
-      const label = producer.label === "HTTP" ? "porter (HTTP API)" : rowLabel(session.variant, ctx.variants);
+    for (const producer of await producersOf(session, { isKeyed: false })) {
+      const label = producerLabel(producer, session, ctx.variants);
       const values: Record<string, number> = {};
       for (const c of levels) {
         const latencies: number[] = [];

@@ -9,6 +9,8 @@ import { type BenchJob, EFFECTS_TABLE_SQL, observerPool, type Session } from "./
 const JOBS = "graphile_worker._private_jobs";
 
 const payloadOf = (job: BenchJob) => (job.t === undefined ? { k: job.k } : { k: job.k, t: job.t });
+/** The key Porter's producers send for the same job (`porterInput`'s idempotency_key). */
+const keyOf = (job: BenchJob) => `k-${job.k}`;
 
 /**
  * graphile-worker on a fresh database, migrated by its own WorkerUtils; producers use
@@ -39,6 +41,14 @@ export const openGraphile = async (adminUrl: string, variant: Variant, budget: B
       return jobs.map((j) => byK.get(j.k)!);
     },
     enqueueOne: async (job) => String((await utils.addJob(QUEUE, payloadOf(job))).id),
+    keyed: {
+      enqueueBatch: async (jobs) => {
+        const added = await utils.addJobs(jobs.map((j) => ({ identifier: QUEUE, payload: payloadOf(j), jobKey: keyOf(j) })));
+        const byK = new Map(added.map((a) => [(a.payload as { k: number }).k, String(a.id)]));
+        return jobs.map((j) => byK.get(j.k)!);
+      },
+      enqueueOne: async (job) => String((await utils.addJob(QUEUE, payloadOf(job), { jobKey: keyOf(job) })).id),
+    },
     pending: () => count(`SELECT count(*)::int AS n FROM ${JOBS}`),
     doneAmong: async (ids) => {
       const { rows } = await observer.query<{ id: string }>(`SELECT id::text AS id FROM ${JOBS} WHERE id = ANY($1::bigint[])`, [ids]);

@@ -37,6 +37,12 @@ export type Session = {
   generate: (kind: "ready" | "finished", from: number, count: number) => Promise<boolean>;
   /** Porter only: a producer over the HTTP API, served by a process of its own. */
   http?: () => Promise<HttpProducer>;
+  /**
+   * graphile-worker only: its producer calls with a `jobKey` per job (the key Porter's producers
+   * send as `idempotency_key`), so that (a) and (b) also show both systems giving the same
+   * deduplication. Extra rows beside the plain ones; the targets name the plain ones.
+   */
+  keyed?: { enqueueBatch: (jobs: BenchJob[]) => Promise<string[]>; enqueueOne: (job: BenchJob) => Promise<string> };
   /** Ends the pools and drops the database. */
   close: () => Promise<void>;
 };
