@@ -20,21 +20,26 @@ const rowLabel = (variant: Variant, all: readonly Variant[]): string => {
     : variant.label;
 };
 
-/**
- * The producers of a session: the direct API; for Porter also the HTTP API; for graphile-worker
- * also its calls with a `jobKey` per job (the deduplication Porter's producers always get), in (a)
- * only: (b) runs for a fixed time per level, and one more row there would add a minute to a full run.
- */
-const producersOf = async (session: Session, options: { isKeyed: boolean }): Promise<Producer[]> => {
+/** The producers of a session: the direct API, and for Porter also the HTTP API. */
+const producersOf = async (session: Session): Promise<Producer[]> => {
   const direct: Producer = { label: "direct", enqueueBatch: session.enqueueBatch, enqueueOne: session.enqueueOne };
-  const keyed: Producer[] = session.keyed && options.isKeyed ? [{ label: "jobKey", ...session.keyed }] : [];
-  if (!session.http) return [direct, ...keyed];
+  if (!session.http) return [direct];
   const http = await session.http();
   return [direct, { label: "HTTP", ...http }];
 };
 
+/**
+ * The batch producers of (a): `producersOf`, and for graphile-worker also its batch call with a
+ * `jobKey` per job (the deduplication Porter's producers always get). Not in (b): it runs for a
+ * fixed time per level, and one more row there would add a minute to a full run.
+ */
+const batchProducersOf = async (session: Session): Promise<Array<Pick<Producer, "label" | "enqueueBatch">>> => [
+  ...(await producersOf(session)),
+  ...(session.keyedBatch ? [{ label: "jobKey", enqueueBatch: session.keyedBatch }] : []),
+];
+
 /** A producer's row: Porter's HTTP API and graphile-worker's keyed calls are rows of their own. */
-const producerLabel = (producer: Producer, session: Session, all: readonly Variant[]): string =>
+const producerLabel = (producer: Pick<Producer, "label">, session: Session, all: readonly Variant[]): string =>
   producer.label === "HTTP"
     ? "porter (HTTP API)"
     : producer.label === "jobKey"
@@ -59,7 +64,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
   await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
     const jobs = n;
     let k = 1;
-    for (const producer of await producersOf(session, { isKeyed: true })) {
+    for (const producer of await batchProducersOf(session)) {
       const label = producerLabel(producer, session, ctx.variants);
       const values: Record<string, number> = {};
       for (const size of [100, 1000]) {
@@ -106,7 +111,7 @@ export const singleEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> 
   await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
     const seconds = ctx.sizes.singleSeconds;
     let k = 1;
-    for (const producer of await producersOf(session, { isKeyed: false })) {
+    for (const producer of await producersOf(session)) {
       const label = producerLabel(producer, session, ctx.variants);
       const values: Record<string, number> = {};
       for (const c of levels) {

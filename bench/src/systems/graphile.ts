@@ -31,24 +31,19 @@ export const openGraphile = async (adminUrl: string, variant: Variant, budget: B
   await observer.query(`DELETE FROM ${JOBS}`);
 
   const count = async (sql: string) => (await observer.query<{ n: number }>(sql)).rows[0]!.n;
+  /** `addJobs`, with a `jobKey` per job when `isKeyed`; each job's id in input order. */
+  const addJobs = async (jobs: BenchJob[], isKeyed: boolean): Promise<string[]> => {
+    const added = await utils.addJobs(jobs.map((j) => ({ identifier: QUEUE, payload: payloadOf(j), ...(isKeyed ? { jobKey: keyOf(j) } : {}) })));
+    const byK = new Map(added.map((a) => [(a.payload as { k: number }).k, String(a.id)]));
+    return jobs.map((j) => byK.get(j.k)!);
+  };
   return {
     variant,
     url: database.url,
     observer,
-    enqueueBatch: async (jobs) => {
-      const added = await utils.addJobs(jobs.map((j) => ({ identifier: QUEUE, payload: payloadOf(j) })));
-      const byK = new Map(added.map((a) => [(a.payload as { k: number }).k, String(a.id)]));
-      return jobs.map((j) => byK.get(j.k)!);
-    },
+    enqueueBatch: (jobs) => addJobs(jobs, false),
     enqueueOne: async (job) => String((await utils.addJob(QUEUE, payloadOf(job))).id),
-    keyed: {
-      enqueueBatch: async (jobs) => {
-        const added = await utils.addJobs(jobs.map((j) => ({ identifier: QUEUE, payload: payloadOf(j), jobKey: keyOf(j) })));
-        const byK = new Map(added.map((a) => [(a.payload as { k: number }).k, String(a.id)]));
-        return jobs.map((j) => byK.get(j.k)!);
-      },
-      enqueueOne: async (job) => String((await utils.addJob(QUEUE, payloadOf(job), { jobKey: keyOf(job) })).id),
-    },
+    keyedBatch: (jobs) => addJobs(jobs, true),
     pending: () => count(`SELECT count(*)::int AS n FROM ${JOBS}`),
     doneAmong: async (ids) => {
       const { rows } = await observer.query<{ id: string }>(`SELECT id::text AS id FROM ${JOBS} WHERE id = ANY($1::bigint[])`, [ids]);

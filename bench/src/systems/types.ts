@@ -38,11 +38,11 @@ export type Session = {
   /** Porter only: a producer over the HTTP API, served by a process of its own. */
   http?: () => Promise<HttpProducer>;
   /**
-   * graphile-worker only: its producer calls with a `jobKey` per job (the key Porter's producers
-   * send as `idempotency_key`), so that (a) and (b) also show both systems giving the same
-   * deduplication. Extra rows beside the plain ones; the targets name the plain ones.
+   * graphile-worker only: its batch call with a `jobKey` per job (the key Porter's producers send
+   * as `idempotency_key`), so that (a) also shows both systems giving the same deduplication. A
+   * row beside the plain one; the target names the plain one.
    */
-  keyed?: { enqueueBatch: (jobs: BenchJob[]) => Promise<string[]>; enqueueOne: (job: BenchJob) => Promise<string> };
+  keyedBatch?: (jobs: BenchJob[]) => Promise<string[]>;
   /** Ends the pools and drops the database. */
   close: () => Promise<void>;
 };
