@@ -4,6 +4,7 @@ import { claimJobs } from "../sql/claim-jobs";
 import { completeJobs } from "../sql/complete-jobs";
 import { enqueueJobs } from "../sql/enqueue-jobs";
 import { controlPlane } from "../testing/control-plane-factory";
+import { XMIN_WAIT } from "../testing/stream-wait";
 import { StreamHub } from "./hub";
 import { formatCursor, parseCursor, type StreamRow } from "./log";
 import { StreamNotifier } from "./notifier";
@@ -55,7 +56,7 @@ describe("StreamHub", () => {
     })();
     // Subscribers resume at different points while the writer runs.
     for (let k = 0; k < 6; k++) {
-      await expect.poll(() => reference.ids.length, { timeout: 10_000, interval: 5 }).toBeGreaterThan(k * 12 + 1);
+      await expect.poll(() => reference.ids.length, { ...XMIN_WAIT, interval: 5 }).toBeGreaterThan(k * 12 + 1);
       const from = reference.ids.length - 1 - (k % 3);
       const c = collector();
       const sub = await hub.subscribe({ tenantId: "tenant_A", jobTypes: null }, { onEvent: c.onEvent, lastEventId: parseCursor(reference.ids[from]!)! });
@@ -63,9 +64,9 @@ describe("StreamHub", () => {
     }
     await writer;
     const expected = total - Math.ceil(total / 5);
-    await expect.poll(() => reference.ids.length, { timeout: 10_000 }).toBe(expected);
+    await expect.poll(() => reference.ids.length, XMIN_WAIT).toBe(expected);
     for (const r of resumed) {
-      await expect.poll(() => r.c.ids.length, { timeout: 10_000 }).toBe(expected - r.from - 1);
+      await expect.poll(() => r.c.ids.length, XMIN_WAIT).toBe(expected - r.from - 1);
       expect(r.c.ids).toEqual(reference.ids.slice(r.from + 1));
       r.close();
     }
@@ -131,13 +132,13 @@ describe("StreamHub: a job_id snapshot while the xmin bound holds events back", 
       holder.release();
     }
     notifier.touch();
-    await expect.poll(() => hub.reads, { timeout: 5_000 }).toBeGreaterThan(0);
+    await expect.poll(() => hub.reads, XMIN_WAIT).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 300));
     // READY@0 and RUNNING@1 became readable now; the snapshot showed them: not delivered again.
     expect(seen).toEqual(["RUNNING@1"]);
     await completeJobs(db.appPool, [{ id: claimed!.id, leaseToken: claimed!.leaseToken, attempt: claimed!.attempt, result: null }]);
     notifier.touch();
-    await expect.poll(() => seen, { timeout: 5_000 }).toEqual(["RUNNING@1", "SUCCEEDED@1"]);
+    await expect.poll(() => seen, XMIN_WAIT).toEqual(["RUNNING@1", "SUCCEEDED@1"]);
     // The snapshot's id is the position of what it shows: resuming from it yields only what followed.
     const resumed: string[] = [];
     const again = await hub.subscribe(

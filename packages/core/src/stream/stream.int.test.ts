@@ -11,6 +11,7 @@ import { failJobs } from "../sql/fail-jobs";
 import { redriveJobs } from "../sql/redrive-jobs";
 import { rescueExpiredLeases } from "../sql/rescue-expired-leases";
 import { controlPlane } from "../testing/control-plane-factory";
+import { XMIN_WAIT } from "../testing/stream-wait";
 import { cursorRetained, pruneStream, readStream, STREAM_RETENTION_MS, type StreamRow, streamEventData, streamEventName, streamHead, ZERO_CURSOR } from "./log";
 
 // The status stream's log: every transition writes its event (statement triggers of
@@ -47,7 +48,7 @@ const allRows = async (): Promise<StreamRow[]> => {
 const rowsOf = async (jobId: string) => (await allRows()).filter((r) => r.jobId === jobId);
 /** The job's events as `name@attempt` (polled: another database's open transaction can hold xmin back a moment). */
 const eventsOf = async (jobId: string, expected: string[]) => {
-  await expect.poll(async () => (await rowsOf(jobId)).map((r) => `${streamEventName(r)}@${r.attempt}`), { timeout: 5000 }).toEqual(expected);
+  await expect.poll(async () => (await rowsOf(jobId)).map((r) => `${streamEventName(r)}@${r.attempt}`), XMIN_WAIT).toEqual(expected);
 };
 
 const claim = async (jobId: string, now?: Date): Promise<ClaimedJob> => {
@@ -171,7 +172,7 @@ describe("the stream triggers", () => {
   it("a batch enqueue writes one event per job from one statement", async () => {
     const results = await enqueueJobs(db.pool, [input(), input(), input()]);
     const ids = results.map((r) => r.job_id);
-    await expect.poll(async () => (await allRows()).filter((r) => ids.includes(r.jobId)).length, { timeout: 5000 }).toBe(3);
+    await expect.poll(async () => (await allRows()).filter((r) => ids.includes(r.jobId)).length, XMIN_WAIT).toBe(3);
     const rows = (await allRows()).filter((r) => ids.includes(r.jobId));
     expect(new Set(rows.map((r) => String(r.cursor.xid))).size).toBe(1);
   });
@@ -191,7 +192,7 @@ describe("the xmin cursor", () => {
       expect((await readStream(db.pool, { after: ZERO_CURSOR, limit: 100_000 })).map((r) => r.jobId)).not.toContain(quick);
       await slow.query("COMMIT");
       await expect
-        .poll(async () => (await readStream(db.pool, { after: head, limit: 100_000 })).map((r) => r.jobId), { timeout: 5000 })
+        .poll(async () => (await readStream(db.pool, { after: head, limit: 100_000 })).map((r) => r.jobId), XMIN_WAIT)
         .toEqual(expect.arrayContaining([late!.job_id, quick]));
       const after = await readStream(db.pool, { after: head, limit: 100_000 });
       // The late commit's event is ordered by its xid (taken first), before the quick one.
