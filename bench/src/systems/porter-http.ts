@@ -17,7 +17,10 @@ const SERVER = fileURLToPath(new URL("./porter-http-server.ts", import.meta.url)
  * and an API key from core's `createApiKey`.
  */
 export const startPorterHttp = async (pool: pg.Pool, url: string, connections: number): Promise<HttpProducer> => {
-  const child = fork(SERVER, [url, String(connections)], { execArgv: ["--import", import.meta.resolve("tsx")], stdio: ["ignore", 2, 2, "ipc"] });
+  // The node flags `npm start` gives the process serving the producer API (PRODUCER_SERVER_SEMI_SPACE,
+  // apps/porter/src/launcher/console-args.ts).
+  const execArgv = ["--max-semi-space-size=32", "--import", import.meta.resolve("tsx")];
+  const child = fork(SERVER, [url, String(connections)], { execArgv, stdio: ["ignore", 2, 2, "ipc"] });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   const serverUrl = await new Promise<string>((resolve, reject) => {
     child.once("message", (m: { type: string; url: string }) => resolve(m.url));

@@ -133,22 +133,19 @@ const serveProducer = async (
   const ctx = contextOf(req, deps, call.url);
 
   // The input is parsed when a procedure asks for it — after key authentication, as tRPC does —
-  // and a body that is not JSON is the 400 tRPC gives (its message is JSON.parse's).
-  let parsed: { value: unknown } | { error: TRPCError } | undefined;
+  // and a body that is not JSON is the 400 tRPC gives (its message is JSON.parse's). The parsed
+  // value is not kept here: zod's output is what the procedure holds through its database round
+  // trip, and a 1000-job body's raw copy kept beside it lived long enough to be promoted out of
+  // V8's young generation on every call (docs/performance.md, "Fourth pass"). Asked twice (no
+  // procedure here does), the text is parsed again.
   const input = {
     async getRaw(): Promise<unknown> {
-      if (!parsed) {
-        try {
-          parsed = { value: text === undefined ? undefined : JSON.parse(text) };
-        } catch (cause) {
-          parsed = { error: new TRPCError({ code: "BAD_REQUEST", message: cause instanceof Error ? cause.message : "Invalid input", cause }) };
-        }
+      if (text === undefined) return undefined;
+      try {
+        return JSON.parse(text);
+      } catch (cause) {
+        throw new TRPCError({ code: "BAD_REQUEST", message: cause instanceof Error ? cause.message : "Invalid input", cause });
       }
-      if ("error" in parsed) throw parsed.error;
-      return parsed.value;
-    },
-    soFar(): unknown {
-      return parsed && "value" in parsed ? parsed.value : undefined;
     },
   };
 
@@ -170,7 +167,8 @@ const serveProducer = async (
   } catch (cause) {
     const error = getTRPCErrorFromUnknown(cause);
     deps.onError?.({ error, path: call.path, type: call.type });
-    const untransformed = { error: getErrorShape({ config, error, type: call.type, path: call.path, input: input.soFar(), ctx }) };
+    // Our error shape never shows the input (errorFormatter, trpc.ts): none is kept to pass here.
+    const untransformed = { error: getErrorShape({ config, error, type: call.type, path: call.path, input: undefined, ctx }) };
     status = getHTTPStatusCode(untransformed);
     retryAfter = retryAfterOf([error]);
     json = JSON.stringify(transformTRPCResponse(config, untransformed));

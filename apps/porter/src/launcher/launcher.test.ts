@@ -89,6 +89,7 @@ describe("the console's interface (HOST)", () => {
     // The console's server reads PORT and HOST from the environment the launcher gives it.
     expect(env({ HOST: "0.0.0.0" }).HOST).toBe("0.0.0.0");
     expect(consoleStartArgs({ root: "/srv/porter", guard: "file:///g.mjs" })).toEqual([
+      "--max-semi-space-size=32",
       "--import",
       "tsx",
       "--import",

@@ -24,7 +24,9 @@ const visibleJobTypes = (scope: ApiKeyScope): readonly string[] | undefined => (
 /**
  * Resolves the tenant of each request from the key's scope and checks the job type, before
  * anything is stored: the body's tenant_id may narrow the scope, never widen it. With
- * `index`, errors name the batch item.
+ * `index`, errors name the batch item. It writes the tenant into `request` — the procedure's
+ * parsed input, an object zod built for this call alone — and returns it: copying each job of a
+ * 1000-job batch was a tenth of the server's CPU per call (docs/performance.md, "Fourth pass").
  */
 export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest, index?: number): EnqueueInput => {
   let tenantId = request.tenant_id;
@@ -48,7 +50,8 @@ export const scopeEnqueueRequest = (scope: ApiKeyScope, request: TEnqueueRequest
       details: { ...itemAt(index), job_type: request.job_type },
     });
   }
-  return { ...request, tenant_id: tenantId };
+  request.tenant_id = tenantId;
+  return request as EnqueueInput;
 };
 
 // Built only for an error: scopeEnqueueRequest runs once per job of a 1000-job batch.
