@@ -52,6 +52,8 @@ const FULL: Sizes = {
   backlogSmall: 10_000,
   backlogLarge: 1_000_000,
   backlogWindow: 20_000,
+  // ~60 claims a window: their p99 was the slowest claim of one window. Three windows pool ~180.
+  backlogDrains: 3,
   failureJobs: 5_000,
   failureTargetS: 10,
   failureCapS: 45,
@@ -78,6 +80,7 @@ const QUICK: Sizes = {
   backlogSmall: 10_000,
   backlogLarge: 50_000,
   backlogWindow: 4_000,
+  backlogDrains: 1,
   failureJobs: 2_000,
   failureTargetS: 10,
   failureCapS: 15,

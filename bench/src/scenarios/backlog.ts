@@ -1,7 +1,7 @@
 import { perJob, settledStats } from "../database";
 import type { Session } from "../systems/types";
-import { fmt } from "../table";
-import { nowMs } from "../worker/protocol";
+import { fmt, median } from "../table";
+import { distribution, nowMs } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
 import { type BenchContext, bootWorker, COST_COLUMNS, interleave, perJobValues, RowSet, type ScenarioResult } from "./common";
 
@@ -41,7 +41,7 @@ const vacuum = (session: Session) => session.observer.query("VACUUM ANALYZE");
  * autovacuum would reach). Claims are timed at the driver while a worker drains a window.
  */
 export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
-  const { backlogSmall: small, backlogLarge: large, backlogWindow: window } = ctx.sizes;
+  const { backlogSmall: small, backlogLarge: large, backlogWindow: window, backlogDrains: drains } = ctx.sizes;
   const phases: Phase[] = [
     { key: "small", label: `${fmt(small / 1000)}k ready` },
     { key: "large", label: `${fmt(large / 1000)}k ready` },
@@ -62,23 +62,40 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
     };
     const values: Record<string, number> = {};
     const flowValues: Record<string, number> = {};
+    // The next ready job's number: each drain after a phase's first tops the backlog up by a window.
+    let nextReady = 1;
+    const ready = async (count: number, what: string) => {
+      await gen("ready", nextReady, count, what);
+      nextReady += count;
+    };
     for (const phase of phases) {
-      // The phase's worker process boots while rows are generated.
-      const booting = bootWorker(ctx, session.variant, { kind: "noop" });
-      booting.catch(() => undefined);
-      if (phase.key === "small") await gen("ready", 1, small + window, "ready jobs");
-      if (phase.key === "large") await gen("ready", small + window + 1, large + window - small, "ready jobs");
-      if (phase.key === "retained" && !(await gen("finished", 10_000_001, large, "finished rows"))) {
-        latency.note(name, session.variant.id, "deletes jobs when they succeed: nothing is retained, the last column repeats the backlog without it");
+      const samples: number[] = [];
+      const rates: number[] = [];
+      let claimed = 0;
+      for (let drain = 0; drain < drains; drain++) {
+        // The drain's worker process boots while rows are generated.
+        const booting = bootWorker(ctx, session.variant, { kind: "noop" });
+        booting.catch(() => undefined);
+        if (drain > 0) await ready(window, "ready jobs (the drained window again)");
+        else if (phase.key === "small") await ready(small + window, "ready jobs");
+        else if (phase.key === "large") await ready(large + window - small, "ready jobs");
+        else if (!(await gen("finished", 10_000_001, large, "finished rows"))) {
+          latency.note(name, session.variant.id, "deletes jobs when they succeed: nothing is retained, the last column repeats the backlog without it");
+        }
+        const label = `(f) ${name}, ${phase.label}${drains > 1 ? `, drain ${drain + 1}/${drains}` : ""}`;
+        const m = await measurePhase(session, ctx, booting, window, label, phase.key === "large" && drain === 0);
+        samples.push(...m.claims.samples);
+        claimed += m.claims.rows;
+        rates.push(m.rate);
+        if (phase.key === "large" && drain === 0) Object.assign(flowValues, m.cost);
       }
-      const m = await measurePhase(session, ctx, booting, window, `(f) ${name}, ${phase.label}`, phase.key === "large");
-      values[`p50${phase.key}`] = m.claims.latency.p50;
-      values[`p99${phase.key}`] = m.claims.latency.p99;
-      flowValues[`rate${phase.key}`] = m.rate;
-      flowValues[`per${phase.key}`] = m.claims.claims ? m.claims.rows / m.claims.claims : NaN;
-      if (phase.key === "large") Object.assign(flowValues, m.cost);
+      const pooled = distribution(samples);
+      values[`p50${phase.key}`] = pooled.p50;
+      values[`p99${phase.key}`] = pooled.p99;
+      flowValues[`rate${phase.key}`] = median(rates);
+      flowValues[`per${phase.key}`] = samples.length ? claimed / samples.length : NaN;
       ctx.progress.done(
-        `(f) ${name}, ${phase.label}: claim p50 ${fmt(m.claims.latency.p50, 2)} / p99 ${fmt(m.claims.latency.p99, 2)} ms over ${m.claims.claims} claims of ${fmt(flowValues[`per${phase.key}`]!, 1)}, ${fmt(m.rate)} jobs/s`,
+        `(f) ${name}, ${phase.label}: claim p50 ${fmt(pooled.p50, 2)} / p99 ${fmt(pooled.p99, 2)} ms over ${samples.length} claims of ${fmt(flowValues[`per${phase.key}`]!, 1)} (${drains} drain${drains > 1 ? "s" : ""}), ${fmt(flowValues[`rate${phase.key}`]!)} jobs/s`,
       );
     }
     values.growth = values.p99large! / values.p99small!;
@@ -87,7 +104,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
   });
   const [a, b, c] = phases.map((p) => p.label) as [string, string, string];
   const notes = [
-    `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more; each phase drains a window of ${fmt(window)} jobs with a fresh worker process, whose first ${COLD_CLAIMS} claims are a discarded warm-up.`,
+    `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more; each phase drains a window of ${fmt(window)} jobs with a fresh worker process, whose first ${COLD_CLAIMS} claims are a discarded warm-up${drains > 1 ? `, ${drains} times (the window generated again before each drain after the first): the percentiles are of the drains' claims pooled, jobs/s their median, per-job costs the first drain's` : ""}.`,
     "A claim is timed at the driver from dispatch to result (Porter: its claim call); batches differ by design (graphile-worker and pg-boss tuned fetch up to 500 at a time, Porter claims its free slots plus an adaptive prefetch that grows with the start rate, up to 1000), so compare growth with backlog as much as absolute figures.",
   ];
   return [

@@ -23,6 +23,8 @@ export type Sizes = {
   backlogSmall: number;
   backlogLarge: number;
   backlogWindow: number;
+  /** (f): windows drained per phase, each by a fresh worker, their claims pooled for the percentiles. */
+  backlogDrains: number;
   failureJobs: number;
   /** (g) sizes each system's run to about this many seconds at its (c) rate. */
   failureTargetS: number;

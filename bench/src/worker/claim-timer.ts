@@ -22,7 +22,7 @@ export class ClaimTimer {
   stats(skip: number): ClaimStats {
     const latencies = this.latencies.slice(skip);
     const rows = this.rowsPerClaim.slice(skip).reduce((a, b) => a + b, 0);
-    return { claims: latencies.length, rows, latency: distribution(latencies) };
+    return { claims: latencies.length, rows, latency: distribution(latencies), samples: latencies };
   }
 
   private record(ms: number, rows: number): void {

@@ -26,7 +26,8 @@ export type Progress = { executed: number; succeeded: number; failed: number; fi
 
 export type Distribution = { count: number; p50: number; p99: number; max: number; mean: number };
 
-export type ClaimStats = { claims: number; rows: number; latency: Distribution };
+/** `samples`: each claim's latency, ms (to pool several workers' claims). */
+export type ClaimStats = { claims: number; rows: number; latency: Distribution; samples: number[] };
 
 export type WorkerSummary = Progress & {
   claims: ClaimStats;
