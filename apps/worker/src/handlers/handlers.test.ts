@@ -2,7 +2,7 @@ import { TimeoutError } from "@porter/core";
 import { type HandlerContext, type Job, PermanentError, RetryableError } from "@porter/sdk";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
-import { diagFail, diagSleep } from "./diag";
+import { diagEffect, diagFail, diagSleep } from "./diag";
 import { createHandlerMap } from "./handler-map";
 import { defaultHandlerMap } from "./index";
 
@@ -72,6 +72,30 @@ describe("diag handlers", () => {
     await expect(diagFail.run(job({ mode: "transient" as const, until_attempt: 3 }, 2), context(signal))).rejects.toBeInstanceOf(RetryableError);
     await expect(diagFail.run(job({ mode: "permanent" as const }, 9), context(signal))).rejects.toBeInstanceOf(PermanentError);
     await expect(diagFail.run(job({ mode: "transient" as const, until_attempt: 3 }, 3), context(signal))).resolves.toEqual({ succeeded_on_attempt: 3 });
+  });
+});
+
+describe("diag.effect", () => {
+  // The chaos mix sends every other diag.effect with tx_only (apps/porter/src/chaos/producers.ts):
+  // the flag must reach ctx.effect, or both halves test the default path. The database side of
+  // each path is tested in core (apply-effect) and in the worker's fencing and effect-locks suites.
+  it("applies its effect through the txOnly path exactly when the payload says tx_only", async () => {
+    const calls: Array<{ key: string; options: unknown }> = [];
+    const ctx: HandlerContext = {
+      ...context(new AbortController().signal),
+      effect: (async (key: string, _fn: unknown, options?: unknown) => {
+        calls.push({ key, options });
+        return 1;
+      }) as HandlerContext["effect"],
+    };
+    await expect(diagEffect.run(job({ key: "a", tx_only: true }), ctx)).resolves.toEqual({ key: "a", applied: 1 });
+    await diagEffect.run(job({ key: "b" }), ctx);
+    await diagEffect.run(job({ key: "c", tx_only: false }), ctx);
+    expect(calls).toEqual([
+      { key: "a", options: { txOnly: true } },
+      { key: "b", options: { txOnly: false } },
+      { key: "c", options: { txOnly: false } },
+    ]);
   });
 });
 
