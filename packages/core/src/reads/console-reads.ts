@@ -2,6 +2,7 @@ import { JOB_STATES, type TJobState } from "@porter/contracts";
 import type { ControlDb } from "@porter/db/prisma";
 import type { Db } from "../db";
 import { isWorkerLost } from "../policy/worker-liveness";
+import { isRunningById } from "../sql/fence";
 import { oldestClaimableRunAtSql } from "./oldest-claimable";
 
 /** One queue on the console's overview. */
@@ -245,7 +246,7 @@ export const listAttempts = async (db: Db, jobId: string): Promise<AttemptView[]
          FROM job_attempts WHERE job_id = $1
        UNION ALL
        SELECT attempt, lease_owner, claimed_at, NULL, heartbeat_at, 'running', NULL, NULL, 9223372036854775807
-         FROM jobs WHERE job_id = $1 AND state = 'RUNNING' AND claimed_at IS NOT NULL
+         FROM jobs WHERE job_id = $1 AND ${isRunningById("jobs")} AND claimed_at IS NOT NULL
        UNION ALL
        -- A successful attempt has no job_attempts row (lean ack): it is read from the finished row.
        SELECT f.attempt, f.last_worker, coalesce(f.claimed_at, f.finished_at), f.finished_at, NULL, 'succeeded', NULL, NULL, 9223372036854775807

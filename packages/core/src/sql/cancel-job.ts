@@ -1,6 +1,7 @@
 import { AppError, type TJobState } from "@porter/contracts";
 import { writeAudit } from "../control-plane/audit";
 import { type Db, inTransaction } from "../db";
+import { isRunningById } from "./fence";
 import { insertFinished } from "./finish";
 import { flowUpsertSql } from "./flow-write";
 
@@ -67,7 +68,7 @@ export const requestCancel = async (client: Db, scope: CancelScope): Promise<str
      req AS (
        UPDATE jobs j SET cancel_requested_at = coalesce(j.cancel_requested_at, (SELECT t FROM at)),
                          cancel_reason = coalesce(j.cancel_reason, $3)
-        WHERE ${IN_SCOPE} AND j.state = 'RUNNING'
+        WHERE ${IN_SCOPE} AND ${isRunningById()}
        RETURNING j.id, j.job_id, j.attempt
      ), ev AS (
        INSERT INTO job_events (job_id, at, kind, attempt, actor, data)

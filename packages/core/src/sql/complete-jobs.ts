@@ -1,5 +1,6 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
+import { fenceSql } from "./fence";
 import { insertFinished } from "./finish";
 import { flowHistogramsSql, flowUpsertSql, msBetween, waitMsSql } from "./flow-write";
 
@@ -34,7 +35,7 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
      ), at AS (SELECT coalesce($4::timestamptz, clock_timestamp()) AS t),
      done AS (
        DELETE FROM jobs j USING input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING'
+        WHERE ${fenceSql()}
        RETURNING j.*, i.result, i.progress AS last_progress
      ), fin AS (${insertFinished({
        state: "'SUCCEEDED'",

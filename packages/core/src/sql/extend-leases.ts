@@ -1,4 +1,5 @@
 import type { Db } from "../db";
+import { fenceSql } from "./fence";
 
 /**
  * A lease as its holder knows it: the row, the fencing token and the attempt number the claim
@@ -49,7 +50,7 @@ export const extendLeases = async (db: Db, items: HeartbeatItem[], now?: Date): 
             heartbeat_at = (SELECT t FROM at),
             progress = coalesce(i.progress::jsonb, j.progress)
        FROM input i, queues q
-      WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND q.id = j.queue_id
+      WHERE ${fenceSql()} AND q.id = j.queue_id
      RETURNING j.id::text, j.lease_until, j.cancel_requested_at IS NOT NULL AS cancel_requested`,
     values: [items.map((i) => i.id), items.map((i) => i.leaseToken), now ?? null, items.map((i) => i.attempt), items.map((i) => i.progress ?? null)],
   });

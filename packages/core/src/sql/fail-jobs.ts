@@ -2,6 +2,7 @@ import type { TJobError } from "@porter/contracts";
 import type { Db } from "../db";
 import type { FailureDecision } from "../policy/decide";
 import type { LeaseRef } from "./extend-leases";
+import { fenceSql } from "./fence";
 import { insertAttempt, insertFinished } from "./finish";
 import { flowHistogramsSql, flowRetryCodesSql, flowUpsertSql, msBetween, readyAtBeforeSql, waitMsSql } from "./flow-write";
 
@@ -48,12 +49,12 @@ export const failJobs = async (db: Db, items: Failure[], now?: Date): Promise<Fa
           SET state = 'RETRY_WAIT', run_at = i.run_at, last_error = i.error::jsonb, lease_until = NULL,
               progress = coalesce(i.progress::jsonb, j.progress)
          FROM input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND i.next_state = 'RETRY_WAIT'
+        WHERE ${fenceSql()} AND i.next_state = 'RETRY_WAIT'
        RETURNING j.*, i.outcome, i.error AS err, ${readyAtBeforeSql} AS ready_at
      ), retried_att AS (${insertAttempt({ source: "retried AS done", outcome: "done.outcome", finishedAt: "(SELECT t FROM at)", error: "done.err::jsonb", retryAt: "done.run_at" })}
      ), done AS (
        DELETE FROM jobs j USING input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING' AND i.next_state <> 'RETRY_WAIT'
+        WHERE ${fenceSql()} AND i.next_state <> 'RETRY_WAIT'
        RETURNING j.*, i.next_state, i.outcome, i.error AS err, i.progress AS last_progress
      ), fin AS (${insertFinished({
        state: "done.next_state",

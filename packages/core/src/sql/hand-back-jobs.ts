@@ -1,5 +1,6 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
+import { fenceSql } from "./fence";
 import { insertAttempt } from "./finish";
 import { flowHistogramsSql, flowUpsertSql, readyAtBeforeSql, waitMsSql } from "./flow-write";
 
@@ -19,7 +20,7 @@ export const handBackJobs = async (db: Db, items: LeaseRef[], now?: Date): Promi
        UPDATE jobs j
           SET state = 'READY', attempt = j.attempt - 1, run_at = (SELECT t FROM at), lease_until = NULL
          FROM input i
-        WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING'
+        WHERE ${fenceSql()}
        RETURNING j.job_id, j.attempt + 1 AS attempt, j.lease_owner, j.lease_token, j.claimed_at, j.heartbeat_at, j.id,
                  j.queue_id, j.job_type, j.tenant_id, ${readyAtBeforeSql} AS ready_at
      ), att AS (${insertAttempt({ outcome: "'handed_back'", finishedAt: "(SELECT t FROM at)" })}

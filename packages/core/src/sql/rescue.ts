@@ -1,3 +1,4 @@
+import { isRunningById } from "./fence";
 import { insertAttempt, insertFinished } from "./finish";
 import { flowHistogramsSql, flowUpsertSql, waitMsSql } from "./flow-write";
 
@@ -61,7 +62,7 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
            attempt = j.attempt - (NOT e.is_started)::int,
            last_error = CASE WHEN e.is_started THEN err.error ELSE j.last_error END
       FROM expired e JOIN err ON err.id = e.id
-     WHERE j.id = e.id AND e.next_state = 'READY' AND j.state = 'RUNNING'
+     WHERE j.id = e.id AND e.next_state = 'READY' AND ${isRunningById()}
     RETURNING j.*, err.error AS err, e.is_started, e.ended_attempt, e.ready_at
   ), requeued_att AS (${insertAttempt({
     source: "requeued AS done",
@@ -72,7 +73,7 @@ export const rescueSql = (opts: { select: string; code: string; message: string 
   })}
   ), done AS (
     DELETE FROM jobs j USING expired e, err
-     WHERE j.id = e.id AND err.id = e.id AND e.next_state <> 'READY' AND j.state = 'RUNNING'
+     WHERE j.id = e.id AND err.id = e.id AND e.next_state <> 'READY' AND ${isRunningById()}
     RETURNING j.*, e.next_state, e.is_started, err.error AS err, e.ready_at
   ), fin AS (${insertFinished({
     state: "done.next_state",

@@ -1,5 +1,6 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
+import { isRunningById } from "./fence";
 
 /**
  * Persists a running attempt's checkpoint (`ctx.checkpoint`): one UPDATE of `jobs.checkpoint`,
@@ -17,7 +18,7 @@ export const saveCheckpoint = async (db: Db, ref: LeaseRef, json: string): Promi
   const { rowCount } = await db.query({
     name: "porter.checkpoint",
     text: `UPDATE jobs SET checkpoint = $4::jsonb
-            WHERE id = $1 AND lease_token = $2 AND attempt = $3 AND state = 'RUNNING'`,
+            WHERE id = $1 AND lease_token = $2 AND attempt = $3 AND ${isRunningById("jobs")}`,
     values: [ref.id, ref.leaseToken, ref.attempt, json],
   });
   return rowCount === 1;

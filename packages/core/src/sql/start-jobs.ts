@@ -1,5 +1,6 @@
 import type { Db } from "../db";
 import type { LeaseRef } from "./extend-leases";
+import { fenceSql } from "./fence";
 
 export type StartOutcome = { started: string[]; lost: string[] };
 
@@ -23,7 +24,7 @@ export const startJobs = async (db: Db, items: LeaseRef[], now?: Date): Promise<
     text: `UPDATE jobs j SET started_at = coalesce($4::timestamptz, clock_timestamp())
              FROM unnest($1::bigint[], $2::bigint[], $3::int[]) AS i(id, token, attempt),
                   (SELECT set_config('synchronous_commit', 'off', true)) AS async
-            WHERE j.id = i.id AND j.lease_token = i.token AND j.attempt = i.attempt AND j.state = 'RUNNING'
+            WHERE ${fenceSql()}
            RETURNING j.id::text`,
     values: [items.map((i) => i.id), items.map((i) => i.leaseToken), items.map((i) => i.attempt), now ?? null],
   });

@@ -24,6 +24,8 @@
 -- row and fn's writes — rolls back, and COMMIT is never reached. A stale worker never applies an
 -- effect once its lease was lost: a rescue or hand-back that commits before the fence wins and the
 -- effect is refused; one that comes after waits for the effect's COMMIT and sees its ledger row.
+-- The lease checks compare `state` as text (fenceSql in fence.ts says why): the job row is found by
+-- its primary key, never by reading the running set through jobs_running_idx.
 -- What that trades: a rescue (lease expired: the worker stopped heartbeating) or a hand-back may
 -- now take the job while `fn` runs — before, the effect's lock made the rescue pass over it. The
 -- effect is then refused at commit: its writes through `tx` roll back and the next attempt applies
@@ -40,7 +42,7 @@ RETURNS TABLE (held boolean, claimed boolean, result jsonb)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   PERFORM 1 FROM jobs j
-   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state = 'RUNNING';
+   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state::text = 'RUNNING';
   IF NOT FOUND THEN
     RETURN QUERY SELECT false, false, NULL::jsonb;
     RETURN;
@@ -69,7 +71,7 @@ DECLARE
   v_started timestamptz;
 BEGIN
   SELECT j.started_at INTO v_started FROM jobs j
-   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state = 'RUNNING'
+   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state::text = 'RUNNING'
      FOR SHARE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'lease of job row % is no longer held by attempt %', p_id, p_attempt USING ERRCODE = 'PR409';
@@ -96,7 +98,7 @@ DECLARE
   v_started timestamptz;
 BEGIN
   SELECT j.started_at INTO v_started FROM jobs j
-   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state = 'RUNNING'
+   WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state::text = 'RUNNING'
      FOR SHARE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'lease of job row % is no longer held by attempt %', p_id, p_attempt USING ERRCODE = 'PR409';
