@@ -1,6 +1,7 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { describe, expect, it } from "vitest";
 import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
+import { cloneJobs } from "../testing/fixtures";
 import { enqueueJobs } from "./enqueue-jobs";
 
 // Issue 15, claim at depth: a tenant listed in fair_clocks with no claimable work (its jobs all
@@ -25,14 +26,7 @@ const setup = async (queues: Array<Omit<QueueRow, "pool_id">>) => {
   await db.pool.query(`DELETE FROM jobs WHERE tenant_id = 'tenant_B'`);
   // READY jobs of tenant_A in the first queue, copied from one enqueued row (as the bench generates them).
   await enqueueJobs(db.pool, [{ job_type: `${queues[0]!.id}.job`, tenant_id: "tenant_A", payload: {}, idempotency_key: "a0" }]);
-  await db.pool.query(
-    `INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
-                       timeout_s, run_at, trace_id, vft)
-     SELECT gen_random_uuid(), t.job_type, t.queue_id, t.tenant_id, t.payload, t.priority, 'a' || g, t.state, t.max_attempts,
-            t.timeout_s, t.run_at, t.trace_id, t.vft + g
-       FROM jobs t CROSS JOIN generate_series(1, $1::int) g WHERE t.idempotency_key = 'a0'`,
-    [READY],
-  );
+  await cloneJobs(db.pool, { template: "a0", count: READY, prefix: "a" });
   // The plans under test are the planner's choice from these statistics: autovacuum must not
   // change them between this ANALYZE and the claim (a concurrent vacuum's visibility map and
   // page counts, or an analyze of a small table, can move a claim's plan in a loaded run).

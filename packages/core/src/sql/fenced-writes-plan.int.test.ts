@@ -4,6 +4,7 @@ import type pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { listAttempts } from "../reads/console-reads";
 import { controlPlane } from "../testing/control-plane-factory";
+import { cloneJobs } from "../testing/fixtures";
 import { requestCancel } from "./cancel-job";
 import { type ClaimedJob, claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
@@ -34,14 +35,7 @@ const error: TJobError = { code: "BOOM", class: "retryable", message: "boom", wo
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: { id: "p1", worker_concurrency: 100_000 }, queues: [{ id: "q1" }], tenants: ["tenant_A"] });
   await enqueueJobs(db.pool, [{ job_type: "q1.job", tenant_id: "tenant_A", payload: {}, idempotency_key: "a0" }]);
-  await db.pool.query(
-    `INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
-                       timeout_s, run_at, trace_id, vft)
-     SELECT gen_random_uuid(), t.job_type, t.queue_id, t.tenant_id, t.payload, t.priority, 'a' || g, t.state, t.max_attempts,
-            t.timeout_s, t.run_at, t.trace_id, t.vft + g
-       FROM jobs t CROSS JOIN generate_series(1, $1::int) g WHERE t.idempotency_key = 'a0'`,
-    [RUNNING - 1],
-  );
+  await cloneJobs(db.pool, { template: "a0", count: RUNNING - 1, prefix: "a" });
   // Statistics taken while nothing runs, and kept: autovacuum must not analyze the table after the claims.
   await db.pool.query(`ALTER TABLE jobs SET (autovacuum_enabled = off)`);
   await db.pool.query(`VACUUM ANALYZE jobs`);

@@ -22,3 +22,19 @@ export const stateOf = async (db: Db, jobId: string): Promise<string | null> => 
   );
   return rows[0]?.state ?? null;
 };
+
+/**
+ * `count` more READY jobs copied from the stored job whose idempotency key is `template` (as the
+ * bench generates a backlog: same queue, tenant and priority, each one step later in virtual
+ * time), with keys `<prefix><n>` — thousands in one statement, for tests at depth.
+ */
+export const cloneJobs = async (db: Db, params: { template: string; count: number; prefix: string }): Promise<void> => {
+  await db.query(
+    `INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state, max_attempts,
+                       timeout_s, run_at, trace_id, vft)
+     SELECT gen_random_uuid(), t.job_type, t.queue_id, t.tenant_id, t.payload, t.priority, $3 || g, t.state, t.max_attempts,
+            t.timeout_s, t.run_at, t.trace_id, t.vft + g
+       FROM jobs t CROSS JOIN generate_series(1, $2::int) g WHERE t.idempotency_key = $1`,
+    [params.template, params.count, params.prefix],
+  );
+};
