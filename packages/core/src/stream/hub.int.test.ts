@@ -12,7 +12,8 @@ import { StreamNotifier } from "./notifier";
 // The StreamHub's hand-over: a subscriber resuming from a Last-Event-ID replays with its own query
 // up to the hub's cursor and joins the live fan-out after it — while writes keep coming, it gets
 // exactly the events after its cursor, none missing, none twice. And wake-ups come by NOTIFY.
-const db = useTestDatabase();
+// A server of its own: the log is read below the server-wide xmin (stream-wait.ts).
+const db = useTestDatabase({ isOwnServer: true });
 let hub: StreamHub;
 let notifier: StreamNotifier;
 

@@ -16,7 +16,8 @@ import { cursorRetained, pruneStream, readStream, STREAM_RETENTION_MS, type Stre
 
 // The status stream's log: every transition writes its event (statement triggers of
 // sql/routines/stream.sql), in order, and a reader below the snapshot xmin never skips a late commit.
-const db = useTestDatabase();
+// A server of its own: the log is read below the server-wide xmin (stream-wait.ts).
+const db = useTestDatabase({ isOwnServer: true });
 let n = 0;
 const input = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
   job_type: "q1.job",

@@ -6,6 +6,7 @@ import { createPool } from "../pool";
 import { type ControlDb, createPrisma } from "../prisma";
 import { runtimeDatabaseUrl } from "../runtime-role";
 import { withDatabase } from "./context";
+import { startRestartableCluster } from "./restartable-cluster";
 
 /** A database of one's own for an integration test file. */
 export type TestDatabase = {
@@ -39,6 +40,13 @@ export type TestDatabaseOptions = {
   isEmpty?: boolean;
   /** Readable part of the name, e.g. the test file's name; slugged and cut to 24 characters. */
   label?: string;
+  /**
+   * `true`: the database is the only one of a PostgreSQL server of its own (a throwaway cluster,
+   * migrated: restartable-cluster.ts), for tests whose outcome depends on what every database of
+   * the server does — the status stream reads below the server-wide xmin, which any transaction of
+   * any other test file holds back for as long as it stays open. Costs the cluster's start (seconds).
+   */
+  isOwnServer?: boolean;
 };
 
 /**
@@ -47,6 +55,10 @@ export type TestDatabaseOptions = {
  * global setup (packages/db/src/testing/global-setup.ts), which provides the template.
  */
 export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promise<TestDatabase> {
+  if (opts.isOwnServer) {
+    const cluster = await startRestartableCluster({ isMigrated: true });
+    return handleOf("porter", cluster.connectionString, () => cluster.stop());
+  }
   const adminUrl = inject("porterTestAdminUrl");
   const template = opts.isEmpty ? "template0" : inject("porterTestTemplate");
   if (!adminUrl || !template) {
@@ -67,7 +79,13 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
       }
     }
   });
-  const connectionString = withDatabase(adminUrl, name);
+  return handleOf(name, withDatabase(adminUrl, name), () =>
+    withAdmin(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`)),
+  );
+}
+
+/** The pools and clients of a test database at `connectionString`; `dropDatabase` runs after they end. */
+function handleOf(name: string, connectionString: string, dropDatabase: () => Promise<unknown>): TestDatabase {
   const pool = createPool(connectionString, { max: 5, applicationName: "porter-test" });
   const appConnectionString = runtimeDatabaseUrl({ databaseUrl: connectionString });
   let appPool: pg.Pool | undefined;
@@ -81,7 +99,7 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
       await appPrisma?.$disconnect();
       await pool.end();
       await appPool?.end();
-      await withAdmin(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`));
+      await dropDatabase();
     })());
   return {
     name,
@@ -122,7 +140,8 @@ export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
   // biome-ignore lint/correctness/noEmptyPattern: as for beforeAll above
   afterAll(async ({}, suite) => {
     if (!db) return;
-    if (hasFailure || hasFailed(suite)) {
+    // A server of its own is stopped either way: it would outlive the run.
+    if ((hasFailure || hasFailed(suite)) && !opts.isOwnServer) {
       await db.prisma.$disconnect();
       await db.appPrisma.$disconnect();
       await db.pool.end();
