@@ -11,7 +11,8 @@ import { WaitForTimeoutError, WatchError } from "./watch";
 
 // The SDK's watch/waitFor against the real SSE handler and database: the events in order, ending
 // at the terminal one, across a connection the server drops mid-stream.
-const db = useTestDatabase();
+// A server of its own: the status stream is read below the server-wide xmin (core's testing/stream-wait.ts).
+const db = useTestDatabase({ isOwnServer: true });
 let fx: ProducerFixtures;
 let hub: StreamHub;
 let notifier: StreamNotifier;

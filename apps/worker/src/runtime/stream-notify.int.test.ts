@@ -12,7 +12,8 @@ import { PorterWorker } from "./worker";
 // The worker runtime wakes the live status stream itself (issue 13): after its claims, its
 // acks/failures and its progress heartbeats it sends the debounced pg_notify, so a StreamHub whose
 // backstop poll is a minute away still sees a job that retries then succeeds, in order, at once.
-const testDb = useTestDatabase();
+// A server of its own: the status stream is read below the server-wide xmin (core's testing/stream-wait.ts).
+const testDb = useTestDatabase({ isOwnServer: true });
 let db: pg.Pool;
 let worker: PorterWorker;
 let hub: StreamHub;
