@@ -80,8 +80,8 @@ const out: Sample[] = rows.map(({ k, t, enqEnd }) => {
     claimMs: claim ? (claim.end ?? NaN) - claim.t : NaN,
     afterClaim: claim ? s - (claim.end ?? NaN) : NaN,
     others,
-    hasOther: others.some((o) => !/pg_notify|WITH input AS/.test(o)),
-    hasStreamNotify: events.some((e) => e.kind === "sql" && String(e.detail).includes("pg_notify") && e.t < s && (e.end ?? Infinity) > t),
+    hasOther: others.some((o) => !/pg_notify|set_config\(.synchronous_commit|WITH input AS/.test(o)),
+    hasStreamNotify: events.some((e) => e.kind === "sql" && /pg_notify|set_config\(.synchronous_commit/.test(String(e.detail)) && e.t < s && (e.end ?? Infinity) > t),
   };
 });
 const d = (f: (s: Sample) => number) => distribution(out.map(f).filter(Number.isFinite));
