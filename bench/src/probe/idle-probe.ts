@@ -132,6 +132,8 @@ for (const [name, group] of [
     `${line(`enqueue→start ${name} (${group.length})`, distribution(group.map((s) => s.lat)))}; enqueue call ${r1(distribution(group.map((s) => s.enq)).p50)} p50`,
   );
 }
+// The claim after each write (claim-loop.ts `onWritten`, a short claim without a bound) in the window of another sample.
+console.log(`samples with another claim in flight between their enqueue call and their start: ${out.filter((s) => s.others.some((o) => o.includes("CLAIM SELECT id::text"))).length}`);
 const sqlKinds = new Map<string, number>();
 const t0 = rows[0]!.t;
 const t1 = rows[rows.length - 1]!.doneAt;
