@@ -81,7 +81,9 @@ const out: Sample[] = rows.map(({ k, t, enqEnd }) => {
     afterClaim: claim ? s - (claim.end ?? NaN) : NaN,
     others,
     hasOther: others.some((o) => !/pg_notify|set_config\(.synchronous_commit|WITH input AS/.test(o)),
-    hasStreamNotify: events.some((e) => e.kind === "sql" && /pg_notify|set_config\(.synchronous_commit/.test(String(e.detail)) && e.t < s && (e.end ?? Infinity) > t),
+    hasStreamNotify: events.some(
+      (e) => e.kind === "sql" && /pg_notify|set_config\(.synchronous_commit/.test(String(e.detail)) && e.t < s && (e.end ?? Infinity) > t,
+    ),
   };
 });
 const d = (f: (s: Sample) => number) => distribution(out.map(f).filter(Number.isFinite));
@@ -133,7 +135,9 @@ for (const [name, group] of [
   );
 }
 // The claim after each write (claim-loop.ts `onWritten`, a short claim without a bound) in the window of another sample.
-console.log(`samples with another claim in flight between their enqueue call and their start: ${out.filter((s) => s.others.some((o) => o.includes("CLAIM SELECT id::text"))).length}`);
+console.log(
+  `samples with another claim in flight between their enqueue call and their start: ${out.filter((s) => s.others.some((o) => o.includes("CLAIM SELECT id::text"))).length}`,
+);
 const sqlKinds = new Map<string, number>();
 const t0 = rows[0]!.t;
 const t1 = rows[rows.length - 1]!.doneAt;
