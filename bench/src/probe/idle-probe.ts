@@ -5,6 +5,8 @@
 // notification's arrival, the claim's dispatch and round trip, and the worker's other statements
 // in that window.
 //   npx tsx bench/src/probe/idle-probe.ts <variant: porter|graphile-tuned> [samples=200] [slowest=10]
+// IDLE_PROBE_SQL=<file>: SQL run on the fresh database before the worker starts (say, a variant of
+// porter_claim without one of its writes, to price it).
 import { readFileSync } from "node:fs";
 import { DoneProbe } from "../scenarios/done-probe";
 import { openSession } from "../systems";
@@ -27,6 +29,7 @@ const [session, worker] = await Promise.all([
 ]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rows: Array<{ k: number; t: number; enqEnd: number; doneAt: number }> = [];
+if (process.env.IDLE_PROBE_SQL) await session.observer.query(readFileSync(process.env.IDLE_PROBE_SQL, "utf8"));
 try {
   await worker.start(session.url);
   await sleep(500);
