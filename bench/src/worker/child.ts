@@ -6,6 +6,7 @@ import { ClaimTimer } from "./claim-timer";
 import { JobLog } from "./job-log";
 import { type FromWorker, nowMs, type ToWorker, type WorkerConfig } from "./protocol";
 import type { RunningWorker } from "./runner";
+import { flushTrace, installTrace } from "./trace";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;
 const send = (message: FromWorker) => process.send?.(message);
@@ -28,6 +29,9 @@ const loadSystem = async () => {
   }
 };
 
+// The idle probe (bench/src/probe/idle-probe.ts) traces every statement and notification of the worker.
+const tracePath = process.env.BENCH_TRACE;
+if (tracePath) installTrace();
 const { start, isClaim } = await loadSystem();
 const log = new JobLog(config.handler);
 const claims = new ClaimTimer(isClaim);
@@ -61,6 +65,7 @@ process.on("message", (message: ToWorker) => {
       case "stop": {
         clearInterval(ticker);
         await worker?.stop();
+        if (tracePath) flushTrace(tracePath);
         const cpu = process.cpuUsage(cpuAtStart);
         send({
           type: "stopped",

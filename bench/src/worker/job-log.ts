@@ -1,5 +1,6 @@
 import { durationOf, mix } from "../realistic-mix";
 import { type BenchPayload, type Distribution, distribution, type HandlerMode, nowMs, type Progress } from "./protocol";
+import { traceEvent } from "./trace";
 
 /** The effect a successful faulty-mode job applies once: a duplicated execution shows as applied > 1. */
 export const EFFECT_SQL = `INSERT INTO bench_effects (k, applied) VALUES ($1, 1)
@@ -37,6 +38,7 @@ export class JobLog {
    */
   async run(payload: BenchPayload, attempt: number, applyEffect: (k: number) => Promise<unknown>): Promise<void> {
     const started = nowMs();
+    traceEvent("start", payload.k);
     this.executed++;
     if (this.firstStartAt === 0) this.firstStartAt = started;
     if (payload.t !== undefined) {

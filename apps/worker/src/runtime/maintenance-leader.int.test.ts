@@ -1,7 +1,9 @@
+import { randomUUID } from "node:crypto";
 import { Writable } from "node:stream";
-import { createRedrive, getRedrive } from "@porter/core";
+import { claimJobs, createRedrive, enqueueJobs, getRedrive, registerWorker } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { killJobs } from "@porter/core/testing/dead-jobs";
+import { stateOf } from "@porter/core/testing/fixtures";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../logger";
@@ -69,5 +71,45 @@ describe("maintenance leader and durable redrives", () => {
       await leader.close();
     }
     expect(await getRedrive(testDb.pool, created.redrive_id)).toMatchObject({ redriven: 30, total: 30 });
+  });
+});
+
+describe("maintenance leader's housekeeping", () => {
+  it("runs it every housekeepingEveryMs while it finds nothing, and rescues an expired lease on every tick meanwhile", async () => {
+    await controlPlane(testDb.pool, { pool: "hk-pool", queues: [{ id: "hk-q" }] });
+    // A worker row a day past its heartbeat is pruned by housekeeping (pruneWorkers).
+    const staleWorker = async (id: string) => {
+      await registerWorker(testDb.pool, { id, poolId: "hk-pool", host: "h", pid: 1, version: "t", concurrency: 1 });
+      await testDb.pool.query(`UPDATE workers SET heartbeat_at = now() - interval '2 days', stopped_at = now() - interval '2 days' WHERE id = $1`, [id]);
+    };
+    const exists = async (id: string) => (await testDb.pool.query(`SELECT 1 FROM workers WHERE id = $1`, [id])).rowCount === 1;
+    const first = randomUUID();
+    const second = randomUUID();
+    await staleWorker(first);
+    const leader = new MaintenanceLeader({
+      connectionString: testDb.appConnectionString,
+      logger: createLogger({ level: "silent" }),
+      acquireEveryMs: 20,
+      runEveryMs: 20,
+      housekeepingEveryMs: 60_000,
+    });
+    leader.start();
+    try {
+      // The first pass runs it; the next finds nothing left (it pruned a row: it ran once more).
+      await waitFor("the first stale worker row pruned", async () => !(await exists(first)));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await staleWorker(second);
+      // Ticks continue every 20 ms: a lease expired now is rescued by one of them...
+      const [jobId] = await enqueueJobs(testDb.pool, [{ job_type: "hk-q.job", tenant_id: "tenant_A", payload: {}, idempotency_key: "hk-1" }]);
+      const [claimed] = await claimJobs(testDb.pool, { poolId: "hk-pool", workerId: randomUUID(), limit: 1 });
+      expect(claimed?.jobId).toBe(jobId!.job_id);
+      await testDb.pool.query(`UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1`, [claimed!.id]);
+      await waitFor("the expired lease rescued", async () => (await stateOf(testDb.pool, claimed!.jobId)) !== "RUNNING");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // ...while housekeeping, which found nothing on its last pass, waits its 60 s.
+      expect(await exists(second)).toBe(true);
+    } finally {
+      await leader.close();
+    }
   });
 });

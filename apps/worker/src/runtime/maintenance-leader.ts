@@ -1,4 +1,4 @@
-import { advanceRedrives, drainWebhookOutbox, evaluateAlerts, runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
+import { advanceRedrives, drainWebhookOutbox, evaluateAlerts, hasHousekeepingWork, runMaintenance, tryAcquireLeadership, vacuumHotTable } from "@porter/core";
 import pg from "pg";
 import type { Logger } from "../logger";
 import { jitter } from "./waker";
@@ -12,6 +12,13 @@ export type MaintenanceLeaderOptions = {
   runEveryMs?: number;
   /** How often at most the leader checks whether the hot table needs a vacuum (`vacuumHotTable`). Default 5 000 ms; 0 = never. */
   vacuumEveryMs?: number;
+  /**
+   * How often at most the leader runs maintenance's housekeeping (partitions, prunes, the flow
+   * rollups' fold, queue samples) while it finds nothing to do; after a pass that did something,
+   * the next tick runs it again (each step is batched). Default 10 000 ms. Rescues, expiries,
+   * promoted retries, aging and redrives run every tick regardless.
+   */
+  housekeepingEveryMs?: number;
   /** How often the leader evaluates the DLQ alert rules (`evaluateAlerts`). Default 15 000 ms; 0 = never. */
   alertsEveryMs?: number;
   /** Wakes the live status stream after rescues, expiries and redrive batches (core's StreamNotifier). */
@@ -21,7 +28,8 @@ export type MaintenanceLeaderOptions = {
 /**
  * Maintenance under one leader: every worker process tries `tryAcquireLeadership` (a session
  * advisory lock) on a dedicated connection every few seconds; the holder runs `runMaintenance`
- * (rescue expired leases, expire deadlines, promote retries, prune) every second, then advances
+ * (rescue expired leases, expire deadlines, promote retries; its housekeeping — prunes, partitions,
+ * samples — every `housekeepingEveryMs` while it finds nothing to do) every second, then advances
  * every running durable redrive by one batch at its velocity (`advanceRedrives`), turns the
  * webhook outbox into delivery jobs (`drainWebhookOutbox`), vacuums the
  * hot table when enough dead row versions piled up (at most every `vacuumEveryMs`), and evaluates
@@ -42,12 +50,17 @@ export class MaintenanceLeader {
   private readonly alertsEveryMs: number;
   private lastAlertsAt = 0;
   private lastOutboxWarnAt = 0;
+  private readonly housekeepingEveryMs: number;
+  private lastHousekeepingAt = 0;
+  /** The last housekeeping pass did something: more may be left, run it again next tick. */
+  private hasMoreHousekeeping = false;
 
   constructor(private readonly options: MaintenanceLeaderOptions) {
     this.acquireEveryMs = options.acquireEveryMs ?? 5000;
     this.runEveryMs = options.runEveryMs ?? 1000;
     this.vacuumEveryMs = options.vacuumEveryMs ?? 5000;
     this.alertsEveryMs = options.alertsEveryMs ?? 15_000;
+    this.housekeepingEveryMs = options.housekeepingEveryMs ?? 10_000;
   }
 
   get leading(): boolean {
@@ -90,7 +103,13 @@ export class MaintenanceLeader {
         if (this.isLeader) this.options.logger.info("became the maintenance leader");
       }
       if (this.isLeader && !this.isClosed) {
-        const report = await runMaintenance(this.client, { notifier: this.options.notifier });
+        // Housekeeping every tick cost an idle worker ~15 statements a second on the leader's
+        // connection, each a round trip and most a commit, beside its claims (docs/performance.md
+        // "Issue 15: idle latency (e)"): while it finds nothing it runs every housekeepingEveryMs.
+        const housekeeping = this.hasMoreHousekeeping || Date.now() - this.lastHousekeepingAt >= this.housekeepingEveryMs;
+        if (housekeeping) this.lastHousekeepingAt = Date.now();
+        const report = await runMaintenance(this.client, { notifier: this.options.notifier, housekeeping });
+        if (housekeeping) this.hasMoreHousekeeping = hasHousekeepingWork(report);
         // The queue samples are written every minute: on their own they are no news worth a line.
         const { samplesWritten: _sampled, ...changes } = report;
         if (Object.values(changes).some((n) => n > 0)) this.options.logger.info("maintenance pass", report);

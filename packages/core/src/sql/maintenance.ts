@@ -49,10 +49,15 @@ export type MaintenanceReport = RescueOutcome & {
  * prune-finished.ts), forgotten workers and webhook delivery log rows past 14 days; fold the flow rollups' completed hours and prune them; sample every queue's gauges once a minute
  * (queue-samples.ts) and prune the samples. Each step is batched and safe to run
  * concurrently with claims and acks; the leader lock only avoids wasted work.
+ *
+ * `housekeeping: false` runs only the steps a second matters to — rescues, expiries and promoted
+ * retries, priority aging, resource limits recovered — and leaves out partitions, prunes, the fold
+ * and the samples (their report fields 0): the leader runs those less often when they find nothing
+ * to do (maintenance-leader.ts).
  */
 export const runMaintenance = async (
   db: pg.Pool | pg.PoolClient | pg.Client,
-  params: { now?: Date; batch?: number; notifier?: { touch(): void } } = {},
+  params: { now?: Date; batch?: number; notifier?: { touch(): void }; housekeeping?: boolean } = {},
 ): Promise<MaintenanceReport> => {
   const lost = await rescueLostWorkers(db, params);
   const leases = await rescueExpiredLeases(db, params);
@@ -69,6 +74,54 @@ export const runMaintenance = async (
   if (rescue.requeued + rescue.dead + rescue.cancelled + rescue.expired + expire.expired + expire.promoted > 0) params.notifier?.touch();
   const { aged } = await agePriorities(db, params);
   const limitsRecovered = await recoverResourceLimits(db, { now: params.now });
+  const housekeeping = params.housekeeping === false ? SKIPPED : await runHousekeeping(db, params);
+  return {
+    ...rescue,
+    fromLostWorkers,
+    expiredQueued: expire.expired,
+    promoted: expire.promoted,
+    aged,
+    limitsRecovered,
+    ...housekeeping,
+  };
+};
+
+/** The housekeeping part of a maintenance pass: partitions, prunes, the flow rollups' fold, queue samples. */
+export type HousekeepingReport = Pick<
+  MaintenanceReport,
+  | "pruned"
+  | "partitionsCreated"
+  | "partitionsDropped"
+  | "workersPruned"
+  | "dlqHoursPruned"
+  | "dlqDeathsPruned"
+  | "webhookDeliveriesPruned"
+  | "streamPruned"
+  | "flowHoursFolded"
+  | "flowPruned"
+  | "samplesWritten"
+  | "samplesPruned"
+>;
+
+const SKIPPED: HousekeepingReport = {
+  pruned: 0,
+  partitionsCreated: 0,
+  partitionsDropped: 0,
+  workersPruned: 0,
+  dlqHoursPruned: 0,
+  dlqDeathsPruned: 0,
+  webhookDeliveriesPruned: 0,
+  streamPruned: 0,
+  flowHoursFolded: 0,
+  flowPruned: 0,
+  samplesWritten: 0,
+  samplesPruned: 0,
+};
+
+/** True when a housekeeping pass changed anything but its minute's queue sample: more may be left (each step is batched). */
+export const hasHousekeepingWork = (report: HousekeepingReport): boolean => Object.entries(report).some(([key, n]) => key !== "samplesWritten" && n > 0);
+
+const runHousekeeping = async (db: pg.Pool | pg.PoolClient | pg.Client, params: { now?: Date; batch?: number }): Promise<HousekeepingReport> => {
   const partitionsCreated = (await ensureHistoryPartitions(db, { now: params.now })).length;
   const prune = await pruneFinished(db, { now: params.now, batch: params.batch ? params.batch * 5 : undefined });
   const workersPruned = await pruneWorkers(db);
@@ -80,12 +133,6 @@ export const runMaintenance = async (
   const samples = await sampleQueues(db, { now: params.now });
   const samplesPrune = await pruneQueueSamples(db, { now: params.now });
   return {
-    ...rescue,
-    fromLostWorkers,
-    expiredQueued: expire.expired,
-    promoted: expire.promoted,
-    aged,
-    limitsRecovered,
     pruned: prune.pruned,
     partitionsCreated,
     partitionsDropped: prune.partitionsDropped,

@@ -1,4 +1,5 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { claimJobs } from "../sql/claim-jobs";
 import { completeJobs } from "../sql/complete-jobs";
@@ -7,7 +8,7 @@ import { controlPlane } from "../testing/control-plane-factory";
 import { XMIN_WAIT } from "../testing/stream-wait";
 import { StreamHub } from "./hub";
 import { formatCursor, parseCursor, type StreamRow } from "./log";
-import { StreamNotifier } from "./notifier";
+import { STREAM_NOTIFY_SQL, StreamNotifier } from "./notifier";
 
 // The StreamHub's hand-over: a subscriber resuming from a Last-Event-ID replays with its own query
 // up to the hub's cursor and joins the live fan-out after it — while writes keep coming, it gets
@@ -180,6 +181,44 @@ describe("StreamNotifier", () => {
       expect(received[0]! - t0).toBeLessThan(100);
     } finally {
       own.close();
+      await listener.query("UNLISTEN porter_stream");
+      listener.release();
+    }
+  });
+
+  it("commits its wake-up without waiting for the WAL flush, and leaves the pool's session as it was", async () => {
+    // The statement's own transaction commits asynchronously: the notify lock it holds through its
+    // commit (and every enqueue's NOTIFY waits for) is not held through a WAL flush.
+    const client = await db.appPool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query(STREAM_NOTIFY_SQL, ["porter_stream_test"]);
+      const { rows } = await client.query<{ setting: string }>(`SELECT current_setting('synchronous_commit') AS setting`);
+      expect(rows[0]!.setting).toBe("off");
+      await client.query("COMMIT");
+      const after = await client.query<{ setting: string }>(`SELECT current_setting('synchronous_commit') AS setting`);
+      expect(after.rows[0]!.setting).toBe("on");
+    } finally {
+      client.release();
+    }
+    // Through the notifier, on a pool of one connection: delivered, and that connection's claims and
+    // acks still commit synchronously.
+    const listener = await db.pool.connect();
+    const received: string[] = [];
+    listener.on("notification", (m) => {
+      if (m.channel === "porter_stream") received.push(m.channel);
+    });
+    await listener.query("LISTEN porter_stream");
+    const one = new pg.Pool({ connectionString: db.appConnectionString, max: 1 });
+    const own = new StreamNotifier(one, 10);
+    try {
+      own.touch();
+      await expect.poll(() => received.length).toBe(1);
+      const { rows } = await one.query<{ setting: string }>(`SELECT current_setting('synchronous_commit') AS setting`);
+      expect(rows[0]!.setting).toBe("on");
+    } finally {
+      own.close();
+      await one.end();
       await listener.query("UNLISTEN porter_stream");
       listener.release();
     }
