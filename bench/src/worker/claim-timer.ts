@@ -1,4 +1,5 @@
-import pg from "pg";
+import type pg from "pg";
+import { pgClientClasses } from "./pg-clients";
 import { type ClaimStats, distribution, nowMs } from "./protocol";
 
 type ClientState = { txStart: number | null; isClaimTx: boolean; claimRows: number };
@@ -30,10 +31,15 @@ export class ClaimTimer {
     this.rowsPerClaim.push(rows);
   }
 
+  /** Wraps the `query` of every node-postgres in this process (the bench's and the peers': pg-clients.ts). */
   install(): void {
+    for (const Client of pgClientClasses()) this.installOn(Client);
+  }
+
+  private installOn(Client: typeof pg.Client): void {
     const timer = this;
     const states = new WeakMap<pg.Client, ClientState>();
-    const original = pg.Client.prototype.query as unknown as AnyQuery;
+    const original = Client.prototype.query as unknown as AnyQuery;
     const patched: AnyQuery = function (this: pg.Client, ...args: unknown[]) {
       const first = args[0] as { text?: unknown } | string | undefined;
       const text = typeof first === "string" ? first : typeof first?.text === "string" ? first.text : null;
@@ -83,6 +89,6 @@ export class ClaimTimer {
       if (result && typeof result.then === "function") result.then(done, () => undefined);
       return result;
     };
-    pg.Client.prototype.query = patched as unknown as typeof pg.Client.prototype.query;
+    Client.prototype.query = patched as unknown as typeof pg.Client.prototype.query;
   }
 }

@@ -1,6 +1,6 @@
-import { existsSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import pg from "pg";
+import { writeFileSync } from "node:fs";
+import type pg from "pg";
+import { pgClientClasses } from "./pg-clients";
 import { nowMs } from "./protocol";
 
 /** One traced event: a statement (dispatch `t`, result `end`), a notification received, a handler start. */
@@ -23,10 +23,7 @@ type AnyQuery = (this: pg.Client, ...args: unknown[]) => unknown;
  */
 export const installTrace = (): void => {
   isInstalled = true;
-  patchClient(pg.Client);
-  // The peers (graphile-worker, pg-boss) load node-postgres from bench/.peers.
-  const peers = new URL("../../.peers/node_modules/pg/package.json", import.meta.url);
-  if (existsSync(peers)) patchClient((createRequire(peers)("pg") as typeof pg).Client);
+  for (const Client of pgClientClasses()) patchClient(Client);
 };
 
 const patchClient = (Client: typeof pg.Client): void => {
