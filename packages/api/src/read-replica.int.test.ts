@@ -1,9 +1,10 @@
+import { randomUUID } from "node:crypto";
 import { PolicyCache, tenantJob } from "@porter/core";
 import { controlPlane } from "@porter/core/testing/control-plane-factory";
 import { killJobs } from "@porter/core/testing/dead-jobs";
 import { createPool } from "@porter/db/pool";
 import { type ControlDb, createPrisma } from "@porter/db/prisma";
-import { compareLsn, ReadReplica } from "@porter/db/read-replica";
+import { ReadReplica } from "@porter/db/read-replica";
 import { readReplicaUrl, runtimeDatabaseUrl } from "@porter/db/runtime-role";
 import { type ReplicaCluster, startStreamingReplica } from "@porter/db/testing/replica-cluster";
 import { type RestartableCluster, startRestartableCluster } from "@porter/db/testing/restartable-cluster";
@@ -116,19 +117,30 @@ const listedJobs = async (opts: { cookie?: string; via?: ReadReplica } = {}): Pr
   return r.data.jobs.map((j) => j.job_id);
 };
 
-const lsnOf = async (db: pg.Pool | pg.Client, sql: string): Promise<string> => (await db.query<{ lsn: string }>(`SELECT ${sql}::text AS lsn`)).rows[0]!.lsn;
-
-/** Until the replica has replayed everything the primary wrote so far (and the router has seen it). */
+/**
+ * Until the replica has replayed everything the primary wrote so far (and the router has seen it):
+ * a marker row committed on the primary after every earlier write, then read back from the
+ * replica. (Waiting for the primary's `pg_current_wal_insert_lsn()` could wait on nothing: right
+ * after pg_basebackup's segment switch it points past a page header that no record follows until
+ * the server next writes one — a standby snapshot every 15 s when idle — and it timed out at 20 s
+ * in a full run.)
+ */
 const caughtUp = async () => {
-  const target = await lsnOf(owner, "pg_current_wal_insert_lsn()");
+  const marker = randomUUID();
+  await owner.query(`CREATE TABLE IF NOT EXISTS rr_caught_up (marker text PRIMARY KEY)`);
+  await owner.query(`INSERT INTO rr_caught_up (marker) VALUES ($1)`, [marker]);
   for (let i = 0; i < 400; i++) {
-    if (compareLsn(await lsnOf(standby, "pg_last_wal_replay_lsn()"), target) >= 0) {
+    const seen = await standby.query(`SELECT 1 FROM rr_caught_up WHERE marker = $1`, [marker]).then(
+      (r) => r.rowCount === 1,
+      () => false, // the table's creation not replayed yet
+    );
+    if (seen) {
       await router.refresh();
       return;
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error(`the replica did not replay up to ${target} within 20 s:\n${replica.tailLog(20)}`);
+  throw new Error(`the replica did not replay the marker ${marker} within 20 s:\n${replica.tailLog(20)}`);
 };
 
 const pauseReplay = async () => {
