@@ -130,10 +130,14 @@ function handleOf(name: string, connectionString: string, dropDatabase: () => Pr
 export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
   let db: TestDatabase | undefined;
   let hasFailure = false;
-  // biome-ignore lint/correctness/noEmptyPattern: Vitest 4 reads a suite hook's first parameter as its fixtures and throws unless it is an object pattern; the suite is the second
-  beforeAll(async ({}, suite) => {
-    db = await createTestDatabase({ ...opts, label: opts.label ?? fileLabel(suite) });
-  });
+  beforeAll(
+    // biome-ignore lint/correctness/noEmptyPattern: Vitest 4 reads a suite hook's first parameter as its fixtures and throws unless it is an object pattern; the suite is the second
+    async ({}, suite) => {
+      db = await createTestDatabase({ ...opts, label: opts.label ?? fileLabel(suite) });
+    },
+    // A server of its own is initdb, a start and every migration: as long as the crash suites allow theirs.
+    opts.isOwnServer ? 120_000 : undefined,
+  );
   afterEach((context) => {
     if (context.task.result?.state === "fail") hasFailure = true;
   });
