@@ -12,7 +12,9 @@ import { PorterWorker } from "./worker";
 
 // Issue 15: a capped queue's tail. A claim that a queue cap cuts to zero rows (the queue's slots
 // all running) names the cap as its bound, and the worker claims again as soon as one of its own
-// jobs of that queue has its result written — not at the next poll (a minute away here).
+// jobs of that queue has its result written — not at the next poll (a minute away here). With the
+// hand-over (the default), the acks of the queue's jobs claim its next jobs in their own statement
+// instead: a round of the queue costs one commit, and the cap stays exact across workers.
 const testDb = useTestDatabase();
 const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
 let db: pg.Pool;
@@ -58,6 +60,8 @@ describe("a capped queue's tail", () => {
         pollIntervalMs: 60_000,
         disconnectedPollIntervalMs: 60_000,
         maintenance: false,
+        // The claim loop's own answer to a bound (the hand-over is the next test's).
+        capHandover: false,
         handlers: createHandlerMap([
           defineHandler({ type: "tail.slow", run: async () => sleep(150) }),
           defineHandler({ type: "tail.fast", run: async () => null }),
@@ -81,6 +85,61 @@ describe("a capped queue's tail", () => {
     } finally {
       await worker?.drain({ graceMs: 0 });
       worker = undefined;
+      await counted.end();
+    }
+  });
+
+  it("hands a capped queue's room from each ack to the queue's next job: few claims, the cap exact across two workers", async () => {
+    const counted = createPool(testDb.appConnectionString, { max: 12 });
+    let handovers = 0;
+    onEachQuery(counted, (query, args) => {
+      if (isClaim(args)) claims += 1;
+      if ((args[0] as { name?: string } | undefined)?.name === "porter.complete.handover") handovers += 1;
+      return query(...args);
+    });
+    const workers: PorterWorker[] = [];
+    let peak = 0;
+    let isSampling = true;
+    const sampler = (async () => {
+      while (isSampling) {
+        const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_id = 'bulk' AND state = 'RUNNING'`);
+        peak = Math.max(peak, rows[0]!.n);
+      }
+    })();
+    try {
+      for (let w = 0; w < 2; w++) {
+        workers.push(
+          await PorterWorker.start({
+            db: counted,
+            connectionString: testDb.appConnectionString,
+            poolId: "tail-pool",
+            logger,
+            concurrency: 8,
+            pollIntervalMs: 60_000,
+            disconnectedPollIntervalMs: 60_000,
+            maintenance: false,
+            handlers: createHandlerMap([
+              defineHandler({ type: "tail.slow", run: async () => sleep(25) }),
+              defineHandler({ type: "tail.fast", run: async () => null }),
+            ]),
+          }),
+        );
+      }
+      await sleep(300);
+      claims = 0;
+      const ids = await enqueue(
+        db,
+        Array.from({ length: 40 }, () => ({ type: "tail.slow", payload: {} })),
+      );
+      await waitForStates(db, ids, ["SUCCEEDED"], 10_000);
+      // 20 rounds of the queue (40 jobs, cap 2): a claim each without the hand-over (the test above).
+      expect(handovers).toBeGreaterThanOrEqual(10);
+      expect(claims).toBeLessThanOrEqual(10);
+      expect(peak).toBe(2);
+    } finally {
+      isSampling = false;
+      await sampler;
+      await Promise.all(workers.map((w) => w.drain({ graceMs: 0 })));
       await counted.end();
     }
   });

@@ -50,6 +50,12 @@ export class ClaimLoop {
    * them freed room no notification announces, so it triggers a claim.
    */
   private bounds: ReadonlySet<string> = new Set();
+  /**
+   * Per queue, the rooms the completer's acks handed to the queue's next jobs (`onHandedOver`) and
+   * that no result written since has accounted for: a result of that queue takes one and prompts
+   * no claim (its room is taken). Cleared by each claim.
+   */
+  private readonly handedOver = new Map<string, number>();
   /** Jobs whose results were written while a claim ran: checked against that claim's bounds. */
   private writtenDuringClaim: ClaimedJob[] = [];
   private isClaimRunning = false;
@@ -131,11 +137,39 @@ export class ClaimLoop {
    * every write would cost a claim per flush).
    */
   onResultWritten(job: ClaimedJob): void {
+    const handed = this.handedOver.get(job.queueId);
+    if (handed !== undefined) {
+      // Its room went to the queue's next job in the ack's own statement (`onHandedOver`).
+      if (handed <= 1) this.handedOver.delete(job.queueId);
+      else this.handedOver.set(job.queueId, handed - 1);
+      return;
+    }
     if (this.isClaimRunning) {
       if (this.writtenDuringClaim.length < 1000) this.writtenDuringClaim.push(job);
       return;
     }
     if (this.isBoundBy(job)) this.nudge();
+  }
+
+  /**
+   * The capped queues whose room bounded the last claim (`queue:<id>` bounds): the acks of their
+   * jobs hand the room to the queue's next jobs (the completer's `handover`). None while stopping.
+   */
+  handoverQueues(): string[] {
+    if (this.isStopped || this.bounds.size === 0) return [];
+    const queues: string[] = [];
+    for (const bound of this.bounds) if (bound.startsWith("queue:")) queues.push(bound.slice("queue:".length));
+    return queues;
+  }
+
+  /**
+   * An ack write handed the room of finished jobs to these jobs of their queues: they go into the
+   * buffer like a claim's (bounded first), and the results that freed the room prompt no claim.
+   */
+  onHandedOver(jobs: ClaimedJob[]): void {
+    for (const job of jobs) this.handedOver.set(job.queueId, (this.handedOver.get(job.queueId) ?? 0) + 1);
+    this.options.onClaimed?.();
+    this.buffer.accept(jobs, (job) => this.isBoundBy(job));
   }
 
   /**
@@ -221,6 +255,7 @@ export class ClaimLoop {
           const claim = await this.connection.run((client) => claimBatch(client, { poolId, workerId, limit: free, start }));
           jobs = claim.jobs;
           this.bounds = new Set(claim.bounds);
+          this.handedOver.clear();
           if (jobs.length > 0) {
             const span = claimSpan();
             span.setAttribute("porter.claim.count", jobs.length);

@@ -1,4 +1,4 @@
-import { type Completion, completeJobs, type Failure, failJobs } from "@porter/core";
+import { type ClaimedJob, type Completion, completeJobs, type Failure, failJobs, type Handover } from "@porter/core";
 import { PinnedConnection } from "@porter/db/pool";
 import type pg from "pg";
 import type { Logger } from "../logger";
@@ -35,6 +35,19 @@ export type CompleterOptions = {
    * statement — on a quiet worker the wait bought nothing and was most of enqueue→done.
    */
   isAlone?: () => boolean;
+  /**
+   * This ack is written at once rather than after `flushIntervalMs`: its job's room is handed over
+   * by the ack's statement (`handover`), and the queue's next job waits for that write.
+   */
+  isUrgent?: (item: Completion) => boolean;
+  /**
+   * Asked at each ack write: the capped queues whose room this worker's acks hand to those queues'
+   * next jobs in the ack's own statement (core's `Handover`, `porter_handover`), or undefined for
+   * none. The jobs handed over go to `onHandedOver` before the acks' promises resolve.
+   */
+  handover?: () => Handover | undefined;
+  /** Takes the jobs an ack write claimed by hand-over (awaited before the write counts as done). */
+  onHandedOver?: (jobs: ClaimedJob[]) => Promise<void> | void;
 };
 
 /**
@@ -81,7 +94,7 @@ export class Completer {
   ack(item: Completion, rejectAs: () => Failure): Promise<FlushResult> {
     return new Promise((resolve) => {
       this.acks.push({ item, tries: 0, resolve, rejectAs });
-      this.schedule();
+      this.schedule(this.options.isUrgent?.(item) ?? false);
     });
   }
 
@@ -107,9 +120,9 @@ export class Completer {
     return result;
   }
 
-  private schedule(): void {
+  private schedule(isUrgent = false): void {
     if (this.isRunning) return; // the running pump picks it up
-    if (this.acks.length + this.fails.length >= this.maxBatch || this.options.isAlone?.()) {
+    if (isUrgent || this.acks.length + this.fails.length >= this.maxBatch || this.options.isAlone?.()) {
       if (this.timer) clearTimeout(this.timer);
       this.timer = undefined;
       void this.pump();
@@ -134,7 +147,7 @@ export class Completer {
         const outcomes = await Promise.all([
           this.writeGroup(
             acks,
-            (items) => this.ackConnection.run((client) => completeJobs(client, items)).then((r) => this.written("ack", items.length, r.stale)),
+            (items) => this.writeAcks(items),
             (items, isCountingTry) => this.requeueAcks(items, isCountingTry),
           ),
           this.writeGroup(
@@ -157,6 +170,14 @@ export class Completer {
       this.idleWaiters = [];
       for (const waiter of waiters) waiter();
     }
+  }
+
+  /** One ack statement, with the hand-over when the worker asks for one; returns the stale ids. */
+  private async writeAcks(items: Completion[]): Promise<string[]> {
+    const handover = this.options.handover?.();
+    const outcome = await this.ackConnection.run((client) => completeJobs(client, items, undefined, handover));
+    if (outcome.handedOver.length > 0) await this.options.onHandedOver?.(outcome.handedOver);
+    return this.written("ack", items.length, outcome.stale);
   }
 
   private written(kind: "ack" | "fail", rows: number, stale: string[]): string[] {

@@ -117,6 +117,11 @@ export class PrefetchBuffer {
     if (buffered.length > 0) await this.handBack(buffered);
   }
 
+  /** Hands these claimed jobs back at once (READY, attempt not burned): jobs that arrived during a drain. */
+  handBackNow(jobs: ClaimedJob[]): Promise<void> {
+    return this.handBack(jobs);
+  }
+
   private launch(job: ClaimedJob): void {
     this.started += 1;
     this.slots.launch(job);

@@ -54,6 +54,13 @@ export type WorkerOptions = {
   prefetchMax?: number;
   /** A buffered job not started within this long is handed back. Default 2 000 ms. */
   maxBufferMs?: number;
+  /**
+   * The acks of a capped queue's jobs hand their room to the queue's next jobs in the ack's own
+   * statement, while the last claim named that cap as its bound: one round trip and one commit per
+   * round of a capped queue instead of two (core's `porter_handover`; docs/scheduling.md). Caps stay
+   * exact. Off: every freed room is claimed again by the claim loop. Default true.
+   */
+  capHandover?: boolean;
   /** Completer: longest a result waits before its batch is written. Default 5 ms. */
   flushIntervalMs?: number;
   /** Completer: a batch this large is written at once. Default 500. */

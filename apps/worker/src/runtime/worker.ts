@@ -78,6 +78,24 @@ export class PorterWorker {
         this.streamNotifier.touch();
         this.claimLoop.onWritten();
       },
+      // A capped queue's round in one commit: the acks of its jobs hand their room to its next
+      // jobs (core's `porter_handover`) while the last claim named the queue's cap as its bound.
+      handover: () => {
+        if (options.capHandover === false) return undefined;
+        const queueIds = this.claimLoop.handoverQueues();
+        const limit = this.buffer.room();
+        return queueIds.length > 0 && limit > 0 ? { poolId: options.poolId, workerId: this.id, queueIds, limit } : undefined;
+      },
+      isUrgent: (item) => {
+        if (options.capHandover === false) return false;
+        const job = this.slots.get(item.id)?.job;
+        return job !== undefined && this.claimLoop.handoverQueues().includes(job.queueId);
+      },
+      onHandedOver: (jobs) => {
+        // A write under way when the drain began: the jobs go back at once (READY, attempt not counted).
+        if (this.claimLoop.isStopping) return this.buffer.handBackNow(jobs);
+        this.claimLoop.onHandedOver(jobs);
+      },
     });
     this.slots = new Slots(concurrency, {
       attempt: {

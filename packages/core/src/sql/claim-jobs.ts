@@ -55,18 +55,21 @@ export const parseTimestamptz = (text: string): Date => {
 
 const TIMESTAMPTZ_OID = 1184;
 /** The claim's result types: timestamps through `parseTimestamptz`, everything else as pg parses it. */
-const claimTypes = {
+export const claimTypes = {
   getTypeParser: (oid: number, format?: "text" | "binary") => (oid === TIMESTAMPTZ_OID ? parseTimestamptz : pg.types.getTypeParser(oid, format ?? "text")),
 } as pg.CustomTypesConfig;
 
-/** The claim's columns, in order (rows come back as arrays: no per-row keyed object to build and collect). */
-const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
+/**
+ * The claim's columns, in order (rows come back as arrays: no per-row keyed object to build and
+ * collect), of `porter_claim`'s rows and of `porter_handover`'s (complete-jobs.ts).
+ */
+export const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
                   max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
                   lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started,
                   last_checkpoint, traceparent, bound`;
 
 // biome-ignore format: the tuple reads against CLAIM_COLUMNS, several columns a line
-type ClaimRow = [
+export type ClaimRow = [
   id: string, jobId: string, jobType: string, queueId: string, tenantId: string, payload: Record<string, unknown>,
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
   deadlineAt: Date | null, traceId: string, createdAt: Date, claimedAt: Date, leaseToken: string, leaseUntil: Date,
@@ -74,7 +77,7 @@ type ClaimRow = [
   isStarted: boolean, lastCheckpoint: unknown, traceparent: string | null, bound: string | null,
 ];
 
-const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
+export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   id: r[0],
   jobId: r[1],
   jobType: r[2],

@@ -1,4 +1,5 @@
 import type { Db } from "../db";
+import { CLAIM_COLUMNS, type ClaimedJob, type ClaimRow, claimTypes, toClaimedJob } from "./claim-jobs";
 import type { LeaseRef } from "./extend-leases";
 import { fenceSql } from "./fence";
 import { insertFinished } from "./finish";
@@ -12,7 +13,21 @@ export type Completion = LeaseRef & {
   /** The attempt's progress (JSON) reported since its last heartbeat, if any: recorded with the ack. */
   progress?: string | null;
 };
-export type CompleteOutcome = { completed: string[]; stale: string[] };
+export type CompleteOutcome = {
+  completed: string[];
+  stale: string[];
+  /** The jobs `handover` claimed (none without it). */
+  handedOver: ClaimedJob[];
+};
+
+/**
+ * Hands the room of acked jobs of capped queues to those queues' next jobs, in the ack's statement
+ * (`porter_handover`, routines/claim.sql): for each acked job of one of `queueIds`, at most one job
+ * of its queue is claimed for `workerId` — none started (they go through the worker's prefetch
+ * buffer), `limit` in all. A pool with tenant quotas or start rates, or a queue with a limited
+ * resource key, declines (no rows): the worker's claim loop claims as before.
+ */
+export type Handover = { poolId: string; workerId: string; queueIds: string[]; limit: number };
 
 /**
  * Acks a batch of attempts: each job's result and its SUCCEEDED transition commit together, in
@@ -26,11 +41,47 @@ export type CompleteOutcome = { completed: string[]; stale: string[] };
  * one upsert) are added in the same statement (flow-write.ts).
  * Transition `complete` (sql/transitions.ts).
  */
-export const completeJobs = async (db: Db, items: Completion[], now?: Date): Promise<CompleteOutcome> => {
-  if (items.length === 0) return { completed: [], stale: [] };
-  const { rows } = await db.query<{ id: string }>({
-    name: "porter.complete",
-    text: `WITH input AS (
+export const completeJobs = async (db: Db, items: Completion[], now?: Date, handover?: Handover): Promise<CompleteOutcome> => {
+  if (items.length === 0) return { completed: [], stale: [], handedOver: [] };
+  const values: unknown[] = [
+    items.map((i) => i.id),
+    items.map((i) => i.leaseToken),
+    items.map((i) => JSON.stringify(i.result ?? null)),
+    now ?? null,
+    items.map((i) => i.attempt),
+    items.map((i) => i.progress ?? null),
+  ];
+  if (!handover || handover.queueIds.length === 0 || handover.limit <= 0) {
+    const { rows } = await db.query<{ id: string }>({ name: "porter.complete", text: `${COMPLETE_CTES} SELECT id::text FROM done`, values });
+    return outcome(
+      items,
+      rows.map((r) => r.id),
+      [],
+    );
+  }
+  const { rows } = await db.query<[string | null, ...ClaimRow]>({
+    name: "porter.complete.handover",
+    text: HANDOVER_TEXT,
+    values: [...values, handover.poolId, handover.workerId, handover.queueIds, handover.limit],
+    rowMode: "array",
+    types: claimTypes,
+  });
+  const acked: string[] = [];
+  const handedOver: ClaimedJob[] = [];
+  for (const r of rows) {
+    if (r[0] !== null) acked.push(r[0]);
+    else handedOver.push(toClaimedJob(r.slice(1) as ClaimRow));
+  }
+  return outcome(items, acked, handedOver);
+};
+
+const outcome = (items: Completion[], acked: string[], handedOver: ClaimedJob[]): CompleteOutcome => {
+  const completed = new Set(acked);
+  return { completed: [...completed], stale: items.map((i) => i.id).filter((id) => !completed.has(id)), handedOver };
+};
+
+/** The ack's CTEs: the fenced delete (`done`), the finished rows, the flow rollups. */
+const COMPLETE_CTES = `WITH input AS (
        SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $5::int[], $6::text[]) AS t(id, token, result, attempt, progress)
      ), at AS (SELECT coalesce($4::timestamptz, clock_timestamp()) AS t),
      done AS (
@@ -48,17 +99,19 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date): Pro
      ), flow_hist AS (${flowHistogramsSql("(SELECT t FROM at)", [
        { source: "done", kind: "w", ms: waitMsSql() },
        { source: "done", kind: "r", ms: RUN_MS },
-     ])})
-     SELECT id::text FROM done`,
-    values: [
-      items.map((i) => i.id),
-      items.map((i) => i.leaseToken),
-      items.map((i) => JSON.stringify(i.result ?? null)),
-      now ?? null,
-      items.map((i) => i.attempt),
-      items.map((i) => i.progress ?? null),
-    ],
-  });
-  const completed = new Set(rows.map((r) => r.id));
-  return { completed: [...completed], stale: items.map((i) => i.id).filter((id) => !completed.has(id)) };
-};
+     ])})`;
+
+/**
+ * The ack with the hand-over: `porter_handover` gets the queue of each acked row of the named
+ * queues — read from `done`, so the fenced delete has run and only rows this statement took out of
+ * RUNNING count. Rows: an acked id with the claim columns null, or a handed-over job (its id null).
+ */
+const HANDOVER_TEXT = `${COMPLETE_CTES},
+     handed AS (
+       SELECT * FROM porter_handover($7, $8,
+                                     (SELECT array_agg(d.queue_id) FROM done d WHERE d.queue_id = ANY ($9::text[])),
+                                     $10, NULL)
+     )
+     SELECT NULL::text, ${CLAIM_COLUMNS} FROM handed
+     UNION ALL
+     SELECT id::text, ${Array.from({ length: CLAIM_COLUMNS.split(",").length }, () => "NULL").join(", ")} FROM done`;

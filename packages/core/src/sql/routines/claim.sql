@@ -59,6 +59,80 @@
 -- REPLACE cannot change a return type): the returned columns changed when the claim began to
 -- return the job's last checkpoint (20261202000700_progress), its traceparent
 -- (20261202001200_traceparent) and its bounds (`bound`, issue 15), hence the DROP below.
+-- porter_claim_rows: the claim of rows already picked — locked FOR UPDATE by the calling transaction,
+-- their ctids in claim order (p_tids) — for porter_claim's three paths and for porter_handover. One
+-- lease token for the batch; the first p_start rows go straight into free slots (started now). The
+-- rows are updated by their ctid (no second primary-key probe); the status stream's RUNNING events
+-- and the flow rollups' starts are written; the queues' virtual clocks follow the work handed out.
+CREATE OR REPLACE FUNCTION porter_claim_rows(p_worker text, p_tids tid[], p_now timestamptz, p_start integer)
+RETURNS TABLE (
+  id bigint, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority integer,
+  idempotency_key text, attempt integer, max_attempts integer, timeout_s integer, deadline_at timestamptz,
+  trace_id text, created_at timestamptz, claimed_at timestamptz, lease_token bigint, lease_until timestamptz,
+  lease_seconds integer, backoff_base_ms integer, backoff_cap_ms integer, cancel_requested boolean,
+  resource_key_id text, started boolean, last_checkpoint jsonb, traceparent text, bound text
+) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+  v_token bigint := nextval('lease_token_seq');
+BEGIN
+  RETURN QUERY
+  WITH claimed AS (
+    UPDATE jobs j
+       SET state = 'RUNNING',
+           attempt = j.attempt + 1,
+           claimed_at = p_now,
+           lease_owner = p_worker,
+           lease_token = v_token,
+           lease_until = least(p_now + q.lease_seconds * interval '1 second',
+                               coalesce(j.deadline_at, 'infinity'),
+                               p_now + q.max_runtime_s * interval '1 second'),
+           heartbeat_at = NULL,
+           progress = NULL, -- a new attempt starts without progress (its checkpoint stays)
+           started_at = CASE WHEN picked.rn <= p_start THEN p_now END
+      FROM unnest(p_tids) WITH ORDINALITY AS picked (tid, rn), queues q
+     WHERE j.ctid = picked.tid AND q.id = j.queue_id
+    RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
+              j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
+              j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
+              q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at, picked.rn,
+              j.checkpoint, j.traceparent, j.run_at
+  ), stream AS (
+    -- The status stream's RUNNING events (routines/stream.sql: the claim writes its own, so no
+    -- trigger has to look at every UPDATE of jobs), in claim order.
+    INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind)
+    SELECT c.job_id, c.tenant_id, c.job_type, 'RUNNING', c.attempt, 'state' FROM claimed c ORDER BY c.rn
+  ), flow AS (
+    -- The flow rollups (packages/core/src/sql/flow-write.ts, which the other writers use: keep in
+    -- step): the starts, one row per (queue, job type, tenant) of this claim, in key order, on this
+    -- connection's shard — of the claims' half (0–7; every other writer uses 8–15), so a claim
+    -- never waits on an ack's or a producer's row lock. The wait (its sum and its histogram) is
+    -- added where the attempt ends (ack, fail, rescue, hand-back), from the claimed_at this sets.
+    INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts)
+    SELECT 1, date_trunc('minute', p_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 8)::int, count(*)
+      FROM claimed c
+     GROUP BY c.queue_id, c.job_type, c.tenant_id
+     ORDER BY c.queue_id, c.job_type, c.tenant_id
+    ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
+    DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts
+  ), clocks AS (
+    -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
+    -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
+    -- claimers never wait on each other here — no lock-order deadlock across a pool's queues.
+    UPDATE queues q SET vclock = m.vft
+      FROM (SELECT c.queue_id, max(c.vft) AS vft FROM claimed c GROUP BY c.queue_id) m
+     WHERE q.id = m.queue_id AND q.vclock < m.vft
+       AND q.id IN (SELECT q2.id FROM queues q2 WHERE q2.id IN (SELECT c.queue_id FROM claimed c) FOR UPDATE SKIP LOCKED)
+  )
+  SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
+         c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
+         c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
+         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL, c.checkpoint, c.traceparent, NULL::text
+    FROM claimed c
+   ORDER BY c.rn; -- claim order, whatever order the join above produced
+END
+$$;
+
 DROP FUNCTION IF EXISTS porter_claim(text, text, integer, timestamptz, integer);
 CREATE OR REPLACE FUNCTION porter_claim(p_pool text, p_worker text, p_limit integer, p_now timestamptz, p_start integer)
 RETURNS TABLE (
@@ -71,7 +145,6 @@ RETURNS TABLE (
 #variable_conflict use_column
 DECLARE
   v_now timestamptz;
-  v_token bigint;
   -- 'fast': no limit applies to the pool; 'queues': only queue caps do; 'full': any other limit.
   v_path text;
   v_capped_locked boolean := false; -- queues path: the pool's lock is held, its capped queues may be claimed
@@ -128,7 +201,6 @@ BEGIN
     v_path := 'fast';
   END IF;
   v_now := coalesce(p_now, clock_timestamp()); -- after the locks: the pick's clock
-  v_token := nextval('lease_token_seq');
 
   -- The pick: which rows, locked, in claim order (v_tids); the claim of them follows, for both paths.
   IF v_path = 'fast' THEN
@@ -423,62 +495,94 @@ BEGIN
     RETURN; -- nothing claimable
   END IF;
 
-  -- The claim, for both paths: the picked rows by their ctid (no second primary-key probe), in
-  -- claim order; the first p_start rows go straight into free slots (started now). Then the queues'
-  -- virtual clocks follow the work handed out.
-  RETURN QUERY
-  WITH claimed AS (
-    UPDATE jobs j
-       SET state = 'RUNNING',
-           attempt = j.attempt + 1,
-           claimed_at = v_now,
-           lease_owner = p_worker,
-           lease_token = v_token,
-           lease_until = least(v_now + q.lease_seconds * interval '1 second',
-                               coalesce(j.deadline_at, 'infinity'),
-                               v_now + q.max_runtime_s * interval '1 second'),
-           heartbeat_at = NULL,
-           progress = NULL, -- a new attempt starts without progress (its checkpoint stays)
-           started_at = CASE WHEN picked.rn <= p_start THEN v_now END
-      FROM unnest(v_tids) WITH ORDINALITY AS picked (tid, rn), queues q
-     WHERE j.ctid = picked.tid AND q.id = j.queue_id
-    RETURNING j.id, j.job_id, j.job_type, j.queue_id, j.tenant_id, j.payload, j.priority, j.idempotency_key,
-              j.attempt, j.max_attempts, j.timeout_s, j.deadline_at, j.trace_id, j.created_at, j.claimed_at,
-              j.lease_token, j.lease_until, j.cancel_requested_at, j.vft,
-              q.lease_seconds, q.backoff_base_ms, q.backoff_cap_ms, q.resource_key_id AS rk_id, j.started_at, picked.rn,
-              j.checkpoint, j.traceparent, j.run_at
-  ), stream AS (
-    -- The status stream's RUNNING events (routines/stream.sql: the claim writes its own, so no
-    -- trigger has to look at every UPDATE of jobs), in claim order.
-    INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind)
-    SELECT c.job_id, c.tenant_id, c.job_type, 'RUNNING', c.attempt, 'state' FROM claimed c ORDER BY c.rn
-  ), flow AS (
-    -- The flow rollups (packages/core/src/sql/flow-write.ts, which the other writers use: keep in
-    -- step): the starts, one row per (queue, job type, tenant) of this claim, in key order, on this
-    -- connection's shard — of the claims' half (0–7; every other writer uses 8–15), so a claim
-    -- never waits on an ack's or a producer's row lock. The wait (its sum and its histogram) is
-    -- added where the attempt ends (ack, fail, rescue, hand-back), from the claimed_at this sets.
-    INSERT INTO flow_rollups (grain, at, queue_id, job_type, tenant_id, shard, starts)
-    SELECT 1, date_trunc('minute', v_now), c.queue_id, c.job_type, c.tenant_id, (pg_backend_pid() % 8)::int, count(*)
-      FROM claimed c
-     GROUP BY c.queue_id, c.job_type, c.tenant_id
-     ORDER BY c.queue_id, c.job_type, c.tenant_id
-    ON CONFLICT (grain, at, queue_id, job_type, tenant_id, shard)
-    DO UPDATE SET starts = flow_rollups.starts + EXCLUDED.starts
-  ), clocks AS (
-    -- The queue's virtual clock follows the work it hands out. Concurrent claimers skip a queue row
-    -- another one is advancing (it only ever moves forward, so the other's advance suffices), so
-    -- claimers never wait on each other here — no lock-order deadlock across a pool's queues.
-    UPDATE queues q SET vclock = m.vft
-      FROM (SELECT c.queue_id, max(c.vft) AS vft FROM claimed c GROUP BY c.queue_id) m
-     WHERE q.id = m.queue_id AND q.vclock < m.vft
-       AND q.id IN (SELECT q2.id FROM queues q2 WHERE q2.id IN (SELECT c.queue_id FROM claimed c) FOR UPDATE SKIP LOCKED)
+  -- The claim of the picked rows, shared with the hand-over (porter_claim_rows, below).
+  RETURN QUERY SELECT * FROM porter_claim_rows(p_worker, v_tids, v_now, p_start);
+END
+$$;
+
+-- porter_handover: a worker's finished jobs of a capped queue hand their room to the queue's next
+-- jobs, in the ack's own statement (packages/core/src/sql/complete-jobs.ts, `handover`): one round
+-- trip and one commit per round of a capped queue instead of two (the ack, then a claim that counts
+-- under the pool's lock; docs/performance.md "the capped queue's round"). p_freed names the queue
+-- of each job the calling statement has just taken out of RUNNING (its fenced ack); per queue, at
+-- most that many of its claimable jobs are claimed for p_worker (p_limit in all, none started: they
+-- go through the worker's prefetch buffer), in the claim's order across the queue's tenants.
+--
+-- Why no lock and no count against the pool's claims: a hand-over never adds to a queue's RUNNING
+-- count, since it takes at most as many as the same transaction took out, and a claim counting
+-- under the pool's lock either sees the finished rows still RUNNING (it counts them; their
+-- successors are locked or already changed, so it skips them) or sees the hand-over committed
+-- (the count is the same). It also takes no more than the cap leaves now (cap − RUNNING as its
+-- own statements see it), so a cap lowered while jobs run still takes effect as they finish.
+-- Only for limits a hand-over within one queue leaves unchanged: queue caps and the pool's cap.
+-- Tenant quotas and start rates (the successor may be another tenant's; its start needs a token)
+-- and resource-key limits (adaptive or rated) decline: the worker's claim loop claims instead.
+CREATE OR REPLACE FUNCTION porter_handover(p_pool text, p_worker text, p_freed text[], p_limit integer, p_now timestamptz)
+RETURNS TABLE (
+  id bigint, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority integer,
+  idempotency_key text, attempt integer, max_attempts integer, timeout_s integer, deadline_at timestamptz,
+  trace_id text, created_at timestamptz, claimed_at timestamptz, lease_token bigint, lease_until timestamptz,
+  lease_seconds integer, backoff_base_ms integer, backoff_cap_ms integer, cancel_requested boolean,
+  resource_key_id text, started boolean, last_checkpoint jsonb, traceparent text, bound text
+) LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz;
+  v_tids tid[];
+BEGIN
+  IF p_freed IS NULL OR cardinality(p_freed) = 0 OR p_limit IS NULL OR p_limit <= 0 THEN
+    RETURN;
+  END IF;
+  IF EXISTS (SELECT 1 FROM tenants t WHERE t.max_running IS NOT NULL OR t.start_rate_per_second IS NOT NULL)
+     OR EXISTS (SELECT 1 FROM queues q JOIN resource_keys rk ON rk.id = q.resource_key_id
+                 WHERE q.id = ANY (p_freed)
+                   AND (rk.concurrency_limit IS NOT NULL OR rk.current_limit IS NOT NULL OR rk.rate_per_second IS NOT NULL
+                        OR rk.throttled_until IS NOT NULL)) THEN
+    RETURN;
+  END IF;
+  -- Priority aging's lock, shared, as every claim takes it (porter_claim).
+  IF EXISTS (SELECT 1 FROM queues q WHERE q.pool_id = p_pool AND q.aging_s IS NOT NULL) THEN
+    PERFORM pg_advisory_xact_lock_shared(hashtext('porter.aging:' || p_pool));
+  END IF;
+  v_now := coalesce(p_now, clock_timestamp());
+  WITH freed AS (
+    -- Per capped, unpaused queue of the pool: the room to hand over — no more than was freed, nor
+    -- than the cap leaves now.
+    SELECT q.id, least(f.n, q.concurrency_cap
+                              - (SELECT count(*) FROM jobs r WHERE r.state = 'RUNNING' AND r.queue_id = q.id))::int AS n
+      FROM (SELECT u.queue_id, count(*) AS n FROM unnest(p_freed) AS u (queue_id) GROUP BY u.queue_id) f
+      JOIN queues q ON q.id = f.queue_id
+     WHERE q.pool_id = p_pool AND q.concurrency_cap IS NOT NULL AND NOT q.paused
+  ), cand AS (
+    -- Per (queue, tenant with a fair clock): its best jobs, as many as the queue's room, merged below
+    -- in the claim's order (priority DESC, vft).
+    SELECT c.ctid AS tid, c.id, c.priority, c.vft, f.id AS queue_id, f.n
+      FROM freed f
+      JOIN fair_clocks fc ON fc.queue_id = f.id
+      CROSS JOIN LATERAL (
+        SELECT j.ctid, j.id, j.priority, j.vft
+          FROM jobs j
+         WHERE j.queue_id = f.id AND j.tenant_id = fc.tenant_id
+           AND j.state IN ('READY', 'RETRY_WAIT')
+           AND j.run_at <= v_now
+           AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
+         ORDER BY j.priority DESC, j.vft, j.id
+         LIMIT greatest(f.n, 0)
+         FOR UPDATE SKIP LOCKED
+      ) c
+     WHERE f.n > 0
+  ), picked AS (
+    SELECT r.tid, r.id, r.priority, r.vft
+      FROM (SELECT cand.*, row_number() OVER (PARTITION BY cand.queue_id ORDER BY cand.priority DESC, cand.vft, cand.id) AS qn
+              FROM cand) r
+     WHERE r.qn <= r.n
+     ORDER BY r.priority DESC, r.vft, r.id
+     LIMIT p_limit
   )
-  SELECT c.id, c.job_id, c.job_type, c.queue_id, c.tenant_id, c.payload, c.priority, c.idempotency_key,
-         c.attempt, c.max_attempts, c.timeout_s, c.deadline_at, c.trace_id, c.created_at, c.claimed_at,
-         c.lease_token, c.lease_until, c.lease_seconds, c.backoff_base_ms, c.backoff_cap_ms,
-         c.cancel_requested_at IS NOT NULL, c.rk_id, c.started_at IS NOT NULL, c.checkpoint, c.traceparent, NULL::text
-    FROM claimed c
-   ORDER BY c.rn; -- claim order, whatever order the join above produced
+  SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) INTO v_tids FROM picked p;
+  IF v_tids IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT * FROM porter_claim_rows(p_worker, v_tids, v_now, 0);
 END
 $$;
