@@ -19,7 +19,7 @@ export type Transition = {
   source: string;
   /** The file of the statement, when it lives apart from the function (the enqueue's insert, the rescues' shared one). */
   statement?: string;
-  /** The PL/pgSQL routine that holds the statement, when it is one (the claim). */
+  /** The PL/pgSQL routine that holds the statement, when it is one (the claim's, which `porter_claim` and the ack's hand-over call). */
   routine?: string;
   /** What the edge means, for the diagram. */
   label: string;
@@ -55,8 +55,8 @@ export const JOB_TRANSITIONS = [
     to: ["RUNNING"],
     functions: ["claimJobs"],
     source: `${SQL}/claim-jobs.ts`,
-    routine: "porter_claim",
-    label: "one statement, FOR UPDATE SKIP LOCKED, lease + fencing token, attempt + 1",
+    routine: "porter_claim_rows",
+    label: "one statement, FOR UPDATE SKIP LOCKED, lease + fencing token, attempt + 1; also by an ack's hand-over of a capped queue's room",
     guard: "`state IN ('READY','RETRY_WAIT') AND run_at <= now AND deadline not passed`, not paused, under caps, row lock skipped if taken",
   },
   {
