@@ -71,7 +71,7 @@ describe("fencing of an abandoned attempt", () => {
         leaseToken: rows[0]!.token,
         attempt: 1,
       };
-      expect(await completeJobs(db, [{ ...stale, result: { late: true } }])).toEqual({ completed: [], stale: [stale.id] });
+      expect(await completeJobs(db, [{ ...stale, result: { late: true } }])).toEqual({ completed: [], stale: [stale.id], handedOver: [] });
       expect(await extendLeases(db, [stale])).toEqual({ extended: [], lost: [stale.id] });
       expect(
         await failJobs(db, [

@@ -84,6 +84,7 @@ describe("a claim across an immediate restart of PostgreSQL", () => {
     expect(await completeJobs(db, [{ id: claimed!.id, leaseToken: claimed!.leaseToken, attempt: claimed!.attempt, result: "stale" }])).toEqual({
       completed: [],
       stale: [claimed!.id],
+      handedOver: [],
     });
     expect(await extendLeases(db, [{ id: claimed!.id, leaseToken: claimed!.leaseToken, attempt: claimed!.attempt }])).toMatchObject({
       lost: [claimed!.id],

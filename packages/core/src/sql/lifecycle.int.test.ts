@@ -70,7 +70,7 @@ describe("fencing", () => {
     const job = await running();
     const stale = { id: job.id, leaseToken: String(BigInt(job.leaseToken) + 1000n), attempt: job.attempt };
     const before = await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id]);
-    expect(await completeJobs(db.pool, [{ ...stale, result: 1 }])).toEqual({ completed: [], stale: [job.id] });
+    expect(await completeJobs(db.pool, [{ ...stale, result: 1 }])).toEqual({ completed: [], stale: [job.id], handedOver: [] });
     expect(await failJobs(db.pool, [{ ...stale, outcome: "failed", error: error(1), next: { state: "DEAD" } }])).toEqual({ applied: [], stale: [job.id] });
     expect(await extendLeases(db.pool, [stale])).toEqual({ extended: [], lost: [job.id] });
     expect(await handBackJobs(db.pool, [stale])).toEqual({ handedBack: [], stale: [job.id] });
@@ -84,7 +84,7 @@ describe("fencing", () => {
     // A token handed out twice (a sequence value reused after a crash) must not pass for another attempt.
     const stale = { id: job.id, leaseToken: job.leaseToken, attempt: job.attempt - 1 };
     const before = await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id]);
-    expect(await completeJobs(db.pool, [{ ...stale, result: 1 }])).toEqual({ completed: [], stale: [job.id] });
+    expect(await completeJobs(db.pool, [{ ...stale, result: 1 }])).toEqual({ completed: [], stale: [job.id], handedOver: [] });
     expect(await failJobs(db.pool, [{ ...stale, outcome: "failed", error: error(1), next: { state: "DEAD" } }])).toEqual({ applied: [], stale: [job.id] });
     expect(await extendLeases(db.pool, [stale])).toEqual({ extended: [], lost: [job.id] });
     expect(await handBackJobs(db.pool, [stale])).toEqual({ handedBack: [], stale: [job.id] });
@@ -112,6 +112,7 @@ describe("ack", () => {
     expect(await completeJobs(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt, result: { artifact_ref: "s3://x" } }])).toEqual({
       completed: [job.id],
       stale: [],
+      handedOver: [],
     });
     expect((await db.pool.query(`SELECT 1 FROM jobs WHERE id = $1`, [job.id])).rowCount).toBe(0);
     const status = await getJob(db.pool, job.jobId);

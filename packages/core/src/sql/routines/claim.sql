@@ -19,8 +19,9 @@
 --   none). The statement that follows takes a new snapshot (READ COMMITTED, VOLATILE function), so
 --   it sees every claim committed before the lock was granted.
 -- * Two statements: each path picks its rows (locked FOR UPDATE SKIP LOCKED, their ctids in claim
---   order), then one claim statement, shared by both paths, updates the picked row versions by
---   ctid (no second primary-key probe) and moves the queues' virtual clocks. The rows stay locked
+--   order), then one claim statement, shared by every path and by the ack's hand-over
+--   (porter_claim_rows, porter_handover: both below), updates the picked row versions by ctid (no
+--   second primary-key probe) and moves the queues' virtual clocks. The rows stay locked
 --   by this transaction in between: nothing else can change them, and the claim's new snapshot sees
 --   the versions picked.
 -- * Three paths (v_path). 'fast': no cap, quota, rate or resource-key limit applies to the pool,
