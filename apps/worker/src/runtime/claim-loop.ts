@@ -231,6 +231,7 @@ export class ClaimLoop {
           free = this.buffer.room();
         }
         let jobs: ClaimedJob[];
+        let claimHasMore = false;
         const claimStartedAt = performance.now();
         const nudgesBefore = this.nudges;
         // One `porter.claim` span per claim statement that claimed work or failed (a root: a batch
@@ -254,6 +255,7 @@ export class ClaimLoop {
           const start = this.buffer.startable();
           const claim = await this.connection.run((client) => claimBatch(client, { poolId, workerId, limit: free, start }));
           jobs = claim.jobs;
+          claimHasMore = claim.hasMore;
           this.bounds = new Set(claim.bounds);
           this.handedOver.clear();
           if (jobs.length > 0) {
@@ -282,9 +284,10 @@ export class ClaimLoop {
         if (jobs.length > 0) this.options.onClaimed?.();
         if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
         this.buffer.accept(jobs, (job) => this.isBoundBy(job));
-        // A short claim means the queue is empty for now — unless work was announced while it ran
-        // (its NOTIFY may have come after the claim's snapshot): then claim again.
-        this.isMoreLikely = jobs.length === free || this.nudges !== nudgesBefore || isFreedDuringClaim;
+        // A short claim means the queue is empty for now — unless the tenants' shares cut it
+        // (`hasMore`), or work was announced while it ran (its NOTIFY may have come after the
+        // claim's snapshot): then claim again.
+        this.isMoreLikely = jobs.length === free || claimHasMore || this.nudges !== nudgesBefore || isFreedDuringClaim;
         // A claim that names its bounds is woken by results under them (`onResultWritten`); one cut
         // short without a bound (a start rate's tokens, or the queue ran dry) claims once more after
         // the next write.

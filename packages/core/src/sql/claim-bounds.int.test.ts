@@ -103,4 +103,21 @@ describe("the claim's bounds", () => {
       await holder.end();
     }
   });
+
+  it("says 'more' when the tenants' shares, not the work, cut the claim short; not when the work ran out", async () => {
+    await setup([{ id: "q1" }]);
+    await db.pool.query(`INSERT INTO tenants (id) VALUES ('tenant_C')`);
+    await enqueueJobs(db.pool, [
+      job("q1.job"),
+      ...Array.from({ length: 20 }, () => job("q1.job", { tenant_id: "tenant_B" })),
+      ...Array.from({ length: 20 }, () => job("q1.job", { tenant_id: "tenant_C" })),
+    ]);
+    // Three tenants of weight 1, a batch of 30: each tenant's scan reads its share (11); tenant_A has one job.
+    const first = await claimBatch(db.pool, { poolId: "p1", workerId: "w", limit: 30 });
+    expect(first.jobs).toHaveLength(23);
+    expect(first).toMatchObject({ bounds: [], hasMore: true });
+    const second = await claimBatch(db.pool, { poolId: "p1", workerId: "w", limit: 30 });
+    expect(second.jobs).toHaveLength(18);
+    expect(second).toMatchObject({ bounds: [], hasMore: false });
+  });
 });

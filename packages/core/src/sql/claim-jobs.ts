@@ -147,13 +147,25 @@ export const boundScopesOf = (job: Pick<ClaimedJob, "queueId" | "tenantId" | "re
   return scopes;
 };
 
+/** A claim's jobs, its bounds, and whether the tenants' shares (not the work) cut it short. */
+export type ClaimResult = {
+  jobs: ClaimedJob[];
+  bounds: ClaimBound[];
+  /**
+   * The claim came back short because a tenant's scan stopped at its weighted share of the batch
+   * (each tenant's scan locks what it reads, so it reads about its share): more may be claimable
+   * now, so claim again rather than wait for a notification.
+   */
+  hasMore: boolean;
+};
+
 /**
  * `claimJobs` with the claim's bounds: the limits that cut it short with work left behind
  * (`ClaimBound`; none on the fast path, where no limit applies). The worker's claim loop claims
  * again when a finished job of its own was under one of them.
  */
-export const claimBatch = async (db: Db, params: ClaimParams): Promise<{ jobs: ClaimedJob[]; bounds: ClaimBound[] }> => {
-  if (params.limit <= 0) return { jobs: [], bounds: [] };
+export const claimBatch = async (db: Db, params: ClaimParams): Promise<ClaimResult> => {
+  if (params.limit <= 0) return { jobs: [], bounds: [], hasMore: false };
   const { rows } = await db.query<ClaimRow>({
     name: "porter.claim",
     text: `SELECT ${CLAIM_COLUMNS} FROM porter_claim($1, $2, $3, $4, $5)`,
@@ -163,9 +175,11 @@ export const claimBatch = async (db: Db, params: ClaimParams): Promise<{ jobs: C
   });
   const jobs: ClaimedJob[] = [];
   const bounds: ClaimBound[] = [];
+  let hasMore = false;
   for (const r of rows) {
     if (r[25] === null) jobs.push(toClaimedJob(r));
+    else if (r[25] === "more") hasMore = true;
     else bounds.push(r[25]);
   }
-  return { jobs, bounds };
+  return { jobs, bounds, hasMore };
 };

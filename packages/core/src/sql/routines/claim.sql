@@ -34,6 +34,8 @@
 --   (priority DESC, vft) order, ranked per queue, tenant and resource key, cut to each room; the
 --   token buckets (tokens.sql) are debited for the rows picked, in the same statement (the claim
 --   takes every row picked).
+-- * 'more' (fast and queues paths): an extra row like a bound when the claim came back short
+--   because a tenant's scan stopped at its share of the batch — more may be claimable now.
 -- * Bounds (queues and full paths): the concurrency limits whose room the claim used up while
 --   claimable work of the pool stays behind come back as extra rows (job columns null, `bound`
 --   'queue:<id>', 'pool:<id>', 'tenant:<id>' or 'resource_key:<id>'). A claim a cap cuts to zero
@@ -156,6 +158,7 @@ DECLARE
   v_kind text;
   v_key text;
   v_is_left boolean;
+  v_more boolean := false; -- fast and queues paths: a tenant's scan stopped at its share (more may be claimable)
 BEGIN
   -- Priority aging rewrites waiting rows of this pool's aging queues under this lock, taken
   -- exclusively (porter_age): a claim skipping the rows it holds would hand out lower-priority work,
@@ -206,9 +209,12 @@ BEGIN
   -- The pick: which rows, locked, in claim order (v_tids); the claim of them follows, for both paths.
   IF v_path = 'fast' THEN
     -- Fast path: no cap, quota, rate or resource-key limit applies to this pool: nothing to count,
-    -- so no window ranking — per (queue, tenant with claimable work) the best jobs up to about
-    -- twice the tenant's weighted share of the batch (all of it when it is alone), merged in
-    -- (priority DESC, vft) order. The same order as the limited path below.
+    -- so no window ranking — per (queue, tenant with claimable work) the best jobs up to the
+    -- tenant's weighted share of the batch, plus one (all of it when it is alone), merged in
+    -- (priority DESC, vft) order. The same order as the limited path below. Each row scanned is
+    -- locked, so a larger cut locks rows the claim does not take (twice the share, as before issue
+    -- 15's policy pass, cost the policy configuration's pick ~40% more); a claim the shares cut
+    -- short while a tenant had more says so ('more', below) and the worker claims again at once.
     WITH active AS (
       SELECT q.id AS queue_id, fc.tenant_id, t.weight
         FROM queues q
@@ -227,8 +233,10 @@ BEGIN
     ), shares AS (
       SELECT a.*, count(*) OVER () AS n, sum(a.weight) OVER () AS total FROM active a
     ), cand AS (
-      SELECT c.ctid AS tid, c.id, c.priority, c.vft
-        FROM shares s
+      SELECT c.ctid AS tid, c.id, c.priority, c.vft, s.queue_id, s.tenant_id, s.share
+        FROM (SELECT sh.*, CASE WHEN sh.n = 1 THEN p_limit
+                                ELSE least(p_limit, ceil(p_limit * sh.weight::float8 / sh.total)::int + 1) END AS share
+                FROM shares sh) s
         CROSS JOIN LATERAL (
           SELECT j.ctid, j.id, j.priority, j.vft
             FROM jobs j
@@ -237,13 +245,14 @@ BEGIN
              AND j.run_at <= v_now
              AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
            ORDER BY j.priority DESC, j.vft, j.id
-           LIMIT CASE WHEN s.n = 1 THEN p_limit
-                      ELSE least(p_limit, 2 * ceil(p_limit * s.weight::float8 / s.total)::int + 1) END
+           LIMIT s.share
            FOR UPDATE SKIP LOCKED
         ) c
     )
-    SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) INTO v_tids
-      FROM (SELECT cand.* FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit) p;
+    SELECT (SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id)
+              FROM (SELECT cand.* FROM cand ORDER BY cand.priority DESC, cand.vft, cand.id LIMIT p_limit) p),
+           EXISTS (SELECT 1 FROM cand GROUP BY cand.queue_id, cand.tenant_id, cand.share HAVING count(*) >= cand.share)
+      INTO v_tids, v_more;
   ELSIF v_path = 'queues' THEN
     -- Queue caps only: the fast path's merge, with the room counted and the candidates ranked only
     -- for the capped queues (and only under the pool's lock; without it they are left out). The
@@ -268,8 +277,10 @@ BEGIN
     ), shares AS (
       SELECT a.*, count(*) OVER () AS n, sum(a.weight) OVER () AS total FROM active a
     ), cand AS (
-      SELECT c.ctid AS tid, c.id, c.priority, c.vft, s.queue_id, s.is_capped, s.free
-        FROM shares s
+      SELECT c.ctid AS tid, c.id, c.priority, c.vft, s.queue_id, s.tenant_id, s.is_capped, s.free, s.share
+        FROM (SELECT sh.*, CASE WHEN sh.n = 1 THEN p_limit
+                                ELSE least(p_limit, ceil(p_limit * sh.weight::float8 / sh.total)::int + 1) END AS share
+                FROM shares sh) s
         CROSS JOIN LATERAL (
           SELECT j.ctid, j.id, j.priority, j.vft
             FROM jobs j
@@ -278,8 +289,7 @@ BEGIN
              AND j.run_at <= v_now
              AND (j.deadline_at IS NULL OR j.deadline_at > v_now)
            ORDER BY j.priority DESC, j.vft, j.id
-           LIMIT least(s.free, CASE WHEN s.n = 1 THEN p_limit
-                                    ELSE least(p_limit, 2 * ceil(p_limit * s.weight::float8 / s.total)::int + 1) END)
+           LIMIT least(s.free, s.share)
            FOR UPDATE SKIP LOCKED
         ) c
     ), picked AS (
@@ -297,8 +307,10 @@ BEGIN
     SELECT (SELECT array_agg(p.tid ORDER BY p.priority DESC, p.vft, p.id) FROM picked p),
            -- Capped queues whose room this claim used up (or found none of).
            (SELECT array_agg('queue:' || qs.id) FROM qs
-             WHERE qs.is_capped AND qs.free < p_limit AND qs.free <= (SELECT count(*) FROM picked p WHERE p.queue_id = qs.id))
-      INTO v_tids, v_full;
+             WHERE qs.is_capped AND qs.free < p_limit AND qs.free <= (SELECT count(*) FROM picked p WHERE p.queue_id = qs.id)),
+           -- A tenant's scan stopped at its share of the batch (not at a cap's room).
+           EXISTS (SELECT 1 FROM cand GROUP BY cand.queue_id, cand.tenant_id, cand.share HAVING count(*) >= cand.share)
+      INTO v_tids, v_full, v_more;
   ELSE
     -- Limited path: the room left under every limit, candidates ranked and cut to each room; the
     -- token buckets are debited for the rows picked (the claim below takes all of them).
@@ -485,6 +497,13 @@ BEGIN
         v_bounds := v_bounds || v_scope;
       END IF;
     END LOOP;
+  END IF;
+  -- A claim cut short by the tenants' shares rather than by the work: 'more' (not a limit), so the
+  -- worker claims again at once instead of taking the short claim for an empty pool.
+  IF v_more AND coalesce(cardinality(v_tids), 0) < p_limit THEN
+    v_bounds := v_bounds || 'more'::text;
+  END IF;
+  IF v_bounds IS NOT NULL THEN
     RETURN QUERY SELECT NULL::bigint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer,
                         NULL::text, NULL::integer, NULL::integer, NULL::integer, NULL::timestamptz, NULL::text,
                         NULL::timestamptz, NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::integer,
