@@ -44,6 +44,9 @@ export const openGraphile = async (adminUrl: string, variant: Variant, budget: B
     enqueueBatch: (jobs) => addJobs(jobs, false),
     enqueueOne: async (job) => String((await utils.addJob(QUEUE, payloadOf(job))).id),
     keyedBatch: (jobs) => addJobs(jobs, true),
+    reset: async () => {
+      await observer.query(`TRUNCATE ${JOBS}`);
+    },
     pending: () => count(`SELECT count(*)::int AS n FROM ${JOBS}`),
     doneAmong: async (ids) => {
       const { rows } = await observer.query<{ id: string }>(`SELECT id::text AS id FROM ${JOBS} WHERE id = ANY($1::bigint[])`, [ids]);

@@ -118,6 +118,9 @@ export const openPorter = async (adminUrl: string, variant: Variant, budget: Bud
       return true;
     },
     http: async () => (http ??= await startPorterHttp(pool, database.url, budget.connections)),
+    reset: async () => {
+      await observer.query(`TRUNCATE jobs, idempotency_keys, job_stream`);
+    },
     close: async () => {
       await http?.close();
       await pool.end();

@@ -43,6 +43,13 @@ export type Session = {
    * row beside the plain one; the target names the plain one.
    */
   keyedBatch?: (jobs: BenchJob[]) => Promise<string[]>;
+  /**
+   * Empties the tables an enqueue writes (jobs, and for Porter its idempotency ledger and status
+   * stream), so that each producer of a session — Porter's direct and HTTP calls, graphile-worker's
+   * plain and keyed ones — starts from the state the first one had (a fresh database), not from
+   * the rows of the producers before it.
+   */
+  reset?: () => Promise<void>;
   /** Ends the pools and drops the database. */
   close: () => Promise<void>;
 };
