@@ -232,6 +232,8 @@ export class ClaimLoop {
         }
         let jobs: ClaimedJob[];
         let claimHasMore = false;
+        // Free slots reserved for the jobs this claim marks started (released once they are accepted).
+        let start = 0;
         const claimStartedAt = performance.now();
         const nudgesBefore = this.nudges;
         // One `porter.claim` span per claim statement that claimed work or failed (a root: a batch
@@ -252,8 +254,9 @@ export class ClaimLoop {
           // prefetched rest are marked when they leave the buffer (PrefetchBuffer.pump).
           this.isClaimRunning = true;
           this.writtenDuringClaim = [];
-          const start = this.buffer.startable();
-          const claim = await this.connection.run((client) => claimBatch(client, { poolId, workerId, limit: free, start }));
+          start = this.buffer.reserveStarts();
+          const claimStart = start;
+          const claim = await this.connection.run((client) => claimBatch(client, { poolId, workerId, limit: free, start: claimStart }));
           jobs = claim.jobs;
           claimHasMore = claim.hasMore;
           this.bounds = new Set(claim.bounds);
@@ -266,6 +269,7 @@ export class ClaimLoop {
           errors = 0;
           logger.trace("claimed", { n: jobs.length, limit: free, ms: Math.round(performance.now() - claimStartedAt) });
         } catch (error) {
+          this.buffer.releaseStarts(start);
           this.isClaimRunning = false;
           endSpanWithError(claimSpan(), error, "CLAIM_FAILED");
           errors += 1;
@@ -283,6 +287,7 @@ export class ClaimLoop {
         this.options.probe?.onClaim(jobs.length, (performance.now() - claimStartedAt) / 1000);
         if (jobs.length > 0) this.options.onClaimed?.();
         if (this.isStopped && jobs.length > 0) logger.info("claimed while draining; these run within the grace", { n: jobs.length });
+        this.buffer.releaseStarts(start);
         this.buffer.accept(jobs, (job) => this.isBoundBy(job));
         // A short claim means the queue is empty for now — unless the tenants' shares cut it
         // (`hasMore`), or work was announced while it ran (its NOTIFY may have come after the

@@ -48,6 +48,8 @@ export type CompleterOptions = {
   handover?: () => Handover | undefined;
   /** Takes the jobs an ack write claimed by hand-over (awaited before the write counts as done). */
   onHandedOver?: (jobs: ClaimedJob[]) => Promise<void> | void;
+  /** The write that carried `handover` ended (its jobs, if any, were taken): its reserved slots are free. */
+  onHandoverEnded?: (handover: Handover) => void;
 };
 
 /**
@@ -175,9 +177,13 @@ export class Completer {
   /** One ack statement, with the hand-over when the worker asks for one; returns the stale ids. */
   private async writeAcks(items: Completion[]): Promise<string[]> {
     const handover = this.options.handover?.();
-    const outcome = await this.ackConnection.run((client) => completeJobs(client, items, undefined, handover));
-    if (outcome.handedOver.length > 0) await this.options.onHandedOver?.(outcome.handedOver);
-    return this.written("ack", items.length, outcome.stale);
+    try {
+      const outcome = await this.ackConnection.run((client) => completeJobs(client, items, undefined, handover));
+      if (outcome.handedOver.length > 0) await this.options.onHandedOver?.(outcome.handedOver);
+      return this.written("ack", items.length, outcome.stale);
+    } finally {
+      if (handover) this.options.onHandoverEnded?.(handover);
+    }
   }
 
   private written(kind: "ack" | "fail", rows: number, stale: string[]): string[] {

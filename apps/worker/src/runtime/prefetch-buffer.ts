@@ -46,6 +46,8 @@ export class PrefetchBuffer {
   private startFlight: Promise<void> | undefined;
   private isStartScheduled = false;
   private bufferTimer: NodeJS.Timeout | undefined;
+  /** Free slots reserved by claims in flight for the jobs they mark started (`reserveStarts`). */
+  private reservedStarts = 0;
 
   /** Claimed jobs waiting for a slot now. */
   get depth(): number {
@@ -72,9 +74,25 @@ export class PrefetchBuffer {
     return this.slots.concurrency + this.prefetchNow - this.slots.size - this.depth;
   }
 
-  /** Free slots no buffered job is waiting for: what a claim may start at once. */
+  /** Free slots no buffered job is waiting for and no claim in flight has reserved: what a claim may start at once. */
   startable(): number {
-    return Math.max(0, this.slots.concurrency - this.slots.size - this.depth);
+    return Math.max(0, this.slots.concurrency - this.slots.size - this.depth - this.reservedStarts);
+  }
+
+  /**
+   * Reserves the slots a claim in flight may mark started (`startable()` of them), so that two
+   * claims in flight at once — the claim loop's and an ack's hand-over — never start more jobs
+   * than there are free slots. Release with `releaseStarts` once the claim's jobs were accepted
+   * (or the claim failed).
+   */
+  reserveStarts(): number {
+    const n = this.startable();
+    this.reservedStarts += n;
+    return n;
+  }
+
+  releaseStarts(n: number): void {
+    this.reservedStarts -= n;
   }
 
   /**

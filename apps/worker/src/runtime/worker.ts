@@ -84,8 +84,11 @@ export class PorterWorker {
         if (options.capHandover === false) return undefined;
         const queueIds = this.claimLoop.handoverQueues();
         const limit = this.buffer.room();
-        return queueIds.length > 0 && limit > 0 ? { poolId: options.poolId, workerId: this.id, queueIds, limit } : undefined;
+        if (queueIds.length === 0 || limit <= 0) return undefined;
+        // Free slots reserved for the jobs it marks started, as a claim reserves them.
+        return { poolId: options.poolId, workerId: this.id, queueIds, limit, start: this.buffer.reserveStarts() };
       },
+      onHandoverEnded: (handover) => this.buffer.releaseStarts(handover.start ?? 0),
       isUrgent: (item) => {
         if (options.capHandover === false) return false;
         const job = this.slots.get(item.id)?.job;

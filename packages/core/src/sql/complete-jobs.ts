@@ -23,11 +23,18 @@ export type CompleteOutcome = {
 /**
  * Hands the room of acked jobs of capped queues to those queues' next jobs, in the ack's statement
  * (`porter_handover`, routines/claim.sql): for each acked job of one of `queueIds`, at most one job
- * of its queue is claimed for `workerId` — none started (they go through the worker's prefetch
- * buffer), `limit` in all. A pool with tenant quotas or start rates, or a queue with a limited
+ * of its queue is claimed for `workerId` — `limit` in all, the first `start` marked started as a
+ * claim marks them (the rest go through the worker's prefetch buffer). A pool with tenant quotas or start rates, or a queue with a limited
  * resource key, declines (no rows): the worker's claim loop claims as before.
  */
-export type Handover = { poolId: string; workerId: string; queueIds: string[]; limit: number };
+export type Handover = {
+  poolId: string;
+  workerId: string;
+  queueIds: string[];
+  limit: number;
+  /** How many of them, in claim order, go into free slots at once and are marked started (default none). */
+  start?: number;
+};
 
 /**
  * Acks a batch of attempts: each job's result and its SUCCEEDED transition commit together, in
@@ -62,7 +69,7 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date, hand
   const { rows } = await db.query<[string | null, ...ClaimRow]>({
     name: "porter.complete.handover",
     text: HANDOVER_TEXT,
-    values: [...values, handover.poolId, handover.workerId, handover.queueIds, handover.limit],
+    values: [...values, handover.poolId, handover.workerId, handover.queueIds, handover.limit, Math.max(0, handover.start ?? 0)],
     rowMode: "array",
     types: claimTypes,
   });
@@ -110,7 +117,7 @@ const HANDOVER_TEXT = `${COMPLETE_CTES},
      handed AS (
        SELECT * FROM porter_handover($7, $8,
                                      (SELECT array_agg(d.queue_id) FROM done d WHERE d.queue_id = ANY ($9::text[])),
-                                     $10, NULL)
+                                     $10, NULL, $11)
      )
      SELECT NULL::text, ${CLAIM_COLUMNS} FROM handed
      UNION ALL

@@ -156,6 +156,19 @@ describe("porter_handover: acked jobs of a capped queue hand their room to its n
     expect(handed.map((j) => j.queueId)).toEqual(["q2"]);
   });
 
+  it("marks the first `start` of them started, as a claim marks jobs for free slots", async () => {
+    await setup([{ id: "q1", concurrency_cap: 3 }]);
+    await enqueueJobs(
+      db.pool,
+      Array.from({ length: 8 }, () => job("q1.job")),
+    );
+    const first = await claim(10);
+    const handed = (await ack(first, { ...handover(["q1"]), start: 2 })).handedOver;
+    expect(handed.map((j) => j.isStarted)).toEqual([true, true, false]);
+    const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE state = 'RUNNING' AND started_at IS NOT NULL`);
+    expect(rows[0]!.n).toBe(2);
+  });
+
   it("respects its limit across queues", async () => {
     await setup([{ id: "q1", concurrency_cap: 3 }]);
     await enqueueJobs(

@@ -525,8 +525,9 @@ $$;
 -- trip and one commit per round of a capped queue instead of two (the ack, then a claim that counts
 -- under the pool's lock; docs/performance.md "the capped queue's round"). p_freed names the queue
 -- of each job the calling statement has just taken out of RUNNING (its fenced ack); per queue, at
--- most that many of its claimable jobs are claimed for p_worker (p_limit in all, none started: they
--- go through the worker's prefetch buffer), in the claim's order across the queue's tenants.
+-- most that many of its claimable jobs are claimed for p_worker (p_limit in all, the first p_start
+-- marked started: the worker's free slots it reserved for them), in the claim's order across the
+-- queue's tenants.
 --
 -- Why no lock and no count against the pool's claims: a hand-over never adds to a queue's RUNNING
 -- count, since it takes at most as many as the same transaction took out, and a claim counting
@@ -537,7 +538,9 @@ $$;
 -- Only for limits a hand-over within one queue leaves unchanged: queue caps and the pool's cap.
 -- Tenant quotas and start rates (the successor may be another tenant's; its start needs a token)
 -- and resource-key limits (adaptive or rated) decline: the worker's claim loop claims instead.
-CREATE OR REPLACE FUNCTION porter_handover(p_pool text, p_worker text, p_freed text[], p_limit integer, p_now timestamptz)
+DROP FUNCTION IF EXISTS porter_handover(text, text, text[], integer, timestamptz);
+CREATE OR REPLACE FUNCTION porter_handover(p_pool text, p_worker text, p_freed text[], p_limit integer, p_now timestamptz,
+                                           p_start integer)
 RETURNS TABLE (
   id bigint, job_id uuid, job_type text, queue_id text, tenant_id text, payload jsonb, priority integer,
   idempotency_key text, attempt integer, max_attempts integer, timeout_s integer, deadline_at timestamptz,
@@ -603,6 +606,6 @@ BEGIN
   IF v_tids IS NULL THEN
     RETURN;
   END IF;
-  RETURN QUERY SELECT * FROM porter_claim_rows(p_worker, v_tids, v_now, 0);
+  RETURN QUERY SELECT * FROM porter_claim_rows(p_worker, v_tids, v_now, p_start);
 END
 $$;
