@@ -97,6 +97,7 @@ export class PorterWorker {
       onHandedOver: (jobs) => {
         // A write under way when the drain began: the jobs go back at once (READY, attempt not counted).
         if (this.claimLoop.isStopping) return this.buffer.handBackNow(jobs);
+        if (this.logger.isLevelEnabled("debug")) this.logger.debug("handed over", { n: jobs.length });
         this.claimLoop.onHandedOver(jobs);
       },
     });
