@@ -29,6 +29,11 @@ export type TestDatabase = {
   appPrisma: ControlDb;
   /** Ends the pools and drops the database (terminating other connections to it). */
   drop: () => Promise<void>;
+  /**
+   * A server of its own only (`isOwnServer`): `pg_ctl restart -m immediate` of it, for crash cases
+   * (restartable-cluster.ts). Throws on the shared server, which other suites use.
+   */
+  restartImmediate: () => Promise<void>;
 };
 
 /** Options of {@link createTestDatabase} and {@link useTestDatabase}. */
@@ -57,7 +62,7 @@ export type TestDatabaseOptions = {
 export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promise<TestDatabase> {
   if (opts.isOwnServer) {
     const cluster = await startRestartableCluster({ isMigrated: true });
-    return handleOf("porter", cluster.connectionString, () => cluster.stop());
+    return handleOf("porter", cluster.connectionString, () => cluster.stop(), cluster.restartImmediate);
   }
   const adminUrl = inject("porterTestAdminUrl");
   const template = opts.isEmpty ? "template0" : inject("porterTestTemplate");
@@ -85,7 +90,13 @@ export async function createTestDatabase(opts: TestDatabaseOptions = {}): Promis
 }
 
 /** The pools and clients of a test database at `connectionString`; `dropDatabase` runs after they end. */
-function handleOf(name: string, connectionString: string, dropDatabase: () => Promise<unknown>): TestDatabase {
+function handleOf(
+  name: string,
+  connectionString: string,
+  dropDatabase: () => Promise<unknown>,
+  restartImmediate: () => Promise<void> = () =>
+    Promise.reject(new Error("restartImmediate: only a test database on a server of its own (isOwnServer) can be restarted")),
+): TestDatabase {
   const pool = createPool(connectionString, { max: 5, applicationName: "porter-test" });
   const appConnectionString = runtimeDatabaseUrl({ databaseUrl: connectionString });
   let appPool: pg.Pool | undefined;
@@ -118,6 +129,7 @@ function handleOf(name: string, connectionString: string, dropDatabase: () => Pr
       return appPrisma;
     },
     drop,
+    restartImmediate,
   };
 }
 
@@ -182,6 +194,7 @@ export function useTestDatabase(opts: TestDatabaseOptions = {}): TestDatabase {
       return current().appPrisma;
     },
     drop: () => current().drop(),
+    restartImmediate: () => current().restartImmediate(),
   };
 }
 
