@@ -162,6 +162,11 @@ export class ClaimLoop {
     return queues;
   }
 
+  /** Whether the acks of this queue's jobs hand its room over now (`handoverQueues` names it). */
+  isHandoverQueue(queueId: string): boolean {
+    return this.bounds.size > 0 && !this.isStopped && this.bounds.has(`queue:${queueId}`);
+  }
+
   /**
    * An ack write handed the room of finished jobs to these jobs of their queues: they go into the
    * buffer like a claim's (bounded first), and the results that freed the room prompt no claim.

@@ -92,7 +92,7 @@ export class PorterWorker {
       isUrgent: (item) => {
         if (options.capHandover === false) return false;
         const job = this.slots.get(item.id)?.job;
-        return job !== undefined && this.claimLoop.handoverQueues().includes(job.queueId);
+        return job !== undefined && this.claimLoop.isHandoverQueue(job.queueId);
       },
       onHandedOver: (jobs) => {
         // A write under way when the drain began: the jobs go back at once (READY, attempt not counted).
