@@ -3,23 +3,17 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
+import { jobInput } from "../testing/fixtures";
 import { claimBatch } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
-import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
+import { enqueueJobs } from "./enqueue-jobs";
 
 // Issue 15: the claim names the limits that cut it short with claimable work left behind (its
 // bounds), so a worker knows which finished jobs free room worth a claim; and a pool whose only
 // limits are queue caps claims its uncapped queues without the pool's lock while no capped queue
 // has work.
 const db = useTestDatabase();
-let n = 0;
-const job = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  job_type: type,
-  tenant_id: "tenant_A",
-  payload: { n: n++ },
-  idempotency_key: `k${n}`,
-  ...over,
-});
+const job = jobInput;
 const setup = async (queues: Array<Omit<QueueRow, "pool_id">>, poolCap: number | null = null) => {
   await db.pool.query(`TRUNCATE jobs, finished_jobs, idempotency_keys, fair_clocks, job_types, queues, pools, tenants CASCADE`);
   await controlPlane(db.pool, { pool: { id: "p1", concurrency_cap: poolCap }, queues, tenants: ["tenant_A", "tenant_B"] });

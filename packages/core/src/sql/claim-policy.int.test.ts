@@ -1,18 +1,12 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
 import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
+import { jobInput } from "../testing/fixtures";
 import { claimJobs } from "./claim-jobs";
-import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
+import { enqueueJobs } from "./enqueue-jobs";
 
 const db = useTestDatabase();
-let n = 0;
-const job = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  job_type: type,
-  tenant_id: "tenant_A",
-  payload: { n: n++ },
-  idempotency_key: `k${n}`,
-  ...over,
-});
+const job = jobInput;
 const setup = async (queues: Array<Omit<QueueRow, "pool_id">>, poolCap: number | null = null) => {
   await db.pool.query(`TRUNCATE jobs, finished_jobs, idempotency_keys, job_types, queues, pools, tenants CASCADE`);
   await controlPlane(db.pool, { pool: { id: "p1", concurrency_cap: poolCap }, queues });

@@ -2,22 +2,16 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { controlPlane, type QueueRow, type TenantRow } from "../testing/control-plane-factory";
+import { jobInput } from "../testing/fixtures";
 import { type ClaimedJob, claimBatch } from "./claim-jobs";
 import { completeJobs, type Handover } from "./complete-jobs";
-import { type EnqueueInput, enqueueJobs } from "./enqueue-jobs";
+import { enqueueJobs } from "./enqueue-jobs";
 
 // Issue 15: the ack of a capped queue's jobs hands their room to the queue's next jobs in the same
 // statement (`porter_handover`): one round trip and one commit per round of a capped queue. A
 // hand-over never adds to the queue's RUNNING count and never exceeds the cap as it stands now.
 const db = useTestDatabase();
-let n = 0;
-const job = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  job_type: type,
-  tenant_id: "tenant_A",
-  payload: { n: n++ },
-  idempotency_key: `k${n}`,
-  ...over,
-});
+const job = jobInput;
 const setup = async (queues: Array<Omit<QueueRow, "pool_id">>, tenants: TenantRow[] = [{ id: "tenant_A" }, { id: "tenant_B" }]) => {
   await db.pool.query(`TRUNCATE jobs, finished_jobs, idempotency_keys, fair_clocks, job_types, queues, pools, tenants, resource_keys CASCADE`);
   await controlPlane(db.pool, { pool: "p1", queues, tenants });

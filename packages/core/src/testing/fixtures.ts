@@ -1,8 +1,16 @@
 // Job-state probes of core's integration tests; control-plane rows come from control-plane-factory.ts.
 import type { Db } from "../db";
+import type { EnqueueInput } from "../sql/enqueue-jobs";
 
 /** The control-plane factory's builder, for tests that import it from here (new tests: control-plane-factory.ts). */
 export { controlPlane } from "./control-plane-factory";
+
+let jobInputs = 0;
+/** An enqueue input of `type` for tenant_A with a payload and idempotency key unique within the test process. */
+export const jobInput = (type: string, over: Partial<EnqueueInput> = {}): EnqueueInput => {
+  jobInputs += 1;
+  return { job_type: type, tenant_id: "tenant_A", payload: { n: jobInputs }, idempotency_key: `k${jobInputs}`, ...over };
+};
 
 /** Row counts of the job tables, to assert that a refused request stored nothing. */
 export const jobTableCounts = async (db: Db) => {
