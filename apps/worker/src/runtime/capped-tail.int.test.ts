@@ -43,6 +43,24 @@ afterAll(async () => {
   await db.end();
 });
 
+/** A worker of 8 slots on `tail-pool`, polls a minute apart: `tail.slow` sleeps `slowMs`, `tail.fast` returns at once. */
+const startTailWorker = (pool: pg.Pool, options: { slowMs: number; capHandover: boolean }) =>
+  PorterWorker.start({
+    db: pool,
+    connectionString: testDb.appConnectionString,
+    poolId: "tail-pool",
+    logger,
+    concurrency: 8,
+    pollIntervalMs: 60_000,
+    disconnectedPollIntervalMs: 60_000,
+    maintenance: false,
+    capHandover: options.capHandover,
+    handlers: createHandlerMap([
+      defineHandler({ type: "tail.slow", run: async () => sleep(options.slowMs) }),
+      defineHandler({ type: "tail.fast", run: async () => null }),
+    ]),
+  });
+
 describe("a capped queue's tail", () => {
   it("claims again when a job of the queue that bounded the claim finishes, not at the poll", async () => {
     const counted = createPool(testDb.appConnectionString, { max: 6 });
@@ -51,22 +69,8 @@ describe("a capped queue's tail", () => {
       return query(...args);
     });
     try {
-      worker = await PorterWorker.start({
-        db: counted,
-        connectionString: testDb.appConnectionString,
-        poolId: "tail-pool",
-        logger,
-        concurrency: 8,
-        pollIntervalMs: 60_000,
-        disconnectedPollIntervalMs: 60_000,
-        maintenance: false,
-        // The claim loop's own answer to a bound (the hand-over is the next test's).
-        capHandover: false,
-        handlers: createHandlerMap([
-          defineHandler({ type: "tail.slow", run: async () => sleep(150) }),
-          defineHandler({ type: "tail.fast", run: async () => null }),
-        ]),
-      });
+      // The claim loop's own answer to a bound (the hand-over is the next test's).
+      worker = await startTailWorker(counted, { slowMs: 150, capHandover: false });
       await sleep(300);
       claims = 0;
       // The quick queue's results are written while `bulk` holds its 2 slots: the claim they prompt
@@ -108,22 +112,7 @@ describe("a capped queue's tail", () => {
     })();
     try {
       for (let w = 0; w < 2; w++) {
-        workers.push(
-          await PorterWorker.start({
-            db: counted,
-            connectionString: testDb.appConnectionString,
-            poolId: "tail-pool",
-            logger,
-            concurrency: 8,
-            pollIntervalMs: 60_000,
-            disconnectedPollIntervalMs: 60_000,
-            maintenance: false,
-            handlers: createHandlerMap([
-              defineHandler({ type: "tail.slow", run: async () => sleep(25) }),
-              defineHandler({ type: "tail.fast", run: async () => null }),
-            ]),
-          }),
-        );
+        workers.push(await startTailWorker(counted, { slowMs: 25, capHandover: true }));
       }
       await sleep(300);
       claims = 0;

@@ -41,11 +41,12 @@ export type CompleterOptions = {
    */
   isUrgent?: (item: Completion) => boolean;
   /**
-   * Asked at each ack write: the capped queues whose room this worker's acks hand to those queues'
-   * next jobs in the ack's own statement (core's `Handover`, `porter_handover`), or undefined for
-   * none. The jobs handed over go to `onHandedOver` before the acks' promises resolve.
+   * Asked at each ack write of `acks` results: the capped queues whose room this worker's acks hand
+   * to those queues' next jobs in the ack's own statement (core's `Handover`, `porter_handover`:
+   * at most one job per ack), or undefined for none. The jobs handed over go to `onHandedOver`
+   * before the acks' promises resolve.
    */
-  handover?: () => Handover | undefined;
+  handover?: (acks: number) => Handover | undefined;
   /** Takes the jobs an ack write claimed by hand-over (awaited before the write counts as done). */
   onHandedOver?: (jobs: ClaimedJob[]) => Promise<void> | void;
   /** The write that carried `handover` ended (its jobs, if any, were taken): its reserved slots are free. */
@@ -176,7 +177,7 @@ export class Completer {
 
   /** One ack statement, with the hand-over when the worker asks for one; returns the stale ids. */
   private async writeAcks(items: Completion[]): Promise<string[]> {
-    const handover = this.options.handover?.();
+    const handover = this.options.handover?.(items.length);
     try {
       const outcome = await this.ackConnection.run((client) => completeJobs(client, items, undefined, handover));
       if (outcome.handedOver.length > 0) await this.options.onHandedOver?.(outcome.handedOver);

@@ -80,13 +80,13 @@ export class PrefetchBuffer {
   }
 
   /**
-   * Reserves the slots a claim in flight may mark started (`startable()` of them), so that two
-   * claims in flight at once — the claim loop's and an ack's hand-over — never start more jobs
-   * than there are free slots. Release with `releaseStarts` once the claim's jobs were accepted
-   * (or the claim failed).
+   * Reserves the slots a claim in flight may mark started (`startable()` of them, at most `max`),
+   * so that two claims in flight at once — the claim loop's and an ack's hand-over — never start
+   * more jobs than there are free slots. Release with `releaseStarts` once the claim's jobs were
+   * accepted (or the claim failed).
    */
-  reserveStarts(): number {
-    const n = this.startable();
+  reserveStarts(max = Number.POSITIVE_INFINITY): number {
+    const n = Math.min(max, this.startable());
     this.reservedStarts += n;
     return n;
   }

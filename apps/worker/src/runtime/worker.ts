@@ -80,13 +80,13 @@ export class PorterWorker {
       },
       // A capped queue's round in one commit: the acks of its jobs hand their room to its next
       // jobs (core's `porter_handover`) while the last claim named the queue's cap as its bound.
-      handover: () => {
+      handover: (acks) => {
         if (options.capHandover === false) return undefined;
         const queueIds = this.claimLoop.handoverQueues();
-        const limit = this.buffer.room();
+        // At most one job per ack; free slots reserved for those it marks started, as a claim reserves them.
+        const limit = Math.min(acks, this.buffer.room());
         if (queueIds.length === 0 || limit <= 0) return undefined;
-        // Free slots reserved for the jobs it marks started, as a claim reserves them.
-        return { poolId: options.poolId, workerId: this.id, queueIds, limit, start: this.buffer.reserveStarts() };
+        return { poolId: options.poolId, workerId: this.id, queueIds, limit, start: this.buffer.reserveStarts(limit) };
       },
       onHandoverEnded: (handover) => this.buffer.releaseStarts(handover.start ?? 0),
       isUrgent: (item) => {

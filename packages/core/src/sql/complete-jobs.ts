@@ -24,8 +24,9 @@ export type CompleteOutcome = {
  * Hands the room of acked jobs of capped queues to those queues' next jobs, in the ack's statement
  * (`porter_handover`, routines/claim.sql): for each acked job of one of `queueIds`, at most one job
  * of its queue is claimed for `workerId` — `limit` in all, the first `start` marked started as a
- * claim marks them (the rest go through the worker's prefetch buffer). A pool with tenant quotas or start rates, or a queue with a limited
- * resource key, declines (no rows): the worker's claim loop claims as before.
+ * claim marks them (the rest go through the worker's prefetch buffer). A pool with tenant quotas
+ * or start rates, or a queue with a limited resource key, declines (no rows): the worker's claim
+ * loop claims as before.
  */
 export type Handover = {
   poolId: string;
