@@ -31,13 +31,13 @@ export const scenarioMarkdown = (s: ScenarioResult): string => {
   const comparable = cols.filter((c) => c.better !== "none");
   const refs = s.rows.filter((r) => r.isPorter);
   const peers = s.rows.filter((r) => !r.isPorter);
-  if (refs.length && peers.length && comparable.length) {
+  if (refs.length && (peers.length || refs.length > 1) && comparable.length) {
     const row = (ref: (typeof refs)[number], other: (typeof refs)[number]) => [
       `${ref.label} ÷ ${other.label}`,
       ...comparable.map((c) => ratio(median(ref.values[c.key] ?? []), median(other.values[c.key] ?? []), c.digits ?? 0)),
     ];
     // Porter's other configurations (burn-down's policy row) also against Porter's own first row.
-    const base = refs.find((r) => r.variant === "porter");
+    const base = refs.find((r) => r.label === s.porterBase) ?? refs.find((r) => r.variant === "porter");
     const ratioRows = [...refs.filter((r) => base && r !== base).map((r) => row(r, base!)), ...refs.flatMap((ref) => peers.map((peer) => row(ref, peer)))];
     const legend = comparable.map((c) => `${c.label}: ${c.better === "higher" ? "above" : "below"} 1× favours Porter`).join("; ");
     parts.push("", markdownTable(["ratio (medians)", ...comparable.map((c) => c.label)], ratioRows), "", `Ratios — ${legend}.`);

@@ -26,7 +26,7 @@ const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
 const jobs = Number(process.argv[2] ?? 3000);
 const rounds = Number(process.argv[3] ?? 3);
 const concurrency = 24;
-type Variant = "plain" | "ledger" | "ledger-keyshare" | "txonly" | "mixed";
+type Variant = "plain" | "ledger" | "ledger-keyshare" | "txonly" | "mixed" | "ledger-alt" | "txonly-alt" | "stmt" | "stmt-alt";
 // mixed: one run in which job k applies its write as plain, ledger, txonly by k % 3 — the same
 // conditions for all three; prints each one's handler time (mean and median ms per job).
 // txonly: ctx.effect with { txOnly: true } (the statement pipelined behind the claim).
@@ -105,7 +105,9 @@ const deadlocks = async () => Number((await admin(`SELECT deadlocks FROM pg_stat
 const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: number; applied: number }> => {
   await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
   await admin(`CREATE DATABASE ${DB} TEMPLATE ${TPL}`);
-  const pool = createPool(URL, { max: concurrency + 2, applicationName: "effect-ab" });
+  const pool = createPool(URL, { max: Number(process.env.AB_POOL ?? concurrency + 2), applicationName: "effect-ab" });
+  // *-alt: the same handler with the SQL file AB_ALT_SQL applied first (an alternative routine, A/B).
+  if (variant.endsWith("-alt")) await pool.query(readFileSync(process.env.AB_ALT_SQL ?? "", "utf8"));
   if (variant === "ledger-keyshare") {
     if (!CLAIM_WITH_KEY_SHARE.includes("FOR KEY SHARE;")) throw new Error("the claim's lock was not put in");
     await pool.query(CLAIM_WITH_KEY_SHARE);
@@ -120,8 +122,9 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
     run: async (job, ctx) => {
       const k = (job.payload as { k: number }).k;
       const h0 = performance.now();
-      const as: Variant = variant === "mixed" ? (["plain", "ledger", "txonly"] as const)[k % 3]! : variant;
+      const as: Variant = variant === "mixed" ? (["plain", "ledger", "txonly", "stmt"] as const)[k % 4]! : (variant.replace(/-alt$/, "") as Variant);
       if (as === "plain") await pool.query(EFFECT_SQL, [k]);
+      else if (as === "stmt") await ctx.effect(`effect-${k}`, { text: EFFECT_SQL, values: [k] });
       else if (as === "txonly") await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: true });
       else await ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount);
       const ms = performance.now() - h0;

@@ -19,7 +19,25 @@ const DB = "porter_perf_effect_micro";
 const ADMIN = "postgres://postgres@127.0.0.1:5432/postgres";
 const URL = `postgres://postgres@127.0.0.1:5432/${DB}`;
 const ops = Number(process.argv[2] ?? 500);
-const ALL = ["plain", "effect", "bare", "noresult", "nofence", "sqlclaim", "adv", "check", "claimfn", "commitfn", "scalar", "close", "closenopipe"] as const;
+const ALL = [
+  "plain",
+  "effect",
+  "bare",
+  "noresult",
+  "nofence",
+  "sqlclaim",
+  "adv",
+  "check",
+  "claimfn",
+  "commitfn",
+  "scalar",
+  "close",
+  "closenopipe",
+  "one",
+  "onepipe",
+  "oneplain",
+  "oneclose",
+] as const;
 type Variant = (typeof ALL)[number];
 const variants = (process.argv[3]?.split(",") ?? [...ALL]) as Variant[];
 
@@ -34,6 +52,24 @@ await setup.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
 await setup.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
 await setup.query(`INSERT INTO tenants (id) VALUES ('bench')`);
 await setup.query(EFFECTS_TABLE_SQL);
+// one, onepipe: the lease check and the ledger row before the statement, all in one round trip.
+await setup.query(`
+CREATE FUNCTION porter_effect_open(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text, p_job_id uuid)
+RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM 1 FROM jobs j WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state::text = 'RUNNING' FOR SHARE;
+  IF NOT FOUND THEN RAISE EXCEPTION 'stale' USING ERRCODE = 'PR409'; END IF;
+  INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES (p_tenant_id, p_key, p_job_id, p_attempt) ON CONFLICT DO NOTHING;
+  IF NOT FOUND THEN RAISE EXCEPTION 'applied' USING ERRCODE = 'PR208'; END IF;
+END $$;`);
+await setup.query(`
+CREATE FUNCTION porter_effect_open2(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text, p_job_id uuid)
+RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  PERFORM 1 FROM jobs j WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state::text = 'RUNNING' FOR SHARE;
+  IF NOT FOUND THEN RAISE EXCEPTION 'stale' USING ERRCODE = 'PR409'; END IF;
+  INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES (p_tenant_id, p_key, p_job_id, p_attempt);
+END $$;`);
 // adv: the key held by a transaction-level advisory lock, the ledger row written once, at commit.
 await setup.query(`
 CREATE FUNCTION adv_claim(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text)
@@ -116,6 +152,31 @@ const runOp = async (v: Variant, c: pg.Client, job: Job, k: number): Promise<voi
     await begun;
     await c.query(`SELECT porter_effect_close(${lease}, ${key}, ${lit(c, job.jobId)}::uuid, '${n}'::jsonb); COMMIT`);
     (c as pg.Client & { pipeline: boolean }).pipeline = false;
+    return;
+  }
+  if (v === "one") {
+    await c.query(`SELECT porter_effect_open(${lease}, ${key}, ${lit(c, job.jobId)}::uuid); ${EFFECT_SQL.replace("$1", String(k))}`);
+    return;
+  }
+  if (v === "oneplain") {
+    await c.query(`${EFFECT_SQL.replace("$1", String(k))}; SELECT porter_effect_open2(${lease}, ${key}, ${lit(c, job.jobId)}::uuid)`);
+    return;
+  }
+  if (v === "oneclose") {
+    await c.query(`${EFFECT_SQL.replace("$1", String(k))}; SELECT porter_effect_close(${lease}, ${key}, ${lit(c, job.jobId)}::uuid, NULL)`);
+    return;
+  }
+  if (v === "onepipe") {
+    const p = c as pg.Client & { pipeline: boolean };
+    p.pipeline = true;
+    const all = [
+      c.query("BEGIN"),
+      c.query(`SELECT porter_effect_open(${lease}, ${key}, ${lit(c, job.jobId)}::uuid)`),
+      c.query(EFFECT_SQL, [k]),
+      c.query("COMMIT"),
+    ];
+    await Promise.all(all);
+    p.pipeline = false;
     return;
   }
   if (v === "claimfn" || v === "scalar") {

@@ -59,6 +59,8 @@ export type ScenarioResult = {
   notes: string[];
   /** Printed right under the ratio table: why these ratios are not the ones to quote (quick mode). */
   ratioCaveat?: string;
+  /** The Porter row every other Porter row is divided by (default: the first row of variant `porter`). */
+  porterBase?: string;
   columns: Column[];
   rows: Row[];
   /** Anything else worth keeping in the JSON (verification counts, settings in effect). */

@@ -10,7 +10,7 @@ export type BenchPayload = { k: number; t?: number };
 export type HandlerMode =
   | { kind: "noop" }
   /** `failPercent`% of jobs (the same ones for every system) fail their first attempt before any effect; a success applies one effect. */
-  | { kind: "faulty"; failPercent: number; effect: "ledger" | "ledger-tx-only" | "plain" }
+  | { kind: "faulty"; failPercent: number; effect: EffectMode }
   /** Scenario (i): the realistic mix (realistic-mix.ts) — several queues, three tenants, job k sleeps durationOf(k). */
   | { kind: "realistic" };
 
@@ -68,3 +68,6 @@ export const distribution = (values: ArrayLike<number>): Distribution => {
   for (const v of sorted) sum += v;
   return { count: n, p50: at(0.5), p99: at(0.99), max: sorted[n - 1]!, mean: sum / n };
 };
+
+/** How bench (g)'s handler applies its effect: Porter's ledger (a function by default or txOnly, or one statement) or a plain write. */
+export type EffectMode = "ledger" | "ledger-tx-only" | "ledger-statement" | "plain";

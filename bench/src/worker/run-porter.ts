@@ -19,8 +19,8 @@ export const isPorterClaim = (text: string): boolean =>
 /**
  * Porter's worker runtime (`PorterWorker`, what `npm run worker` runs) with one handler for the
  * bench job type. Faulty mode applies its effect through `ctx.effect` (Porter's effect ledger:
- * at most once per key, in one transaction with the ledger row; by default, and with `txOnly`
- * as its fn is one statement through tx) or, like the peers, as a plain write
+ * at most once per key, in one transaction with the ledger row; by default, with `txOnly` as its
+ * fn is one statement through tx, and as that one statement) or, like the peers, as a plain write
  * on the worker's pool.
  */
 export const startPorter = async (config: WorkerConfig, url: string, log: JobLog): Promise<RunningWorker> => {
@@ -39,7 +39,9 @@ export const startPorter = async (config: WorkerConfig, url: string, log: JobLog
             // txOnly (fn only writes through tx) the claim joins the commit message.
             effect === "plain"
               ? pool.query(EFFECT_SQL, [k])
-              : ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: effect === "ledger-tx-only" }),
+              : effect === "ledger-statement"
+                ? ctx.effect(`effect-${k}`, { text: EFFECT_SQL, values: [k] })
+                : ctx.effect(`effect-${k}`, async (tx) => (await tx.query(EFFECT_SQL, [k])).rowCount, { txOnly: effect === "ledger-tx-only" }),
           );
         } catch (error) {
           if (error instanceof InjectedFailure) throw new RetryableError(error.message, { code: "BENCH_TRANSIENT" });

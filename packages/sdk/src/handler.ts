@@ -54,6 +54,18 @@ export type EffectOptions = {
   txOnly?: boolean;
 };
 
+/** An effect that is one statement: `ctx.effect(key, { text, values })` (pg's query config shape). */
+export type EffectStatement = { text: string; values?: unknown[] };
+
+/** What a statement effect resolves to: `applied` false when the key was applied before (the statement did not run: no rows). */
+export type EffectStatementResult<R extends pg.QueryResultRow = pg.QueryResultRow> = { applied: boolean; rowCount: number; rows: R[] };
+
+/** `ctx.effect`: a function of a transaction, or one statement. */
+export type ApplyEffect = {
+  <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>, options?: EffectOptions): Promise<T>;
+  <R extends pg.QueryResultRow = pg.QueryResultRow>(key: string, statement: EffectStatement): Promise<EffectStatementResult<R>>;
+};
+
 /** What the worker gives a handler for one attempt. */
 export type HandlerContext = {
   /**
@@ -79,8 +91,14 @@ export type HandlerContext = {
    * outcome is discarded: the stored result is returned (one more transaction, `fn` not run again)
    * or the effect refused. So `fn` may run when the key was applied — harmless only because it
    * writes nothing outside `tx`. `fn` may not read through a cursor.
+   *
+   * `ctx.effect(key, { text, values })` — an effect that is one statement — is one round trip in
+   * all, like the statement autocommitted: the statement, the lease check and the ledger row go in
+   * one message and commit together. It resolves `{ applied: true, rowCount, rows }`, or
+   * `{ applied: false, rowCount: 0, rows: [] }` when the key was applied before (the statement's
+   * writes rolled back); refused (throws) when the lease is gone, with nothing committed.
    */
-  effect: <T>(key: string, fn: (tx: pg.PoolClient) => Promise<T>, options?: EffectOptions) => Promise<T>;
+  effect: ApplyEffect;
   /** pino child logger bound to jobId, jobType, tenantId, attempt, workerId, trace_id and span_id (of `trace`). */
   logger: Logger;
   /**

@@ -1,6 +1,7 @@
 import { type Context, context, ROOT_CONTEXT, type Span, SpanKind, trace } from "@opentelemetry/api";
 import {
   applyEffect,
+  applyEffectStatement,
   CancelledError,
   type ClaimedJob,
   contextOfStoredTraceparent,
@@ -15,7 +16,17 @@ import {
   TimeoutError,
   traceparentOfSpanContext,
 } from "@porter/core";
-import { encodeCheckpoint, type HandlerContext, type Job, type JobTrace, PermanentError, RetryableError, validateProgress } from "@porter/sdk";
+import {
+  type EffectOptions,
+  type EffectStatement,
+  encodeCheckpoint,
+  type HandlerContext,
+  type Job,
+  type JobTrace,
+  PermanentError,
+  RetryableError,
+  validateProgress,
+} from "@porter/sdk";
 import type pg from "pg";
 import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
@@ -335,9 +346,11 @@ export class Attempt {
         await deps.heartbeat(this);
         this.assertOpen();
       },
-      effect: async (key, fn, options) => {
+      effect: (async (key: string, fnOrStatement: ((tx: pg.PoolClient) => Promise<unknown>) | EffectStatement, options?: EffectOptions) => {
         this.assertOpen();
         try {
+          if (typeof fnOrStatement !== "function") return await applyEffectStatement(deps.db, scope, key, fnOrStatement);
+          const fn = fnOrStatement;
           const { result } = await applyEffect(
             deps.db,
             scope,
@@ -353,7 +366,7 @@ export class Attempt {
           if (error instanceof StaleLeaseError) this.loseLease();
           throw error;
         }
-      },
+      }) as HandlerContext["effect"],
     };
   }
 

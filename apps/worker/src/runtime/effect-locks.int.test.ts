@@ -42,12 +42,14 @@ const backendsGone = (applicationName: string) =>
 
 describe("ctx.effect and the worker's batches on the same job rows", () => {
   // txOnly: fn runs first, the ledger row is claimed in the commit message (porter_effect_close).
+  // statement: the statement and porter_effect_close in one message (one implicit transaction).
   it.each([
     { mode: "default", txOnly: false, prefix: "e" },
     { mode: "txOnly", txOnly: true, prefix: "t" },
+    { mode: "statement", txOnly: false, prefix: "s" },
   ])(
     "many concurrent effects with prefetch, failures and acks ($mode): no deadlock, every effect exactly once",
-    async ({ txOnly, prefix }) => {
+    async ({ mode, txOnly, prefix }) => {
       const jobs = 1200;
       // A tenth fail their first attempt (a fail batch among the acks), then succeed.
       const handler = defineHandler({
@@ -55,7 +57,8 @@ describe("ctx.effect and the worker's batches on the same job rows", () => {
         run: async (job, ctx) => {
           const n = (job.payload as { n: number }).n;
           if (n % 10 === 0 && job.attempt === 1) throw new RetryableError("transient", { code: "TEST_TRANSIENT" });
-          await ctx.effect(`${prefix}-${n}`, (tx) => tx.query(EFFECT_SQL, [`${prefix}-${n}`]), { txOnly });
+          if (mode === "statement") await ctx.effect(`${prefix}-${n}`, { text: EFFECT_SQL, values: [`${prefix}-${n}`] });
+          else await ctx.effect(`${prefix}-${n}`, (tx) => tx.query(EFFECT_SQL, [`${prefix}-${n}`]), { txOnly });
           return null;
         },
       });
@@ -183,6 +186,76 @@ describe("fencing of an effect whose lease moved to another worker while fn ran"
     },
     60_000,
   );
+});
+
+describe("fencing of a statement effect whose lease moved to another worker while the statement ran", () => {
+  it("the stale worker's statement rolls back at its close; the new holder's applies once", async () => {
+    // The statement waits on an advisory lock this test holds: worker A's effect is inside its
+    // transaction (statement sent, close behind it) while A is drained with no grace and B claims.
+    const GATE = 7_331;
+    const gated = `INSERT INTO diag_effects (key, applied) SELECT $1, 1 FROM (SELECT pg_advisory_xact_lock(${GATE})) AS gate
+                   ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1`;
+    const outcomes: Record<string, string> = {};
+    const handler = defineHandler({
+      type: "test.gated",
+      run: async (_job, ctx) => {
+        try {
+          const { applied } = await ctx.effect("gated-key-st", { text: gated, values: ["gated-st"] });
+          outcomes[ctx.workerId] = applied ? "applied" : "applied before";
+        } catch (error) {
+          outcomes[ctx.workerId] = (error as Error).name;
+          throw error;
+        }
+        return null;
+      },
+    });
+    const holder = await db.connect();
+    await holder.query(`SELECT pg_advisory_lock(${GATE})`);
+    const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
+    const poolA = createPool(testDb.appConnectionString, { max: 6 });
+    const poolB = createPool(testDb.appConnectionString, { max: 6 });
+    const start = (pool: pg.Pool, workerId: string) =>
+      PorterWorker.start({
+        db: pool,
+        connectionString: testDb.appConnectionString,
+        poolId: "diag-pool",
+        workerId,
+        logger,
+        concurrency: 1,
+        handlers: createHandlerMap([handler]),
+      });
+    const waiting = async () => {
+      const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [
+        GATE,
+      ]);
+      return rows[0]!.n;
+    };
+    const [id] = await enqueue(db, [{ type: "test.gated", payload: {}, maxAttempts: 3 }]);
+    const workerA = await start(poolA, "worker-a");
+    let workerB: PorterWorker | undefined;
+    let isGateOpen = false;
+    try {
+      await waitFor("worker A's statement waiting at the gate", async () => (await waiting()) === 1);
+      await workerA.drain({ graceMs: 0 });
+      workerB = await start(poolB, "worker-b");
+      await waitFor("worker B's statement waiting at the gate too", async () => (await waiting()) === 2);
+      expect(outcomes).toEqual({});
+      await holder.query(`SELECT pg_advisory_unlock(${GATE})`);
+      isGateOpen = true;
+      await waitForStates(db, [id!], ["SUCCEEDED"]);
+      expect(outcomes).toEqual({ "worker-a": "StaleLeaseError", "worker-b": "applied" });
+      const { rows: effects } = await db.query(`SELECT key, applied FROM diag_effects WHERE key = 'gated-st'`);
+      expect(effects).toEqual([{ key: "gated-st", applied: 1 }]);
+      const { rows: ledger } = await db.query(`SELECT attempt FROM job_effects WHERE key = 'gated-key-st'`);
+      expect(ledger).toEqual([{ attempt: 1 }]);
+    } finally {
+      if (!isGateOpen) await holder.query(`SELECT pg_advisory_unlock(${GATE})`);
+      holder.release();
+      await workerB?.drain({ graceMs: 1000 });
+      await poolA.end();
+      await poolB.end();
+    }
+  }, 60_000);
 });
 
 /** The test's own setup statements' statistics reach pg_stat_database before the first read. */

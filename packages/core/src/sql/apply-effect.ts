@@ -1,5 +1,5 @@
 import { checkout } from "@porter/db/pool";
-import type pg from "pg";
+import pg from "pg";
 
 /** Raised when an effect is attempted under a lease this worker no longer holds. */
 export class StaleLeaseError extends Error {
@@ -169,6 +169,98 @@ const applyPipelined = async <T>(pool: pg.Pool, scope: EffectScope, key: string,
     throw error;
   } finally {
     piped.pipeline = false;
+    release(broken);
+  }
+};
+
+/** An effect given as one statement (`ctx.effect(key, { text, values })`): pg's query config shape. */
+export type EffectStatement = { text: string; values?: unknown[] };
+
+/** What {@link applyEffectStatement} resolves to: `applied` false when the key was applied before (nothing ran). */
+export type EffectStatementResult<R extends pg.QueryResultRow = pg.QueryResultRow> = { applied: boolean; rowCount: number; rows: R[] };
+
+/** The parts of pg's Query (lib/query.js) the one-message effect builds on; not in @types/pg. */
+type PgQuery = pg.Submittable & {
+  callback?: (error: Error | null, result?: pg.QueryResult | pg.QueryResult[]) => void;
+  requiresPreparation(): boolean;
+  prepare(connection: PgConnection): void;
+  _getRows(connection: PgConnection, rows?: number): void;
+};
+type PgConnection = {
+  parse(config: { text: string; name: string; types: unknown[] }): void;
+  bind(config: { portal: string; statement: string; values: unknown[] }): void;
+  describe(config: { type: "P"; name: string }): void;
+  execute(config: { portal: string; rows?: number }): void;
+  sync(): void;
+};
+const PgQueryClass = pg.Query as unknown as new (config: pg.QueryConfig) => PgQuery;
+
+/**
+ * The statement, then `SELECT porter_effect_close(…)` (the lease under FOR SHARE, the ledger row,
+ * the start mark: routines/effects.sql), written together and closed by ONE Sync: the extended
+ * protocol runs the messages up to a Sync as one implicit transaction, committed at the Sync, or
+ * rolled back whole when any of them fails (the backend skips the rest up to the Sync). So the
+ * effect is one message and one round trip, like an autocommitted statement. pg's own Query writes
+ * the statement (values mapped as for any query: a value it cannot map fails here, before anything
+ * is written, and nothing else is sent but its Close and Sync); its last step, which would send
+ * Execute and Sync, is where the close is put in between.
+ */
+class EffectStatementQuery extends PgQueryClass {
+  constructor(
+    statement: EffectStatement,
+    private readonly closeText: string,
+  ) {
+    super({ text: statement.text, values: statement.values ?? [] });
+  }
+  override requiresPreparation(): boolean {
+    return true;
+  }
+  override _getRows(connection: PgConnection): void {
+    connection.execute({ portal: "" });
+    connection.parse({ text: this.closeText, name: "", types: [] });
+    connection.bind({ portal: "", statement: "", values: [] });
+    connection.describe({ type: "P", name: "" });
+    connection.execute({ portal: "" });
+    connection.sync();
+  }
+}
+
+/**
+ * `ctx.effect(key, { text, values })`: one statement applied at most once per (tenant, key), in
+ * one transaction with its ledger row and the lease check, sent as one message (one round trip;
+ * {@link EffectStatementQuery}). The statement runs first; the close after it checks the lease
+ * under FOR SHARE (StaleLeaseError: everything rolled back) and writes the ledger row, raising
+ * PR208 when the key is there — applied before, or by a concurrent attempt that committed first —
+ * and then the statement's writes roll back and the call resolves `{ applied: false }`. The
+ * ledger's result is NULL: what a later call learns is that the key was applied.
+ */
+export const applyEffectStatement = async <R extends pg.QueryResultRow = pg.QueryResultRow>(
+  pool: pg.Pool,
+  scope: EffectScope,
+  key: string,
+  statement: EffectStatement,
+): Promise<EffectStatementResult<R>> => {
+  const { client, release } = await checkout(pool);
+  let broken: Error | undefined;
+  try {
+    const lease = `${integerLiteral(scope.id)}, ${integerLiteral(scope.leaseToken)}, ${integerLiteral(scope.attempt)}`;
+    const row = `${client.escapeLiteral(scope.tenantId)}, ${client.escapeLiteral(key)}, ${client.escapeLiteral(scope.jobId)}::uuid`;
+    const query = new EffectStatementQuery(statement, `SELECT porter_effect_close(${lease}, ${row}, NULL)`);
+    const results = await new Promise<pg.QueryResult | pg.QueryResult[] | undefined>((resolve, reject) => {
+      query.callback = (error, result) => (error ? reject(error) : resolve(result));
+      client.query(query);
+    });
+    const done = (Array.isArray(results) ? results[0] : results) as pg.QueryResult<R> | undefined;
+    return { applied: true, rowCount: done?.rowCount ?? 0, rows: done?.rows ?? [] };
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === APPLIED_SQLSTATE) return { applied: false, rowCount: 0, rows: [] };
+    if (code === STALE_LEASE_SQLSTATE) throw new StaleLeaseError(scope.jobId);
+    // A connection error leaves the client unusable; an error of the statement leaves it clean (the
+    // backend rolled the implicit transaction back at the Sync).
+    if (code === undefined) broken = error instanceof Error ? error : new Error(String(error));
+    throw error;
+  } finally {
     release(broken);
   }
 };

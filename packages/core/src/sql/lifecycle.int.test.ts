@@ -2,11 +2,11 @@ import type { TJobError } from "@porter/contracts";
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { getJob } from "../reads/get-job";
 import { controlPlane } from "../testing/control-plane-factory";
 import { stateOf } from "../testing/fixtures";
-import { applyEffect, StaleLeaseError } from "./apply-effect";
+import { applyEffect, applyEffectStatement, StaleLeaseError } from "./apply-effect";
 import { cancelJob } from "./cancel-job";
 import { type ClaimedJob, claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
@@ -453,6 +453,98 @@ describe("effects ledger, txOnly (fn first, the claim in the commit message)", (
     } finally {
       await one.end();
     }
+  });
+});
+
+describe("effects ledger, one statement (the statement, the lease check and the ledger row in one message)", () => {
+  const WRITE = `INSERT INTO diag_effects (key, applied) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1 RETURNING applied`;
+  const write = (key: string) => ({ text: WRITE, values: [key] });
+  const applied = async (key: string) =>
+    (await db.pool.query<{ applied: number }>(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows[0]?.applied ?? 0;
+  const ledger = async (key: string) => (await db.pool.query(`SELECT job_id::text, attempt, result FROM job_effects WHERE key = $1`, [key])).rows;
+
+  it("applies once per (tenant, key) across attempts; a later attempt's statement rolls back and it learns the key was applied", async () => {
+    const job = await running();
+    const key = `st-o'brien\\ ${job.jobId}`;
+    expect(await applyEffectStatement(db.pool, job, key, write(key))).toEqual({ applied: true, rowCount: 1, rows: [{ applied: 1 }] });
+    await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 31_000) });
+    const again = await reclaim(job.jobId, new Date(Date.now() + 32_000));
+    expect(await applyEffectStatement(db.pool, again, key, write(key))).toEqual({ applied: false, rowCount: 0, rows: [] });
+    expect(await applied(key)).toBe(1);
+    expect(await ledger(key)).toEqual([{ job_id: job.jobId, attempt: job.attempt, result: null }]);
+  });
+
+  it("is one round trip: one Sync, no other message waited for, and it marks the attempt started", async () => {
+    const one = createPool(db.connectionString, { max: 1 });
+    const client = await one.connect();
+    client.release();
+    const connection = (client as unknown as { connection: { sync: () => void; query: (text: string) => void } }).connection;
+    const syncs = vi.spyOn(connection, "sync");
+    const simple = vi.spyOn(connection, "query");
+    try {
+      const job = await running();
+      await db.pool.query(`UPDATE jobs SET started_at = NULL WHERE id = $1`, [job.id]);
+      const key = `st-one-${job.jobId}`;
+      expect((await applyEffectStatement(one, job, key, write(key))).applied).toBe(true);
+      expect(syncs).toHaveBeenCalledTimes(1);
+      expect(simple).not.toHaveBeenCalled();
+      const { rows } = await db.pool.query(`SELECT started_at IS NOT NULL AS started FROM jobs WHERE id = $1`, [job.id]);
+      expect(rows).toEqual([{ started: true }]);
+    } finally {
+      syncs.mockRestore();
+      simple.mockRestore();
+      await one.end();
+    }
+  });
+
+  it("refuses the effect under a stale lease: the statement's write and the ledger row roll back, the job row is unchanged", async () => {
+    const job = await running();
+    await rescueExpiredLeases(db.pool, { now: new Date(Date.now() + 31_000) });
+    const before = (await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id])).rows;
+    const key = `st-stale-${job.jobId}`;
+    await expect(applyEffectStatement(db.pool, job, key, write(key))).rejects.toBeInstanceOf(StaleLeaseError);
+    expect(await applied(key)).toBe(0);
+    expect(await ledger(key)).toEqual([]);
+    expect((await db.pool.query(`SELECT * FROM jobs WHERE id = $1`, [job.id])).rows).toEqual(before);
+  });
+
+  it("a statement that fails, or a value pg cannot send, commits nothing and leaves the connection usable; a retry applies", async () => {
+    const one = createPool(db.connectionString, { max: 1 });
+    try {
+      const job = await running();
+      const key = `st-fails-${job.jobId}`;
+      // Fails in the backend (a cast): the close behind it is skipped, the ledger row never written.
+      await expect(
+        applyEffectStatement(one, job, key, { text: `INSERT INTO diag_effects (key, applied) VALUES ($1, $2::int)`, values: [key, "not a number"] }),
+      ).rejects.toMatchObject({ code: "22P02" });
+      // Fails in pg before anything is sent (a value that cannot be serialised).
+      const cyclic: Record<string, unknown> = {};
+      cyclic.self = cyclic;
+      await expect(applyEffectStatement(one, job, key, { text: WRITE, values: [cyclic] })).rejects.toThrow();
+      expect(await applied(key)).toBe(0);
+      expect(await ledger(key)).toEqual([]);
+      expect((await one.query(`SELECT 1 AS ok`)).rows).toEqual([{ ok: 1 }]);
+      expect(await applyEffectStatement(one, job, key, write(key))).toEqual({ applied: true, rowCount: 1, rows: [{ applied: 1 }] });
+    } finally {
+      await one.end();
+    }
+  });
+
+  it("two jobs racing for one key: both statements run, one commits, the other's write rolls back and it is told the key was applied", async () => {
+    const [a, b] = [await running(), await running()];
+    const key = `st-race-${a.jobId}`;
+    // Each statement sleeps before its write, so both are inside their transactions at once and the
+    // closes race on the ledger's unique key.
+    const slow = (job: ClaimedJob) => ({
+      text: `INSERT INTO diag_effects (key, applied) SELECT $1, 1 FROM pg_sleep(0.2) RETURNING applied`,
+      values: [`${key}-${job.jobId}`],
+    });
+    const [ra, rb] = await Promise.all([applyEffectStatement(db.pool, a, key, slow(a)), applyEffectStatement(db.pool, b, key, slow(b))]);
+    expect([ra.applied, rb.applied].sort()).toEqual([false, true]);
+    const [winner, loser] = ra.applied ? [a, b] : [b, a];
+    expect(await applied(`${key}-${winner.jobId}`)).toBe(1);
+    expect(await applied(`${key}-${loser.jobId}`)).toBe(0);
+    expect(await ledger(key)).toEqual([{ job_id: winner.jobId, attempt: winner.attempt, result: null }]);
   });
 });
 
