@@ -12,6 +12,8 @@ export const ZDiagEffect = z.strictObject({
   ms: z.number().int().min(0).optional(),
   /** Applies the effect with `ctx.effect(key, fn, { txOnly: true })`: fn runs first, the key is claimed at commit. */
   tx_only: z.boolean().optional(),
+  /** Applies the effect as one statement, `ctx.effect(key, { text, values })`: one message. Not with `tx_only`. */
+  statement: z.boolean().optional(),
 });
 export const ZDiagHang = z.strictObject({});
 

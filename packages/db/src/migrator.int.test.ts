@@ -197,6 +197,7 @@ describe("migrate", () => {
         "porter_effect_claim",
         "porter_effect_close",
         "porter_effect_commit",
+        "porter_effect_fence",
         "porter_handover",
         "porter_history_ensure",
         "porter_history_horizon_s",

@@ -10,15 +10,19 @@ export type JobKind = "effect" | "sleep" | "transient" | "permanent";
 
 const TENANTS = ["tenant_A", "tenant_B", "tenant_C"] as const;
 
+/** The three ways a handler applies an effect, taken in turn: fn (default), fn with txOnly, one statement. */
+const EFFECT_PATHS = [{}, { tx_only: true }, { statement: true }] as const;
+
 /** One job of the mix: diag.effect (unique key), diag.sleep, transient or permanent diag.fail. */
 export const mixedJob = (random: () => number, runId: string, seq: number): { kind: JobKind; input: EnqueueInput } => {
   const tenant_id = TENANTS[seq % TENANTS.length]!;
   const idempotency_key = `${runId}-${seq}`;
   const roll = random();
   if (roll < 0.4) {
-    // An effect that often is in flight when a worker or the server dies; every other one through
-    // the txOnly path (fn first, the key claimed in the commit message).
-    const payload = { key: `chaos-${runId}-${seq}`, ms: Math.floor(random() * 400), ...(seq % 2 === 0 ? { tx_only: true } : {}) };
+    // An effect that often is in flight when a worker or the server dies; a third each through the
+    // default path, the txOnly path (fn first, the key claimed in the commit message) and as one
+    // statement (the statement and the claim in one message).
+    const payload = { key: `chaos-${runId}-${seq}`, ms: Math.floor(random() * 400), ...EFFECT_PATHS[seq % EFFECT_PATHS.length] };
     return { kind: "effect", input: { job_type: "diag.effect", tenant_id, idempotency_key, payload } };
   }
   if (roll < 0.65) {

@@ -24,7 +24,7 @@ export const formatReport = (checks: Check[], a: ChaosActions): string => {
     ["LISTEN connections terminated", `${a.listenKills.length} (${a.listenKills.map((k) => `w${k.member?.index ?? "?"}`).join(" ") || "none"})`],
     [
       "jobs acknowledged",
-      `${acknowledged}: ${kinds.effect} diag.effect (every other one through txOnly), ${kinds.sleep} diag.sleep, ${kinds.transient} transient + ${kinds.permanent} permanent diag.fail; ${a.jobsTotal} jobs in the database in all`,
+      `${acknowledged}: ${kinds.effect} diag.effect (a third each by default, through txOnly and as one statement), ${kinds.sleep} diag.sleep, ${kinds.transient} transient + ${kinds.permanent} permanent diag.fail; ${a.jobsTotal} jobs in the database in all`,
     ],
     ["enqueue calls refused (server down)", String(a.failedEnqueueCalls)],
     [

@@ -30,27 +30,31 @@ export const diagFail = defineHandler({
  * `diag.effect {key, ms?}`: sleeps `ms` (honouring its signal), then applies one effect through
  * `ctx.effect` — incrementing `diag_effects.applied` for `key` — so a duplicated effect is visible.
  * Tests may add `after_ms`: a sleep after the effect committed (a crash between effect and ack),
- * and `tx_only` to apply it through the `txOnly` path (its write is all through `tx`).
+ * `tx_only` to apply it through the `txOnly` path (its write is all through `tx`), and `statement`
+ * to apply it as one statement (`ctx.effect(key, { text, values })`: `applied` is null when the
+ * key had been applied before — the statement did not run).
  */
+const DIAG_EFFECT_SQL = `INSERT INTO diag_effects (key, applied) VALUES ($1, 1)
+  ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1
+  RETURNING applied`;
+
 export const diagEffect = defineHandler({
   type: "diag.effect",
   payload: ZDiagEffect.extend({ after_ms: z.number().int().min(0).max(3_600_000).optional() }),
   run: async (job, ctx) => {
-    const { key, ms, after_ms: afterMs, tx_only: txOnly } = job.payload;
+    const { key, ms, after_ms: afterMs, tx_only: txOnly, statement } = job.payload;
     if (ms) await sleepFor(ms, ctx.signal);
-    const applied = await ctx.effect(
-      key,
-      async (tx) => {
-        const { rows } = await tx.query<{ applied: number }>(
-          `INSERT INTO diag_effects (key, applied) VALUES ($1, 1)
-           ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1
-           RETURNING applied`,
-          [key],
-        );
-        return rows[0]?.applied ?? null;
-      },
-      { txOnly: txOnly === true },
-    );
+    const applied =
+      statement === true
+        ? ((await ctx.effect<{ applied: number }>(key, { text: DIAG_EFFECT_SQL, values: [key] })).rows[0]?.applied ?? null)
+        : await ctx.effect(
+            key,
+            async (tx) => {
+              const { rows } = await tx.query<{ applied: number }>(DIAG_EFFECT_SQL, [key]);
+              return rows[0]?.applied ?? null;
+            },
+            { txOnly: txOnly === true },
+          );
     await ctx.checkpoint({ effect: key, applied });
     if (afterMs) await sleepFor(afterMs, ctx.signal);
     return { key, applied };

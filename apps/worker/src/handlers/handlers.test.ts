@@ -76,25 +76,32 @@ describe("diag handlers", () => {
 });
 
 describe("diag.effect", () => {
-  // The chaos mix sends every other diag.effect with tx_only (apps/porter/src/chaos/producers.ts):
-  // the flag must reach ctx.effect, or both halves test the default path. The database side of
-  // each path is tested in core (apply-effect) and in the worker's fencing and effect-locks suites.
-  it("applies its effect through the txOnly path exactly when the payload says tx_only", async () => {
-    const calls: Array<{ key: string; options: unknown }> = [];
+  // The chaos mix sends a third of its diag.effect jobs with tx_only and a third with statement
+  // (apps/porter/src/chaos/producers.ts): the flags must reach ctx.effect, or every third tests the
+  // default path. The database side of each path is tested in core (apply-effect) and in the
+  // worker's fencing and effect-locks suites.
+  it("applies its effect through the txOnly path or as one statement exactly when the payload says so", async () => {
+    const calls: Array<{ key: string; how: unknown }> = [];
     const ctx: HandlerContext = {
       ...context(new AbortController().signal),
-      effect: (async (key: string, _fn: unknown, options?: unknown) => {
-        calls.push({ key, options });
-        return 1;
+      effect: (async (key: string, fnOrStatement: unknown, options?: unknown) => {
+        if (typeof fnOrStatement === "function") {
+          calls.push({ key, how: options });
+          return 1;
+        }
+        calls.push({ key, how: fnOrStatement });
+        return { applied: true, rowCount: 1, rows: [{ applied: 2 }] };
       }) as HandlerContext["effect"],
     };
     await expect(diagEffect.run(job({ key: "a", tx_only: true }), ctx)).resolves.toEqual({ key: "a", applied: 1 });
     await diagEffect.run(job({ key: "b" }), ctx);
     await diagEffect.run(job({ key: "c", tx_only: false }), ctx);
+    await expect(diagEffect.run(job({ key: "d", statement: true }), ctx)).resolves.toEqual({ key: "d", applied: 2 });
     expect(calls).toEqual([
-      { key: "a", options: { txOnly: true } },
-      { key: "b", options: { txOnly: false } },
-      { key: "c", options: { txOnly: false } },
+      { key: "a", how: { txOnly: true } },
+      { key: "b", how: { txOnly: false } },
+      { key: "c", how: { txOnly: false } },
+      { key: "d", how: { text: expect.stringContaining("INSERT INTO diag_effects"), values: ["d"] } },
     ]);
   });
 });
