@@ -54,6 +54,20 @@ const gated = defineHandler({
   },
 });
 
+/** The same effect as one statement: its first attempt's statement sleeps until its backend is terminated. */
+const gatedStatement = defineHandler({
+  type: "test.gated_statement",
+  run: async (job, ctx) => {
+    const { key } = job.payload as { key: string };
+    const { rows } = await ctx.effect<{ applied: number }>(key, {
+      text: `INSERT INTO diag_effects (key, applied) SELECT $1, 1 FROM pg_sleep($2)
+             ON CONFLICT (key) DO UPDATE SET applied = diag_effects.applied + 1 RETURNING applied`,
+      values: [key, job.attempt === 1 ? 30 : 0],
+    });
+    return { applied: rows[0]?.applied ?? null };
+  },
+});
+
 const terminate = async (pid: number) => {
   await db.query(`SELECT pg_terminate_backend($1)`, [pid]);
   await waitFor("the backend to exit", async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [pid])).rowCount === 0);
@@ -63,7 +77,7 @@ beforeAll(async () => {
   process.on("uncaughtException", onUncaught);
   db = createPool(testDb.connectionString, { max: 4 });
   await createDiagPlane(db, { queue: { backoff_base_ms: 10 } });
-  await db.query(`INSERT INTO job_types (id, queue_id) VALUES ('test.gated_effect', 'diag')`);
+  await db.query(`INSERT INTO job_types (id, queue_id) VALUES ('test.gated_effect', 'diag'), ('test.gated_statement', 'diag')`);
 });
 
 afterEach(() => {
@@ -119,6 +133,49 @@ describe("a worker whose effect's connection dies", () => {
       await waitForStates(db, [next!], ["SUCCEEDED"]);
     } finally {
       gate.resolve();
+      await worker.drain({ graceMs: 0 });
+      await workerPool.end();
+    }
+  });
+
+  it("survives it as one statement (the statement running when its connection dies): the attempt fails retryably and the job succeeds next time", async () => {
+    const workerPool = createPool(testDb.connectionString, { max: 4, applicationName: "porter-worker:test" });
+    const worker = await PorterWorker.start({
+      db: workerPool,
+      connectionString: testDb.connectionString,
+      poolId: "diag-pool",
+      logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
+      concurrency: 2,
+      maintenance: false,
+      handlers: createHandlerMap([...diagHandlers, gatedStatement]),
+    });
+    try {
+      const key = "gated-statement";
+      const [id] = await enqueue(db, [{ type: "test.gated_statement", payload: { key } }]);
+      let pid = 0;
+      await waitFor("the effect's statement to be running", async () => {
+        const { rows } = await db.query<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE application_name = 'porter-worker:test' AND state = 'active' AND query LIKE '%pg_sleep($2)%'`,
+        );
+        pid = rows[0]?.pid ?? 0;
+        return pid !== 0;
+      });
+      await terminate(pid);
+
+      await waitForStates(db, [id!], ["SUCCEEDED"]);
+      expect(uncaught).toEqual([]);
+      expect(await jobRow(db, id!)).toMatchObject({ attempt: 2, result: { applied: 1 } });
+      const attempts = await attemptsOf(db, id!);
+      expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+        [1, "failed"],
+        [2, "succeeded"],
+      ]);
+      expect(attempts[0]!.error).toMatchObject({ class: "retryable" });
+      expect((await db.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
+      expect((await db.query(`SELECT attempt FROM job_effects WHERE key = $1`, [key])).rows).toEqual([{ attempt: 2 }]);
+      const [next] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+      await waitForStates(db, [next!], ["SUCCEEDED"]);
+    } finally {
       await worker.drain({ graceMs: 0 });
       await workerPool.end();
     }
