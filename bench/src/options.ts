@@ -38,7 +38,7 @@ their nearest configuration).
   --no-pgbench     skip the commit-ceiling measurement
 Progress goes to stderr; the tables to stdout and bench/results/<timestamp>.{json,md}.`;
 
-const FULL: Sizes = {
+export const FULL: Sizes = {
   runs: 3,
   defaultRuns: 1,
   enqueueJobs: 20_000,

@@ -1,4 +1,5 @@
 import { perJob, settledStats } from "../database";
+import { FULL } from "../options";
 import { readEffects } from "../systems/types";
 import { fmt } from "../table";
 import type { Variant } from "../variants";
@@ -79,6 +80,10 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     id: "g",
     title: "(g) 10% transient failures",
     porterBase: cases.find((c) => c.system === "porter" && effectOf(c.label) === "plain")?.label,
+    ratioCaveat:
+      ctx.sizes.failureJobs < FULL.failureJobs
+        ? `Not full mode (${fmt(ctx.sizes.failureJobs)} jobs a run; full: ${fmt(FULL.failureJobs)}): these ratios do not agree with full mode's — quote full mode's. A run's "all done" includes one retry delay (Porter's up to 1 s), a larger share of a short run, which pulls every ratio towards 1: quick mode put ctx.effect at 0.85× (txOnly) and 0.86× (default) of the plain write on 2026-12-03, where the full run of the fifth stop had 0.61× and 0.61× (docs/performance.md, "One statement, one message").`
+        : undefined,
     notes: [
       `10% of the jobs (the same ones everywhere) fail their first attempt with a transient error before doing anything, then succeed. ${fmt(ctx.sizes.failureJobs)} jobs per run (fewer for a configuration whose (c) rate is below ${fmt(ctx.sizes.failureJobs / ctx.sizes.failureTargetS)}/s: ${ctx.sizes.failureTargetS} s of it); cap ${ctx.sizes.failureCapS} s. Max attempts 25 everywhere.`,
       "effective jobs/s = jobs whose effect applied ÷ all done s (last job done as the system's tables show − first start), so it includes one retry delay, each system's own: Porter full-jitter backoff from 1 s (queue default), graphile-worker exp(1) ≈ 2.7 s (fixed), pg-boss retryDelay 1 s.",
