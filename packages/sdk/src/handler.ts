@@ -1,7 +1,9 @@
 // The handler API: what a handler author writes and what the worker hands it.
-// `pg`, `pino` and `zod` are type-only imports here: a producer importing @porter/sdk loads none
-// of them at runtime; the worker passes the implementations in through the context.
+// `pg`, `pino`, `zod` and core's effect types are type-only imports here: a producer importing
+// @porter/sdk loads none of them at runtime; the worker passes the implementations in through the
+// context.
 import { PermanentError, RetryableError } from "@porter/contracts";
+import type { EffectOptions, EffectStatement, EffectStatementResult } from "@porter/core/sql/apply-effect";
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { z } from "zod";
@@ -48,17 +50,7 @@ export type JobTrace = {
   isRecording: boolean;
 };
 
-/** Options of `ctx.effect`. */
-export type EffectOptions = {
-  /** `fn` only runs statements through `tx`: it runs before the claim, which joins the commit message. */
-  txOnly?: boolean;
-};
-
-/** An effect that is one statement: `ctx.effect(key, { text, values })` (pg's query config shape). */
-export type EffectStatement = { text: string; values?: unknown[] };
-
-/** What a statement effect resolves to: `applied` false when the key was applied before (the statement did not run: no rows). */
-export type EffectStatementResult<R extends pg.QueryResultRow = pg.QueryResultRow> = { applied: boolean; rowCount: number; rows: R[] };
+export type { EffectOptions, EffectStatement, EffectStatementResult };
 
 /** `ctx.effect`: a function of a transaction, or one statement. */
 export type ApplyEffect = {

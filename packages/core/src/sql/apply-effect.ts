@@ -183,7 +183,6 @@ export type EffectStatementResult<R extends pg.QueryResultRow = pg.QueryResultRo
 type PgQuery = pg.Submittable & {
   callback?: (error: Error | null, result?: pg.QueryResult | pg.QueryResult[]) => void;
   requiresPreparation(): boolean;
-  prepare(connection: PgConnection): void;
   _getRows(connection: PgConnection, rows?: number): void;
 };
 type PgConnection = {
@@ -196,14 +195,14 @@ type PgConnection = {
 const PgQueryClass = pg.Query as unknown as new (config: pg.QueryConfig) => PgQuery;
 
 /**
- * The statement, then `SELECT porter_effect_close(…)` (the lease under FOR SHARE, the ledger row,
- * the start mark: routines/effects.sql), written together and closed by ONE Sync: the extended
- * protocol runs the messages up to a Sync as one implicit transaction, committed at the Sync, or
- * rolled back whole when any of them fails (the backend skips the rest up to the Sync). So the
- * effect is one message and one round trip, like an autocommitted statement. pg's own Query writes
- * the statement (values mapped as for any query: a value it cannot map fails here, before anything
- * is written, and nothing else is sent but its Close and Sync); its last step, which would send
- * Execute and Sync, is where the close is put in between.
+ * The statement, then `SELECT porter_effect_close(…)` (the lease checked and the job row locked by
+ * porter_effect_fence, the ledger row: routines/effects.sql), written together and closed by ONE
+ * Sync: the extended protocol runs the messages up to a Sync as one implicit transaction, committed
+ * at the Sync, or rolled back whole when any of them fails (the backend skips the rest up to the
+ * Sync). So the effect is one message and one round trip, like an autocommitted statement. pg's
+ * own Query writes the statement (values mapped as for any query: a value it cannot map fails its
+ * Bind, after which only Close and Sync follow the Parse — nothing runs); its last step, which
+ * would send Execute and Sync, is where the close is put in between.
  */
 class EffectStatementQuery extends PgQueryClass {
   constructor(
@@ -229,7 +228,7 @@ class EffectStatementQuery extends PgQueryClass {
  * `ctx.effect(key, { text, values })`: one statement applied at most once per (tenant, key), in
  * one transaction with its ledger row and the lease check, sent as one message (one round trip;
  * {@link EffectStatementQuery}). The statement runs first; the close after it checks the lease
- * under FOR SHARE (StaleLeaseError: everything rolled back) and writes the ledger row, raising
+ * and locks the job row (StaleLeaseError: everything rolled back) and writes the ledger row, raising
  * PR208 when the key is there — applied before, or by a concurrent attempt that committed first —
  * and then the statement's writes roll back and the call resolves `{ applied: false }`. The
  * ledger's result is NULL: what a later call learns is that the key was applied.
