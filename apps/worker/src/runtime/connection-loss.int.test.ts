@@ -1,6 +1,6 @@
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
-import { defineHandler } from "@porter/sdk";
+import { type AnyHandler, defineHandler } from "@porter/sdk";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createHandlerMap, diagHandlers } from "../handlers";
@@ -90,6 +90,49 @@ afterAll(async () => {
   await db.end();
 });
 
+/** A worker on a pool of its own (`porter-worker:test`) running the diag handlers and `handler`. */
+const startWorker = async (handler: AnyHandler) => {
+  const workerPool = createPool(testDb.connectionString, { max: 4, applicationName: "porter-worker:test" });
+  const worker = await PorterWorker.start({
+    db: workerPool,
+    connectionString: testDb.connectionString,
+    poolId: "diag-pool",
+    logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
+    concurrency: 2,
+    maintenance: false,
+    handlers: createHandlerMap([...diagHandlers, handler]),
+  });
+  return {
+    stop: async () => {
+      await worker.drain({ graceMs: 0 });
+      await workerPool.end();
+    },
+  };
+};
+
+/**
+ * The job's first attempt failed retryably with a connection error and its second succeeded; the
+ * effect, rolled back with its transaction the first time, applied once in all; nothing went
+ * uncaught, and the worker goes on with new work on the same pool.
+ */
+const expectRetriedOnce = async (id: string, key: string) => {
+  await waitForStates(db, [id], ["SUCCEEDED"]);
+  expect(uncaught).toEqual([]);
+  expect(await jobRow(db, id)).toMatchObject({ attempt: 2, result: { applied: 1 } });
+  const attempts = await attemptsOf(db, id);
+  expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+    [1, "failed"],
+    [2, "succeeded"],
+  ]);
+  expect(attempts[0]!.error).toMatchObject({ class: "retryable" });
+  const { code, message } = attempts[0]!.error!;
+  expect(isConnectionError(Object.assign(new Error(message), code === "UNKNOWN" ? {} : { code }))).toBe(true);
+  expect((await db.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
+  expect((await db.query(`SELECT attempt FROM job_effects WHERE key = $1`, [key])).rows).toEqual([{ attempt: 2 }]);
+  const [next] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
+  await waitForStates(db, [next!], ["SUCCEEDED"]);
+};
+
 describe("a worker whose effect's connection dies", () => {
   // txOnly: the effect's statements pipelined (pg's pipeline mode) when the connection dies.
   it.each([
@@ -98,57 +141,22 @@ describe("a worker whose effect's connection dies", () => {
     ["idle", true],
     ["busy", true],
   ] as const)("survives it (%s in the effect's transaction, txOnly %s): the attempt fails retryably and the job succeeds next time", async (mode, txOnly) => {
-    const workerPool = createPool(testDb.connectionString, { max: 4, applicationName: "porter-worker:test" });
-    const worker = await PorterWorker.start({
-      db: workerPool,
-      connectionString: testDb.connectionString,
-      poolId: "diag-pool",
-      logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
-      concurrency: 2,
-      maintenance: false,
-      handlers: createHandlerMap([...diagHandlers, gated]),
-    });
+    const worker = await startWorker(gated);
     try {
       const key = `gated-${mode}${txOnly ? "-tx" : ""}`;
       const [id] = await enqueue(db, [{ type: "test.gated_effect", payload: { key, mode, txOnly } }]);
       await terminate(await backend.promise);
       await new Promise((resolve) => setTimeout(resolve, 200)); // the client sees its socket close
       gate.resolve();
-
-      await waitForStates(db, [id!], ["SUCCEEDED"]);
-      expect(uncaught).toEqual([]);
-      expect(await jobRow(db, id!)).toMatchObject({ attempt: 2, result: { applied: 1 } });
-      const attempts = await attemptsOf(db, id!);
-      expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
-        [1, "failed"],
-        [2, "succeeded"],
-      ]);
-      expect(attempts[0]!.error).toMatchObject({ class: "retryable" });
-      const { code, message } = attempts[0]!.error!;
-      expect(isConnectionError(Object.assign(new Error(message), code === "UNKNOWN" ? {} : { code }))).toBe(true);
-      // The effect was rolled back with its transaction the first time and applied once in all.
-      expect((await db.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
-      // The worker goes on with new work on the same pool.
-      const [next] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
-      await waitForStates(db, [next!], ["SUCCEEDED"]);
+      await expectRetriedOnce(id!, key);
     } finally {
       gate.resolve();
-      await worker.drain({ graceMs: 0 });
-      await workerPool.end();
+      await worker.stop();
     }
   });
 
   it("survives it as one statement (the statement running when its connection dies): the attempt fails retryably and the job succeeds next time", async () => {
-    const workerPool = createPool(testDb.connectionString, { max: 4, applicationName: "porter-worker:test" });
-    const worker = await PorterWorker.start({
-      db: workerPool,
-      connectionString: testDb.connectionString,
-      poolId: "diag-pool",
-      logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
-      concurrency: 2,
-      maintenance: false,
-      handlers: createHandlerMap([...diagHandlers, gatedStatement]),
-    });
+    const worker = await startWorker(gatedStatement);
     try {
       const key = "gated-statement";
       const [id] = await enqueue(db, [{ type: "test.gated_statement", payload: { key } }]);
@@ -161,23 +169,9 @@ describe("a worker whose effect's connection dies", () => {
         return pid !== 0;
       });
       await terminate(pid);
-
-      await waitForStates(db, [id!], ["SUCCEEDED"]);
-      expect(uncaught).toEqual([]);
-      expect(await jobRow(db, id!)).toMatchObject({ attempt: 2, result: { applied: 1 } });
-      const attempts = await attemptsOf(db, id!);
-      expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
-        [1, "failed"],
-        [2, "succeeded"],
-      ]);
-      expect(attempts[0]!.error).toMatchObject({ class: "retryable" });
-      expect((await db.query(`SELECT applied FROM diag_effects WHERE key = $1`, [key])).rows).toEqual([{ applied: 1 }]);
-      expect((await db.query(`SELECT attempt FROM job_effects WHERE key = $1`, [key])).rows).toEqual([{ attempt: 2 }]);
-      const [next] = await enqueue(db, [{ type: "diag.sleep", payload: { ms: 1 } }]);
-      await waitForStates(db, [next!], ["SUCCEEDED"]);
+      await expectRetriedOnce(id!, key);
     } finally {
-      await worker.drain({ graceMs: 0 });
-      await workerPool.end();
+      await worker.stop();
     }
   });
 });

@@ -1,6 +1,6 @@
 import { createPool } from "@porter/db/pool";
 import { useTestDatabase } from "@porter/db/testing/test-database";
-import { defineHandler, RetryableError } from "@porter/sdk";
+import { type AnyHandler, defineHandler, RetryableError } from "@porter/sdk";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandlerMap } from "../handlers/handler-map";
@@ -103,6 +103,18 @@ describe("ctx.effect and the worker's batches on the same job rows", () => {
   );
 });
 
+/** A worker of one slot with its own id on `pool`, running `handler` (the fencing cases start two). */
+const startOneSlot = (pool: pg.Pool, workerId: string, handler: AnyHandler) =>
+  PorterWorker.start({
+    db: pool,
+    connectionString: testDb.appConnectionString,
+    poolId: "diag-pool",
+    workerId,
+    logger: createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" }),
+    concurrency: 1,
+    handlers: createHandlerMap([handler]),
+  });
+
 describe("fencing of an effect whose lease moved to another worker while fn ran", () => {
   it.each([
     { mode: "default", txOnly: false, tag: "" },
@@ -138,20 +150,10 @@ describe("fencing of an effect whose lease moved to another worker while fn ran"
           return null;
         },
       });
-      const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
       // Two workers, each on its own pool (its own connections).
       const poolA = createPool(testDb.appConnectionString, { max: 6 });
       const poolB = createPool(testDb.appConnectionString, { max: 6 });
-      const start = (pool: pg.Pool, workerId: string) =>
-        PorterWorker.start({
-          db: pool,
-          connectionString: testDb.appConnectionString,
-          poolId: "diag-pool",
-          workerId,
-          logger,
-          concurrency: 1,
-          handlers: createHandlerMap([gated]),
-        });
+      const start = (pool: pg.Pool, workerId: string) => startOneSlot(pool, workerId, gated);
       const [id] = await enqueue(db, [{ type: "test.gated", payload: {}, maxAttempts: 3 }]);
       const workerA = await start(poolA, "worker-a");
       let workerB: PorterWorker | undefined;
@@ -211,19 +213,9 @@ describe("fencing of a statement effect whose lease moved to another worker whil
     });
     const holder = await db.connect();
     await holder.query(`SELECT pg_advisory_lock(${GATE})`);
-    const logger = createLogger({ level: process.env.PORTER_TEST_LOG_LEVEL ?? "silent" });
     const poolA = createPool(testDb.appConnectionString, { max: 6 });
     const poolB = createPool(testDb.appConnectionString, { max: 6 });
-    const start = (pool: pg.Pool, workerId: string) =>
-      PorterWorker.start({
-        db: pool,
-        connectionString: testDb.appConnectionString,
-        poolId: "diag-pool",
-        workerId,
-        logger,
-        concurrency: 1,
-        handlers: createHandlerMap([handler]),
-      });
+    const start = (pool: pg.Pool, workerId: string) => startOneSlot(pool, workerId, handler);
     const waiting = async () => {
       const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [
         GATE,
