@@ -7,10 +7,12 @@
 // Variants alternate, order rotated per round; the ratio of each round's pair is printed, with the
 // deadlocks the database counted during the run.
 //   npx tsx bench/src/probe/effect-ab.ts <jobs> <rounds>
+// AB_FAIL_PERCENT=10: that share of the jobs fails its first attempt (as in bench (g)); prints when
+// every first attempt had started and when the last effect applied (the retry tail between).
 import { readFileSync } from "node:fs";
 import { migrate } from "@porter/db/migrator";
 import { createPool } from "@porter/db/pool";
-import { defineHandler } from "@porter/sdk";
+import { defineHandler, RetryableError } from "@porter/sdk";
 import { createHandlerMap } from "@porter/worker/handlers/handler-map";
 import { createLogger } from "@porter/worker/logger";
 import { PrefetchBuffer } from "@porter/worker/runtime/prefetch-buffer";
@@ -32,6 +34,7 @@ type Variant = "plain" | "ledger" | "ledger-keyshare" | "txonly" | "mixed" | "le
 // txonly: ctx.effect with { txOnly: true } (the statement pipelined behind the claim).
 // ledger-keyshare: the claim locks the job row FOR KEY SHARE to the end (the commit's fence unchanged).
 const VARIANTS = (process.env.AB_VARIANTS ?? "plain,ledger").split(",") as Variant[];
+const FAIL_PERCENT = Number(process.env.AB_FAIL_PERCENT ?? 0);
 const CLAIM_WITH_KEY_SHARE = readFileSync(new globalThis.URL("../../../packages/core/src/sql/routines/effects.sql", import.meta.url), "utf8").replace(
   "AND j.state = 'RUNNING';",
   "AND j.state = 'RUNNING' FOR KEY SHARE;",
@@ -113,6 +116,8 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
     await pool.query(CLAIM_WITH_KEY_SHARE);
   }
   let ran = 0;
+  let firstAttempts = 0;
+  let firstDoneAt = 0;
   let handlerMs = 0;
   const handlerTimes = new Map<Variant, number[]>();
   let done: () => void = () => undefined;
@@ -121,6 +126,12 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
     type: "bench.job",
     run: async (job, ctx) => {
       const k = (job.payload as { k: number }).k;
+      if (job.attempt === 1) {
+        firstAttempts += 1;
+        if (firstAttempts === jobs) firstDoneAt = performance.now();
+      }
+      // AB_FAIL_PERCENT: that share of the jobs fails its first attempt before its write, as in bench (g).
+      if (job.attempt === 1 && k % 100 < FAIL_PERCENT) throw new RetryableError("injected", { code: "AB_TRANSIENT" });
       const h0 = performance.now();
       const as: Variant = variant === "mixed" ? (["plain", "ledger", "txonly", "stmt"] as const)[k % 4]! : (variant.replace(/-alt$/, "") as Variant);
       if (as === "plain") await pool.query(EFFECT_SQL, [k]);
@@ -167,12 +178,16 @@ const runOne = async (variant: Variant): Promise<{ rate: number; deadlocks: numb
     connectionString: URL,
     poolId: "bench",
     concurrency,
-    logger: createLogger({ level: "warn" }),
+    logger: createLogger({ level: FAIL_PERCENT > 0 ? "error" : "warn" }), // injected failures log at warn
     handlers: createHandlerMap([handler]),
     maintenance: false,
   });
   await all;
   const seconds = (performance.now() - t0) / 1000;
+  if (FAIL_PERCENT > 0)
+    console.log(
+      `  ${variant}: every first attempt started after ${((firstDoneAt - t0) / 1000).toFixed(2)} s, all ${jobs} applied after ${seconds.toFixed(2)} s`,
+    );
   const cpu = process.cpuUsage(cpu0);
   sampling = false;
   await sampler;
