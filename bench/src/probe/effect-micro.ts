@@ -52,24 +52,19 @@ await setup.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
 await setup.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
 await setup.query(`INSERT INTO tenants (id) VALUES ('bench')`);
 await setup.query(EFFECTS_TABLE_SQL);
-// one, onepipe: the lease check and the ledger row before the statement, all in one round trip.
-await setup.query(`
-CREATE FUNCTION porter_effect_open(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text, p_job_id uuid)
+// one, onepipe: the lease check and the ledger row before the statement, all in one round trip;
+// oneplain: the same with the ledger row inserted without ON CONFLICT (a duplicate raises 23505).
+const openFunction = (name: string, isOnConflict: boolean) => `
+CREATE FUNCTION ${name}(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text, p_job_id uuid)
 RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   PERFORM 1 FROM jobs j WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state::text = 'RUNNING' FOR SHARE;
   IF NOT FOUND THEN RAISE EXCEPTION 'stale' USING ERRCODE = 'PR409'; END IF;
-  INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES (p_tenant_id, p_key, p_job_id, p_attempt) ON CONFLICT DO NOTHING;
-  IF NOT FOUND THEN RAISE EXCEPTION 'applied' USING ERRCODE = 'PR208'; END IF;
-END $$;`);
-await setup.query(`
-CREATE FUNCTION porter_effect_open2(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text, p_job_id uuid)
-RETURNS void LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-  PERFORM 1 FROM jobs j WHERE j.id = p_id AND j.lease_token = p_token AND j.attempt = p_attempt AND j.state::text = 'RUNNING' FOR SHARE;
-  IF NOT FOUND THEN RAISE EXCEPTION 'stale' USING ERRCODE = 'PR409'; END IF;
-  INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES (p_tenant_id, p_key, p_job_id, p_attempt);
-END $$;`);
+  INSERT INTO job_effects (tenant_id, key, job_id, attempt) VALUES (p_tenant_id, p_key, p_job_id, p_attempt)${isOnConflict ? " ON CONFLICT DO NOTHING" : ""};
+  ${isOnConflict ? "IF NOT FOUND THEN RAISE EXCEPTION 'applied' USING ERRCODE = 'PR208'; END IF;" : ""}
+END $$;`;
+await setup.query(openFunction("porter_effect_open", true));
+await setup.query(openFunction("porter_effect_open2", false));
 // adv: the key held by a transaction-level advisory lock, the ledger row written once, at commit.
 await setup.query(`
 CREATE FUNCTION adv_claim(p_id bigint, p_token bigint, p_attempt integer, p_tenant_id text, p_key text)
