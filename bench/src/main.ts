@@ -94,12 +94,18 @@ const results: ScenarioResult[] = [];
 const extras: Array<{ markdown: string; details: unknown }> = [];
 const timings: Record<string, number> = {};
 
+/** How the worker processes run their code (worker/bundle.ts). */
+const workerForm =
+  process.env.BENCH_WORKER === "tsx"
+    ? " running the TypeScript sources through tsx (BENCH_WORKER=tsx)"
+    : " running one esbuild bundle of the worker code (Porter's as the installable @porter/worker ships it; the peers' libraries as published)";
+
 const header = (): string => {
   const lines = [
     `## Porter vs graphile-worker vs pg-boss — ${new Date(startedAt).toISOString()} (${environment.mode})`,
     "",
     `PostgreSQL ${environment.postgres}, ${environment.cpus} × ${environment.cpu}, Node ${environment.node}. `
-      + `Every worker: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections, one process; `
+      + `Every worker: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections, one process${workerForm}; `
       + `producers: ${ctx.budget.connections} connections. ${ctx.sizes.runs} measured run(s) (the peers' default configurations: ${ctx.sizes.defaultRuns}) after a discarded warm-up, interleaved; median (min–max).`,
   ];
   if (ceiling) {

@@ -1,5 +1,5 @@
 import { fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { workerEntry } from "./bundle";
 import type { ClaimStats, Distribution, FromWorker, Progress, ToWorker, WorkerConfig, WorkerSummary } from "./protocol";
 
 /** The parent's handle on one worker process. */
@@ -19,13 +19,15 @@ export type WorkerHandle = {
   kill: () => void;
 };
 
-const CHILD = fileURLToPath(new URL("./child.ts", import.meta.url));
-
-/** Forks a worker process for `config` and resolves once it has loaded its system. */
-export const spawnWorker = (config: WorkerConfig): Promise<WorkerHandle> =>
-  new Promise((resolveBoot, rejectBoot) => {
-    const child = fork(CHILD, [JSON.stringify(config)], {
-      execArgv: ["--import", import.meta.resolve("tsx")],
+/**
+ * Forks a worker process for `config` and resolves once it has loaded its system. The process runs
+ * the bench's worker bundle (bundle.ts), or child.ts through tsx with BENCH_WORKER=tsx.
+ */
+export const spawnWorker = async (config: WorkerConfig): Promise<WorkerHandle> => {
+  const entry = await workerEntry();
+  return new Promise((resolveBoot, rejectBoot) => {
+    const child = fork(entry.path, [JSON.stringify(config)], {
+      execArgv: entry.execArgv,
       // graphile-worker reads NO_LOG_SUCCESS when loaded; it logs every completed job otherwise.
       env: { ...process.env, NO_LOG_SUCCESS: "1" },
       // The child's stdout goes to our stderr: stdout carries only the report.
@@ -114,3 +116,4 @@ export const spawnWorker = (config: WorkerConfig): Promise<WorkerHandle> =>
       },
     };
   });
+};
