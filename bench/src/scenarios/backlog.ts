@@ -32,13 +32,24 @@ const measurePhase = async (session: Session, ctx: BenchContext, booting: Promis
   }
 };
 
-const vacuum = (session: Session) => session.observer.query("VACUUM ANALYZE");
+/**
+ * After each generation: VACUUM ANALYZE (the state autovacuum would reach), then CHECKPOINT (the
+ * state the checkpointer would reach). Generating 1M rows writes over a gigabyte of WAL in seconds,
+ * which starts a checkpoint that ran through the 1M phase's drains and in none of the 10k phase's:
+ * its writes and syncs set that phase's p99 (1.80×, 2.73× and 3.27× of 10k in three runs, against
+ * 1.12×, 1.25× and 1.45× with both phases starting after a checkpoint; docs/performance.md "claim at
+ * depth"). A drain still pays the full-page images of the first change to each page after it.
+ */
+const settle = async (session: Session) => {
+  await session.observer.query("VACUUM ANALYZE");
+  await session.observer.query("CHECKPOINT");
+};
 
 /**
  * (f) Claim latency against a deep backlog: each system's best configuration (Porter, the peers
  * tuned) on its own database; ready jobs (and then finished ones) are generated with INSERT …
- * SELECT generate_series straight into the system's own tables, then VACUUM ANALYZE (the state
- * autovacuum would reach). Claims are timed at the driver while a worker drains a window.
+ * SELECT generate_series straight into the system's own tables, then VACUUM ANALYZE and CHECKPOINT
+ * (`settle`). Claims are timed at the driver while a worker drains a window.
  */
 export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
   const { backlogSmall: small, backlogLarge: large, backlogWindow: window, backlogDrains: drains } = ctx.sizes;
@@ -56,7 +67,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
       ctx.progress.update(`(f) ${name}: generating ${fmt(count)} ${what}…`);
       const t0 = nowMs();
       const ok = await session.generate(kind, from, count);
-      if (ok) await vacuum(session);
+      if (ok) await settle(session);
       ctx.progress.done(`(f) ${name}: ${ok ? `${fmt(count)} ${what} generated in ${fmt((nowMs() - t0) / 1000, 1)} s` : `keeps no ${what}`}`);
       return ok;
     };
@@ -104,7 +115,7 @@ export const backlog = async (ctx: BenchContext): Promise<ScenarioResult[]> => {
   });
   const [a, b, c] = phases.map((p) => p.label) as [string, string, string];
   const notes = [
-    `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more; each phase drains a window of ${fmt(window)} jobs with a fresh worker process, whose first ${COLD_CLAIMS} claims are a discarded warm-up${drains > 1 ? `, ${drains} times (the window generated again before each drain after the first): the percentiles are of the drains' claims pooled, jobs/s their median, per-job costs the first drain's` : ""}.`,
+    `One run per system (the generation dominates): ${fmt(small + window)} ready jobs, then ${fmt(large + window)}, then ${fmt(large)} finished rows more, each generation followed by VACUUM ANALYZE and a CHECKPOINT (so that no phase drains during the checkpoint the generation's WAL starts); each phase drains a window of ${fmt(window)} jobs with a fresh worker process, whose first ${COLD_CLAIMS} claims are a discarded warm-up${drains > 1 ? `, ${drains} times (the window generated again before each drain after the first): the percentiles are of the drains' claims pooled, jobs/s their median, per-job costs the first drain's` : ""}.`,
     "A claim is timed at the driver from dispatch to result (Porter: its claim call); batches differ by design (graphile-worker and pg-boss tuned fetch up to 500 at a time, Porter claims its free slots plus an adaptive prefetch that grows with the start rate, up to 1000), so compare growth with backlog as much as absolute figures.",
   ];
   return [
