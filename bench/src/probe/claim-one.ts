@@ -1,17 +1,19 @@
-// Probe (not part of the suite): the round trip of a claim that takes one job at idle — (e)'s claim —
-// on one warm connection, against variants that price its parts. Per cycle: one job enqueued on
-// another connection, then claimed (limit 24, as a worker of 24 free slots claims) and acked.
+// Probe (not part of the suite): the round trip of a claim that takes one job — (e)'s claim — on one
+// connection, against variants that price its parts. Per cycle: one job enqueued on another
+// connection, then claimed (limit 24, as a worker of 24 free slots claims) and acked.
 //   npx tsx bench/src/probe/claim-one.ts [cycles=400] [rounds=3]
 // Variants (CLAIM_ONE_VARIANTS, comma-separated; alternating, order rotated per round):
 //   claim  — porter_claim as the worker sends it;
 //   async  — the same with the session's synchronous_commit off: the claim without its WAL flush;
 //   empty  — a claim that finds nothing (read-only: no WAL, no flush);
+//   update — the job row's claim alone, as one UPDATE … RETURNING with its pick (what a
+//            single-statement fetch costs on this schema);
+//   single — the statement in CLAIM_ONE_SINGLE=<file> ($1 pool, $2 worker, $3 limit, $4 start;
+//            returning id, lease_token, attempt): a restructured claim to compare.
 // CLAIM_ONE_GAP_MS=<ms>: an idle gap of about that long before each cycle, as (e) has between its
-// jobs (the backend's caches go cold meanwhile).
+// jobs (the backend's caches go cold meanwhile; docs/performance.md "a cold claim's parts").
 // CLAIM_ONE_SQL=<file>: SQL run on the fresh database first (a variant of the claim's routines, to
-// price one of its parts).
-//   update — the job row's claim alone, as one UPDATE … RETURNING of a committed row (what a
-//            single-statement fetch costs on this schema).
+// price one of its parts). CLAIM_ONE_GENERIC=1: the claiming session plans generically.
 import { readFileSync } from "node:fs";
 import { claimBatch, completeJobs, enqueueJobs } from "@porter/core";
 import pg from "pg";
@@ -35,7 +37,11 @@ const enqueue = async (k: number) => {
   return r;
 };
 
-// CLAIM_ONE_SINGLE=<file>: variant `single` runs that statement ($1 pool, $2 worker, $3 limit, $4 start).
+const UPDATE_SQL = `UPDATE jobs SET state = 'RUNNING', attempt = attempt + 1, claimed_at = now(), lease_owner = $1,
+                  lease_token = nextval('lease_token_seq'), lease_until = now() + interval '30 s', started_at = now()
+            WHERE id = (SELECT id FROM jobs WHERE state = 'READY' ORDER BY queue_id, tenant_id, priority DESC, vft, id
+                         LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING id::text, lease_token::text, attempt`;
 const SINGLE_SQL = process.env.CLAIM_ONE_SINGLE ? readFileSync(process.env.CLAIM_ONE_SINGLE, "utf8") : "";
 let seq = 0;
 const GAP_MS = Number(process.env.CLAIM_ONE_GAP_MS ?? 0);
@@ -47,28 +53,16 @@ const cycle = async (variant: string): Promise<number> => {
     return performance.now() - t;
   }
   await enqueue(seq++);
-  if (variant === "update") {
+  if (variant === "update" || variant === "single") {
+    const query =
+      variant === "update"
+        ? { name: "probe.update", text: UPDATE_SQL, values: [WORKER] }
+        : { name: "probe.single", text: SINGLE_SQL, values: ["bench", WORKER, 24, 24] };
     const t = performance.now();
-    const { rows } = await claimer.query({
-      name: "probe.update",
-      text: `UPDATE jobs SET state = 'RUNNING', attempt = attempt + 1, claimed_at = now(), lease_owner = $1,
-                    lease_token = nextval('lease_token_seq'), lease_until = now() + interval '30 s', started_at = now()
-              WHERE id = (SELECT id FROM jobs WHERE state = 'READY' ORDER BY queue_id, tenant_id, priority DESC, vft, id
-                           LIMIT 1 FOR UPDATE SKIP LOCKED)
-          RETURNING id, lease_token, attempt`,
-      values: [WORKER],
-    });
+    const { rows } = await claimer.query<{ id: string; lease_token: string; attempt: number }>(query);
     const ms = performance.now() - t;
-    const r = rows[0];
-    await completeJobs(pool, [{ id: r.id, leaseToken: r.lease_token, attempt: r.attempt, result: null }]);
-    return ms;
-  }
-  if (variant === "single") {
-    const t = performance.now();
-    const { rows } = await claimer.query({ name: "probe.single", text: SINGLE_SQL, values: ["bench", WORKER, 24, 24] });
-    const ms = performance.now() - t;
-    if (rows.length !== 1) throw new Error(`single claimed ${rows.length}`);
-    const r = rows[0];
+    const [r] = rows;
+    if (!r || rows.length !== 1) throw new Error(`${variant} claimed ${rows.length}`);
     await completeJobs(pool, [{ id: r.id, leaseToken: r.lease_token, attempt: r.attempt, result: null }]);
     return ms;
   }
