@@ -18,6 +18,7 @@ import { idleLatency, steadyArrivals } from "./scenarios/latency";
 import { realistic } from "./scenarios/realistic";
 import { fmt, markdownTable } from "./table";
 import { isBurnDownOnly } from "./variants";
+import { childForm } from "./worker/bundle";
 
 const options = parseOptions(process.argv.slice(2));
 if (options.help) {
@@ -94,11 +95,8 @@ const results: ScenarioResult[] = [];
 const extras: Array<{ markdown: string; details: unknown }> = [];
 const timings: Record<string, number> = {};
 
-/** How the worker processes run their code (worker/bundle.ts). */
-const workerForm =
-  process.env.BENCH_WORKER === "tsx"
-    ? " running the TypeScript sources through tsx (BENCH_WORKER=tsx)"
-    : " running one esbuild bundle of the worker code (Porter's as the installable @porter/worker ships it; the peers' libraries as published)";
+/** How the worker processes and the producer API's server run their code (worker/bundle.ts). */
+const workerForm = childForm();
 
 const header = (): string => {
   const lines = [

@@ -4,7 +4,8 @@
 // single enqueues at concurrency `c` (or, with BATCH=n, sequential enqueueBatch calls of n jobs).
 // Variants, interleaved, order rotated per round, on a fresh database (SPLIT_DB, default
 // porter_perf_http_split):
-//   proc   — this tree's server process, this tree's SDK client
+//   proc   — this tree's server process (its sources through tsx), this tree's SDK client
+//   bundle — the same server as the bench runs it: its esbuild bundle (../worker/bundle.ts)
 //   alone  — the same with the SDK's joinEnqueues: false (every enqueue a request of its own)
 //   base   — BASE_TREE=<dir>: the server process and the SDK of another checkout (its node_modules
 //            installed or hard-linked) — "before"
@@ -15,6 +16,7 @@ import { readFileSync } from "node:fs";
 import { createApiKey, PolicyCache } from "@porter/core";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
+import { httpServerEntry } from "../worker/bundle";
 import { directVariant, driveCalls, freshProbeDatabase, probeUrl } from "./perf-db";
 
 const DB = process.env.SPLIT_DB ?? "porter_perf_http_split";
@@ -51,13 +53,13 @@ const children: ChildProcess[] = [];
 process.on("exit", () => {
   for (const c of children) c.kill();
 });
-const serverProcess = async (tree: string) => {
+const serverProcess = async (tree: string, bundled?: string) => {
   // SERVER_PROFILE=<dir>: the server's CPU profile; SERVER_NODE_ARGS: more node flags (e.g. --perf-basic-prof).
   const profiling = process.env.SERVER_PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROFILE}`] : [];
   profiling.push(...(process.env.SERVER_NODE_ARGS?.split(" ").filter(Boolean) ?? []));
-  const child = fork(`${tree}/bench/src/systems/porter-http-server.ts`, [URL, String(CONNECTIONS)], {
+  const child = fork(bundled ?? `${tree}/bench/src/systems/porter-http-server.ts`, [URL, String(CONNECTIONS)], {
     cwd: tree,
-    execArgv: [...profiling, "--import", import.meta.resolve("tsx")],
+    execArgv: [...profiling, ...(bundled ? [] : ["--import", import.meta.resolve("tsx")])],
     stdio: ["ignore", 2, 2, "ipc"],
   });
   children.push(child);
@@ -65,14 +67,15 @@ const serverProcess = async (tree: string) => {
   console.log(`server ${tree}: pid ${child.pid}`);
   return { url, pid: child.pid! };
 };
-const httpVariant = async (tree: string, sdk: typeof createProducerClient, joinEnqueues?: boolean): Promise<Variant> => {
-  const server = await serverProcess(tree);
+const httpVariant = async (tree: string, sdk: typeof createProducerClient, joinEnqueues?: boolean, bundled?: string): Promise<Variant> => {
+  const server = await serverProcess(tree, bundled);
   const client = sdk({ url: server.url, apiKey: key, joinEnqueues });
   return { one: () => client.enqueue(job()), many: (n) => client.enqueueBatch(Array.from({ length: n }, job)), pid: server.pid };
 };
 const here = new globalThis.URL("../../..", import.meta.url).pathname.replace(/\/$/, "");
 const variants: Record<string, () => Promise<Variant>> = {
   proc: () => httpVariant(here, createProducerClient),
+  bundle: async () => httpVariant(here, createProducerClient, undefined, (await httpServerEntry()).path),
   // this tree, each enqueue its own request (the SDK's joinEnqueues: false)
   alone: () => httpVariant(here, createProducerClient, false),
   base: async () => {

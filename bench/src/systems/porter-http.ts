@@ -1,26 +1,26 @@
 import { fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { createApiKey } from "@porter/core";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
 import type pg from "pg";
+import { httpServerEntry } from "../worker/bundle";
 import { PORTER_JOB_TYPE, PORTER_TENANT, porterInput } from "./porter";
 import type { HttpProducer } from "./types";
-
-const SERVER = fileURLToPath(new URL("./porter-http-server.ts", import.meta.url));
 
 /**
  * Porter's producer API over real HTTP, as a producer service sees it: the server in a process of
  * its own (porter-http-server.ts: `createNodeTrpcHandler`, what the console's server,
- * apps/console/src/server/serve.ts, answers producer calls with under `npm start`, with its own
+ * apps/console/src/server/serve.ts, answers producer calls with under `npm start`; bundled as
+ * `npm start` bundles serve.ts, or through tsx with BENCH_WORKER=tsx: ../worker/bundle.ts), with its own
  * pool of `connections` and key cache), called from this process with the SDK's producer client
  * and an API key from core's `createApiKey`.
  */
 export const startPorterHttp = async (pool: pg.Pool, url: string, connections: number): Promise<HttpProducer> => {
   // The node flags `npm start` gives the process serving the producer API (PRODUCER_SERVER_SEMI_SPACE,
   // apps/porter/src/launcher/console-args.ts).
-  const execArgv = ["--max-semi-space-size=32", "--import", import.meta.resolve("tsx")];
-  const child = fork(SERVER, [url, String(connections)], { execArgv, stdio: ["ignore", 2, 2, "ipc"] });
+  const entry = await httpServerEntry();
+  const execArgv = ["--max-semi-space-size=32", ...entry.execArgv];
+  const child = fork(entry.path, [url, String(connections)], { execArgv, stdio: ["ignore", 2, 2, "ipc"] });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   const serverUrl = await new Promise<string>((resolve, reject) => {
     child.once("message", (m: { type: string; url: string }) => resolve(m.url));

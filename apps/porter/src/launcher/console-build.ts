@@ -1,10 +1,11 @@
 import type { Dirent } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { BUNDLE_DIR } from "./bundles";
 
 // What the console's build depends on, besides apps/console itself.
 const PACKAGES = ["api", "contracts", "core", "db", "sdk"];
-const SKIP_DIRS = new Set(["node_modules", ".next", ".turbo", "generated", "test-results", "playwright-report"]);
+const SKIP_DIRS = new Set(["node_modules", ".next", BUNDLE_DIR, ".turbo", "generated", "test-results", "playwright-report"]);
 const SKIP_FILES = /(^next-env\.d\.ts$|\.test\.tsx?$|\.spec\.tsx?$|\.tsbuildinfo$)/;
 
 /** Newest modification time (ms) of the files under `dir` that can change a build; 0 if none. */

@@ -88,13 +88,13 @@ describe("the console's interface (HOST)", () => {
     expect(env({ HOST: "" }).HOST).toBe("127.0.0.1");
     // The console's server reads PORT and HOST from the environment the launcher gives it.
     expect(env({ HOST: "0.0.0.0" }).HOST).toBe("0.0.0.0");
-    expect(consoleStartArgs({ root: "/srv/porter", guard: "file:///g.mjs" })).toEqual([
+    expect(consoleStartArgs({ server: "/srv/porter/apps/console/.porter-bundle/serve.mjs", guard: "file:///g.mjs" })).toEqual([
       "--max-semi-space-size=32",
       "--import",
       "tsx",
       "--import",
       "file:///g.mjs",
-      "/srv/porter/apps/console/src/server/serve.ts",
+      "/srv/porter/apps/console/.porter-bundle/serve.mjs",
     ]);
     expect(localHostOf("0.0.0.0")).toBe("127.0.0.1");
     expect(localHostOf("::1")).toBe("[::1]");

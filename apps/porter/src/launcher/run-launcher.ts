@@ -14,6 +14,7 @@ import { embeddedDataDir, porterHome, repoRoot } from "../cli/paths";
 import { type SeedDemoResult, seedDemo } from "../seed/demo";
 import { watchAncestors } from "./ancestors";
 import { ensureAuthSecret } from "./auth-secret";
+import { bundleConsoleServer, bundleWorker } from "./bundles";
 import { consoleStartArgs, localHostOf } from "./console-args";
 import { consoleBuildReason } from "./console-build";
 import { CREDENTIALS_FILE_NAME, presentCredentials } from "./credentials";
@@ -197,6 +198,9 @@ export const runLauncher = async (): Promise<number> => {
     } else {
       say("console build is up to date");
     }
+    // The console's server and the workers run as JavaScript bundles, built at every start (bundles.ts).
+    const consoleServer = await bundleConsoleServer(root);
+    checkpoint();
 
     if (!(await isPortFree(env.PORT))) throw new Error(`port ${env.PORT} is in use: stop what runs there, or set PORT`);
     const guard = pathToFileURL(join(root, "apps/porter/src/launcher/parent-guard.mjs")).href;
@@ -205,7 +209,7 @@ export const runLauncher = async (): Promise<number> => {
     supervisor.start({
       name: "console",
       command: process.execPath,
-      args: consoleStartArgs({ root, guard }),
+      args: consoleStartArgs({ server: consoleServer, guard }),
       cwd: join(root, "apps/console"),
       env: guardedEnv,
       restart: false,
@@ -226,13 +230,15 @@ export const runLauncher = async (): Promise<number> => {
       // The worker reads PORTER_WORKER_METRICS_PORT itself (a number only, one port): the flag says
       // it here, so the variable is left out (spawn skips undefined values).
       const workerEnv = { ...guardedEnv, PORTER_WORKER_METRICS_PORT: undefined };
+      const workerBundle = await bundleWorker(root);
+      checkpoint();
       for (const poolId of pools) {
         supervisor.start({
           name: `worker:${poolId}`,
           command: process.execPath,
           args: workerStartArgs({
             preload: ["--import", "tsx", "--import", guard],
-            workerScript,
+            workerScript: workerBundle,
             poolId,
             handlersModule,
             metricsPort: metricsPorts.get(poolId),
