@@ -41,16 +41,68 @@ export type ClaimedJob = {
 /**
  * A timestamptz as PostgreSQL prints it (ISO style: `2026-11-30 10:50:22.123456+00`, offset in
  * hours or hours:minutes) in a fraction of the time of pg's general date parser, which was a
- * visible share of the worker's CPU per job. Anything else (infinity, BC dates) goes to pg's parser.
+ * visible share of the worker's CPU per job: read by character codes, no regular expression and
+ * no substrings (a claimed row carries four timestamps; the regular-expression version was still
+ * 6–7% of the worker's busy CPU in the burn-down). Anything else (infinity, BC dates, years before
+ * 100, offsets with seconds) goes to pg's parser.
  */
 const pgParseTimestamptz = pg.types.getTypeParser(1184, "text") as (text: string) => Date;
-const ISO_STAMP = /^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?([+-])(\d\d)(?::?(\d\d))?$/;
+/** The `n` decimal digits of `text` at `at` as a number, -1 if any is not a digit. */
+const digitsAt = (text: string, at: number, n: number): number => {
+  let value = 0;
+  for (let i = at; i < at + n; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+};
+const [DASH, SPACE, COLON, DOT, PLUS] = [45, 32, 58, 46, 43];
 export const parseTimestamptz = (text: string): Date => {
-  const m = ISO_STAMP.exec(text);
-  if (!m) return pgParseTimestamptz(text);
-  const ms = m[7] ? Number(m[7].padEnd(3, "0").slice(0, 3)) : 0;
-  const offsetMin = (Number(m[9]) * 60 + Number(m[10] ?? 0)) * (m[8] === "-" ? -1 : 1);
-  return new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!, ms) - offsetMin * 60_000);
+  const length = text.length;
+  if (
+    length < 22
+    || text.charCodeAt(4) !== DASH
+    || text.charCodeAt(7) !== DASH
+    || text.charCodeAt(10) !== SPACE
+    || text.charCodeAt(13) !== COLON
+    || text.charCodeAt(16) !== COLON
+  ) {
+    return pgParseTimestamptz(text);
+  }
+  let at = 19;
+  let ms = 0;
+  if (text.charCodeAt(at) === DOT) {
+    let digits = 0;
+    for (at++; at < length; at++, digits++) {
+      const digit = text.charCodeAt(at) - 48;
+      if (digit < 0 || digit > 9) break;
+      if (digits < 3) ms = ms * 10 + digit;
+    }
+    if (digits === 0 || digits > 6) return pgParseTimestamptz(text);
+    for (; digits < 3; digits++) ms *= 10;
+  }
+  const sign = text.charCodeAt(at);
+  const offsetHours = digitsAt(text, at + 1, 2);
+  at += 3;
+  let offsetMinutes = 0;
+  if (at < length) {
+    if (text.charCodeAt(at) === COLON) at++;
+    offsetMinutes = digitsAt(text, at, 2);
+    at += 2;
+  }
+  const year = digitsAt(text, 0, 4);
+  const month = digitsAt(text, 5, 2);
+  const day = digitsAt(text, 8, 2);
+  const hour = digitsAt(text, 11, 2);
+  const minute = digitsAt(text, 14, 2);
+  const second = digitsAt(text, 17, 2);
+  // A digit that was not one (-1) makes the OR negative; Date.UTC reads years 0–99 as 19xx.
+  if (at !== length || (sign !== PLUS && sign !== DASH) || year < 100 || (month | day | hour | minute | second | offsetHours | offsetMinutes) < 0) {
+    return pgParseTimestamptz(text);
+  }
+  const offset = (offsetHours * 60 + offsetMinutes) * (sign === DASH ? -60_000 : 60_000);
+  return new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms) - offset);
 };
 
 const TIMESTAMPTZ_OID = 1184;
