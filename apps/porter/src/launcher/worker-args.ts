@@ -1,6 +1,7 @@
 /**
- * The arguments of one `npm start` worker (`node … worker.ts`): its pool, the user's handler
- * module when set, and its Prometheus endpoint (`--metrics-port`) when `metricsPort` is set.
+ * The arguments of one `npm start` worker (`node … worker.mjs`, the bundle of bin/worker.ts that
+ * bundles.ts builds): its pool, the user's handler module when set, and its Prometheus endpoint
+ * (`--metrics-port`) when `metricsPort` is set.
  */
 export const workerStartArgs = (options: {
   preload: string[];
