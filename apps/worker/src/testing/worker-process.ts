@@ -14,11 +14,11 @@ export const PORTER_WORKER_BIN = `${REPO_ROOT}apps/worker/src/bin/porter-worker.
 /** How a worker process is started: the script under node, `npm run worker`, or the bin entry. */
 export type WorkerLaunch = "node" | "npm" | "bin";
 
-const commandOf = (via: WorkerLaunch, args: string[]): { file: string; args: string[]; cwd: string } => {
+const commandOf = (via: WorkerLaunch, args: string[], script = WORKER_BIN): { file: string; args: string[]; cwd: string } => {
   if (via === "npm") return { file: "npm", args: ["run", "worker", "--", ...args], cwd: REPO_ROOT };
   // A supervisor runs the executable itself, from wherever it likes.
   if (via === "bin") return { file: PORTER_WORKER_BIN, args, cwd: tmpdir() };
-  return { file: process.execPath, args: ["--import", "tsx", WORKER_BIN, ...args], cwd: REPO_ROOT };
+  return { file: process.execPath, args: ["--import", "tsx", script, ...args], cwd: REPO_ROOT };
 };
 
 export type LogLine = { msg?: string; level?: number; [field: string]: unknown };
@@ -45,9 +45,11 @@ export const spawnWorker = (options: {
   args?: string[];
   env?: Record<string, string>;
   via?: WorkerLaunch;
+  /** With `via` "node": the script node runs (default bin/worker.ts; `npm start`'s bundle of it, say). */
+  script?: string;
   detached?: boolean;
 }): WorkerProcess => {
-  const command = commandOf(options.via ?? "node", ["--pool", options.pool, ...(options.args ?? [])]);
+  const command = commandOf(options.via ?? "node", ["--pool", options.pool, ...(options.args ?? [])], options.script);
   const child = spawn(command.file, command.args, {
     cwd: command.cwd,
     env: { ...process.env, DATABASE_URL: options.connectionString, LOG_LEVEL: "info", ...options.env },
