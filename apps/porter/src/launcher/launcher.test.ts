@@ -36,6 +36,8 @@ describe("consoleBuildReason", () => {
     await write(join(root, "packages/db/src/generated/prisma/client.ts"), 3_000);
     await write(join(root, "apps/console/next-env.d.ts"), 3_000);
     await write(join(root, "apps/console/.next/server/app.js"), 3_000);
+    // Nor the server's bundle, which npm start rebuilds at every start (bundles.ts).
+    await write(join(root, "apps/console/.porter-bundle/serve.mjs"), 3_000);
     expect(await consoleBuildReason(root)).toBeNull();
 
     await write(join(root, "packages/core/src/index.ts"), 3_000);
