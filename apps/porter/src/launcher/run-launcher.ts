@@ -199,8 +199,10 @@ export const runLauncher = async (): Promise<number> => {
       say("console build is up to date");
     }
     // The console's server and the workers run as JavaScript bundles, built at every start (bundles.ts).
+    const bundledAt = performance.now();
     const consoleServer = await bundleConsoleServer(root);
     checkpoint();
+    say(`console server bundled (${Math.round(performance.now() - bundledAt)} ms)`);
 
     if (!(await isPortFree(env.PORT))) throw new Error(`port ${env.PORT} is in use: stop what runs there, or set PORT`);
     const guard = pathToFileURL(join(root, "apps/porter/src/launcher/parent-guard.mjs")).href;
@@ -230,8 +232,10 @@ export const runLauncher = async (): Promise<number> => {
       // The worker reads PORTER_WORKER_METRICS_PORT itself (a number only, one port): the flag says
       // it here, so the variable is left out (spawn skips undefined values).
       const workerEnv = { ...guardedEnv, PORTER_WORKER_METRICS_PORT: undefined };
+      const workerBundledAt = performance.now();
       const workerBundle = await bundleWorker(root);
       checkpoint();
+      say(`worker bundled (${Math.round(performance.now() - workerBundledAt)} ms)`);
       for (const poolId of pools) {
         supervisor.start({
           name: `worker:${poolId}`,
