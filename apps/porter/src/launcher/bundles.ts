@@ -42,12 +42,13 @@ export const bundleWorker = (root: string): Promise<string> =>
 export const bundle = async (options: { entry: string; outfile: string; shared?: string[] }): Promise<string> => {
   const shared = options.shared ?? [];
   const outdir = dirname(options.outfile);
+  const name = basename(options.outfile).replace(/\.mjs$/, "");
   mkdirSync(outdir, { recursive: true });
   const built = await esbuild.build({
     entryPoints: [options.entry],
     outdir,
-    entryNames: basename(options.outfile).replace(/\.mjs$/, ""),
-    chunkNames: `${basename(options.outfile).replace(/\.mjs$/, "")}-chunk-[hash]`,
+    entryNames: name,
+    chunkNames: `${name}-chunk-[hash]`,
     outExtension: { ".js": ".mjs" },
     splitting: true,
     metafile: true,
@@ -79,9 +80,8 @@ export const bundle = async (options: { entry: string; outfile: string; shared?:
   });
   const outputs = new Set(Object.keys(built.metafile.outputs).map((o) => resolve(o)));
   if (!outputs.has(resolve(options.outfile))) throw new Error(`esbuild wrote no ${options.outfile}`);
-  const prefix = basename(options.outfile).replace(/\.mjs$/, "");
   for (const file of readdirSync(outdir)) {
-    if (file.startsWith(`${prefix}-chunk-`) && !outputs.has(join(outdir, file))) rmSync(join(outdir, file), { force: true });
+    if (file.startsWith(`${name}-chunk-`) && !outputs.has(join(outdir, file))) rmSync(join(outdir, file), { force: true });
   }
   return options.outfile;
 };
