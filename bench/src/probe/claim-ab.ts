@@ -2,6 +2,7 @@
 // from a migrated template, one variant's routine file applied over it, N ready jobs, an
 // in-process PorterWorker burn-down (as split.ts). Variants alternate, order rotated per round.
 //   npx tsx bench/src/probe/claim-ab.ts <jobs> <rounds> A=file.sql B=file.sql …
+// A variant spec may end in `%pre.sql` (SQL applied to its template before the backlog: see below).
 // A variant spec may end in `@policy`: that variant's pool also holds a capped queue (cap 4, empty:
 // every claim takes the limited path) and its jobs are spread over tenants A/B/C weighted 1/1/2 —
 // the policy path of burn-down (c); `@tenants`: the three tenants without the capped queue. Without
@@ -26,8 +27,9 @@ const jobs = Number(process.argv[2] ?? 50_000);
 const rounds = Number(process.argv[3] ?? 3);
 const variants = process.argv.slice(4).map((a) => {
   const [name, spec] = a.split("=");
-  const [file, mix] = spec!.split("@");
-  return { name: name!, sql: readFileSync(file!, "utf8"), mix: mix ?? "" };
+  const [routineSpec, pre] = spec!.split("%");
+  const [file, mix] = routineSpec!.split("@");
+  return { name: name!, sql: readFileSync(file!, "utf8"), mix: mix ?? "", pre: pre ?? "" };
 });
 const concurrency = 24;
 const stripFlowFor = new Set((process.env.AB_STRIP_FLOW ?? "").split(",").filter(Boolean));
@@ -95,15 +97,20 @@ const ticksOf = (pids: number[]) => {
   return sum;
 };
 
-const tplOf = (mix: string) => `${DB}_tpl${mix ? `_${mix}` : ""}`;
+// A template per (mix, pre): `pre` is a SQL file applied to the template before its backlog is
+// enqueued (e.g. an index's fillfactor, which only shapes the leaves written after it).
+const templates = [...new Map(variants.map((v) => [`${v.mix}%${v.pre}`, v])).values()];
+const tplOf = (v: { mix: string; pre: string }) => `${DB}_tpl${templates.findIndex((t) => t.mix === v.mix && t.pre === v.pre)}`;
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-for (const mix of new Set(variants.map((v) => v.mix))) {
-  const TPL = tplOf(mix);
+for (const t of templates) {
+  const { mix } = t;
+  const TPL = tplOf(t);
   await admin(`DROP DATABASE IF EXISTS ${TPL} WITH (FORCE)`);
   await admin(`CREATE DATABASE ${TPL}`);
   await migrate(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   const c = new pg.Client(`postgres://postgres@127.0.0.1:5432/${TPL}`);
   await c.connect();
+  if (t.pre) await c.query(readFileSync(t.pre, "utf8"));
   await c.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', $1)`, [concurrency]);
   await c.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
   if (limited) await c.query(`UPDATE queues SET concurrency_cap = 100000`);
@@ -121,9 +128,9 @@ for (const mix of new Set(variants.map((v) => v.mix))) {
 type Result = { rate: number; pgUs: number; claimUs: number; perClaim: number };
 const results = new Map<string, Result[]>(variants.map((v) => [v.name, []]));
 
-const runOne = async (v: { name: string; sql: string; mix: string }): Promise<Result> => {
+const runOne = async (v: { name: string; sql: string; mix: string; pre: string }): Promise<Result> => {
   await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-  await admin(`CREATE DATABASE ${DB} TEMPLATE ${tplOf(v.mix)}`);
+  await admin(`CREATE DATABASE ${DB} TEMPLATE ${tplOf(v)}`);
   const pool = createPool(URL, { max: concurrency + 2 });
   await pool.query(v.sql);
   current = v.name;
@@ -197,5 +204,5 @@ for (const v of variants) {
 await admin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
 // AB_KEEP_TPL=1: the templates stay (for psql timings of single claims against the same backlogs).
 if (process.env.AB_KEEP_TPL !== "1") {
-  for (const mix of new Set(variants.map((v) => v.mix))) await admin(`DROP DATABASE IF EXISTS ${tplOf(mix)} WITH (FORCE)`);
+  for (const t of templates) await admin(`DROP DATABASE IF EXISTS ${tplOf(t)} WITH (FORCE)`);
 }

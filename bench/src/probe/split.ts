@@ -21,6 +21,8 @@ await pool.query(
 await pool.query(`INSERT INTO fair_clocks (queue_id, tenant_id, last_vft) VALUES ('bench', 'bench', 0)`);
 await pool.query(`VACUUM ANALYZE jobs`);
 if (process.env.JOBS_RELOPTIONS) await pool.query(`ALTER TABLE jobs SET (${process.env.JOBS_RELOPTIONS})`);
+// SETUP_SQL: a schema change to measure (e.g. an index dropped: an upper bound, not a candidate as such).
+if (process.env.SETUP_SQL) await pool.query(process.env.SETUP_SQL);
 if (stats) await pool.query(`SELECT pg_stat_statements_reset()`);
 const profile = await startProfile();
 const ticks0 = pgTicks();

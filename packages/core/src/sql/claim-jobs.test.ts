@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { parseTimestamptz } from "./claim-jobs";
+import { inClaimOrder, parseTimestamptz } from "./claim-jobs";
 
 const pgParse = pg.types.getTypeParser(1184, "text") as (text: string) => Date;
 const pad = (n: number, width: number) => String(n).padStart(width, "0");
@@ -54,5 +54,27 @@ describe("parseTimestamptz", () => {
     expect(parseTimestamptz("1890-01-01 00:00:00+00:09:21").getTime()).toBe(pgParse("1890-01-01 00:00:00+00:09:21").getTime());
     // Not digits where digits belong: pg's parser decides (its result, whatever it is).
     expect(parseTimestamptz("2026-1x-30 10:50:22+00")).toEqual(pgParse("2026-1x-30 10:50:22+00"));
+  });
+});
+
+describe("inClaimOrder", () => {
+  it("puts rows in any order back into claim order (property)", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: 5000 }), { maxLength: 600 }), (places) => {
+        const rows = places.map((place) => ["job", place] as [string, number]);
+        const sorted = inClaimOrder([...rows], 1).map((r) => r[1]);
+        expect(sorted).toEqual([...places].sort((a, b) => a - b));
+      }),
+    );
+  });
+
+  it("leaves rows already in claim order as they are (no copy, no sort)", () => {
+    const rows = [
+      ["a", 1],
+      ["b", 2],
+      ["c", 3],
+    ] as Array<[string, number]>;
+    expect(inClaimOrder(rows, 1)).toBe(rows);
+    expect(inClaimOrder(rows, 1).map((r) => r[0])).toEqual(["a", "b", "c"]);
   });
 });

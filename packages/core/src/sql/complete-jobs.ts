@@ -1,5 +1,5 @@
 import type { Db } from "../db";
-import { CLAIM_COLUMNS, type ClaimedJob, type ClaimRow, claimTypes, toClaimedJob } from "./claim-jobs";
+import { CLAIM_COLUMNS, CLAIM_ORDER_AT, type ClaimedJob, type ClaimRow, claimTypes, inClaimOrder, toClaimedJob } from "./claim-jobs";
 import type { LeaseRef } from "./extend-leases";
 import { fenceSql } from "./fence";
 import { insertFinished } from "./finish";
@@ -75,12 +75,12 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date, hand
     types: claimTypes,
   });
   const acked: string[] = [];
-  const handedOver: ClaimedJob[] = [];
+  const handed: ClaimRow[] = [];
   for (const r of rows) {
     if (r[0] !== null) acked.push(r[0]);
-    else handedOver.push(toClaimedJob(r.slice(1) as ClaimRow));
+    else handed.push(r.slice(1) as ClaimRow);
   }
-  return outcome(items, acked, handedOver);
+  return outcome(items, acked, inClaimOrder(handed, CLAIM_ORDER_AT).map(toClaimedJob));
 };
 
 const outcome = (items: Completion[], acked: string[], handedOver: ClaimedJob[]): CompleteOutcome => {
