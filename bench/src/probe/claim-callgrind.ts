@@ -16,6 +16,7 @@ import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSy
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { COMPLETE_SQL_FOR_PROBES } from "@porter/core/sql/complete-jobs";
 import { migrate } from "@porter/db/migrator";
 import pg from "pg";
 
@@ -114,10 +115,24 @@ await seed.end();
 asPostgres("pg_ctl", ["-D", TEMPLATE, "-w", "stop"]);
 
 const NOW = "2030-01-01T00:00:00Z"; // after every run_at the template wrote
+// ACKS=1 (one tenant only): after each claim, the previous claim's jobs are acked by core's ack
+// statement (prepared once, as a worker's connection does). With one tenant, claim k takes the jobs
+// with ids 450k+1 … 450k+450 (claim order is id order) under lease token k+1.
+const ACKS = process.env.ACKS === "1";
+if (ACKS && TENANTS !== 1) throw new Error("ACKS=1 needs TENANTS=1");
+const ack = (k: number): string => {
+  const ids = Array.from({ length: LIMIT }, (_, i) => k * LIMIT + i + 1);
+  const list = (f: (id: number) => string) => `'{${ids.map(f).join(",")}}'`;
+  return `EXECUTE ack(${list(String)}, ${list(() => String(k + 1))}, ${list(() => '"null"')}, '${NOW}', ${list(() => "1")}, ${list(() => "NULL")})`;
+};
 const script = (v: Variant, n: number): string => {
   // The single-user backend ends a statement at ";" and a blank line, inside dollar quotes too.
   const parts = v.schema ? [v.schema.replaceAll(";\n\n", ";\n \n")] : [];
-  for (let i = 0; i < n; i++) parts.push(`SELECT count(*) FROM porter_claim('bench', 'w1', ${LIMIT}, '${NOW}', 24)`);
+  if (ACKS) parts.push(`PREPARE ack AS ${COMPLETE_SQL_FOR_PROBES}`);
+  for (let i = 0; i < n; i++) {
+    parts.push(`SELECT count(*) FROM porter_claim('bench', 'w1', ${LIMIT}, '${NOW}', 24)`);
+    if (ACKS && i > 0) parts.push(ack(i - 1));
+  }
   return `${parts.join(";\n\n")};\n\n`;
 };
 
@@ -152,6 +167,8 @@ const count = (v: Variant, n: number): { total: number; claimed: number } => {
   const errors = stdout.match(/ERROR:.*$/gm);
   if (errors) console.log(`${v.name}: ${errors.slice(0, 3).join(" | ")}`);
   const claimed = [...stdout.matchAll(/count = "(\d+)"/g)].reduce((s, m) => s + Number(m[1]), 0);
+  const acked = [...stdout.matchAll(/\bid = "\d+"/g)].length;
+  if (ACKS && acked !== (n - 1) * LIMIT) throw new Error(`${v.name}: ${acked} jobs acked of ${(n - 1) * LIMIT}`);
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
   else console.log(`kept ${dir}`);
   if (!total) throw new Error(`${v.name}: no callgrind total (${run.stderr.toString().slice(-500)})`);

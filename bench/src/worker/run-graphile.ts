@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { Logger, run, type Task, type WorkerEvents } from "graphile-worker";
+import pg from "pg";
 import { REALISTIC_QUEUES } from "../realistic-mix";
 import { QUEUE, TUNED } from "../variants";
 import { EFFECT_SQL, type JobLog } from "./job-log";
@@ -39,7 +40,15 @@ export const startGraphile = async (config: WorkerConfig, url: string, log: JobL
   };
   // Scenario (i): one task per queue of the mix (capped ones spread over named queues by the producer).
   const identifiers = config.handler.kind === "realistic" ? REALISTIC_QUEUES.map((q) => graphileTask(q.id)) : [QUEUE];
+  // The pool graphile-worker would make from connectionString and maxPoolSize, made here so that it
+  // has an error listener for its whole life: graphile-worker removes its own at stop, and an idle
+  // client it kept then died when the run's database was dropped ("terminating connection due to
+  // administrator command"), an unhandled 'error' event that ended this process and the bench.
+  const pgPool = new pg.Pool({ connectionString: url, max: config.budget.connections });
+  pgPool.on("error", () => undefined);
+  pgPool.on("connect", (client) => client.on("error", () => undefined));
   const runner = await run({
+    pgPool,
     noHandleSignals: true,
     logger: quietGraphileLogger(),
     events,
@@ -86,9 +95,8 @@ export const startGraphile = async (config: WorkerConfig, url: string, log: JobL
       if (stoppedItself !== null) {
         info.stoppedItself = stoppedItself;
         process.stderr.write(`graphile-worker: the runner had stopped by itself (${info.stoppedItself}); its run counts what finished\n`);
-        return;
-      }
-      await runner.stop();
+      } else await runner.stop();
+      await pgPool.end();
     },
   };
 };

@@ -60,7 +60,7 @@ export const completeJobs = async (db: Db, items: Completion[], now?: Date, hand
     items.map((i) => i.progress ?? null),
   ];
   if (!handover || handover.queueIds.length === 0 || handover.limit <= 0) {
-    const { rows } = await db.query<{ id: string }>({ name: "porter.complete", text: `${COMPLETE_CTES} SELECT id::text FROM done`, values });
+    const { rows } = await db.query<{ id: string }>({ name: "porter.complete", text: COMPLETE_TEXT, values });
     return outcome(
       items,
       rows.map((r) => r.id),
@@ -108,6 +108,11 @@ const COMPLETE_CTES = `WITH input AS (
        { source: "done", kind: "w", ms: waitMsSql() },
        { source: "done", kind: "r", ms: RUN_MS },
      ])})`;
+
+/** The ack without the hand-over. */
+const COMPLETE_TEXT = `${COMPLETE_CTES} SELECT id::text FROM done`;
+/** The ack's statement as core sends it, for bench/src/probe/claim-callgrind.ts. */
+export const COMPLETE_SQL_FOR_PROBES = COMPLETE_TEXT;
 
 /**
  * The ack with the hand-over: `porter_handover` gets the queue of each acked row of the named
