@@ -11,17 +11,11 @@
 // empty capped queue to the pool (the claim's 'queues' path). ONLY=a,b runs only those variants.
 //   [ROUTINES=name=file.sql] [ONLY=base,no-running-idx] npx tsx bench/src/probe/claim-callgrind.ts [warm] [measured]
 // Needs valgrind and runs as root (PostgreSQL as the `postgres` user).
-import { execFileSync, spawnSync } from "node:child_process";
-import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { COMPLETE_SQL_FOR_PROBES } from "@porter/core/sql/complete-jobs";
-import { migrate } from "@porter/db/migrator";
-import pg from "pg";
+import { countInstructions, migratedTemplate } from "./single-user-callgrind";
 
 const [warm, measured] = [Number(process.argv[2] ?? 4), Number(process.argv[3] ?? 8)];
-const BIN = "/usr/lib/postgresql/15/bin";
 const LIMIT = Number(process.env.LIMIT ?? 450);
 const JOBS = Number(process.env.JOBS ?? 20_000);
 const TENANTS = Number(process.env.TENANTS ?? 1);
@@ -62,57 +56,34 @@ const VARIANTS: Variant[] = [
     }),
 ].filter((v) => !process.env.ONLY || process.env.ONLY.split(",").includes(v.name));
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-const asPostgres = (cmd: string, args: string[]) => execFileSync("runuser", ["-u", "postgres", "--", join(BIN, cmd), ...args], { stdio: "pipe" });
-const root = mkdtempSync(join(tmpdir(), "claim-cg-template-"));
-execFileSync("chown", ["postgres", root]);
-const TEMPLATE = join(root, "data");
-asPostgres("initdb", ["-D", TEMPLATE, "-A", "trust", "-U", "postgres"]);
-const port = await freePort();
-appendFileSync(join(TEMPLATE, "postgresql.conf"), `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${root}'\n`);
-asPostgres("pg_ctl", ["-D", TEMPLATE, "-w", "-l", join(root, "log"), "start"]);
-const url = `postgres://postgres@127.0.0.1:${port}`;
-const admin = new pg.Client(`${url}/postgres`);
-await admin.connect();
-await admin.query("CREATE DATABASE porter");
-await admin.end();
-await migrate(`${url}/porter`);
-const seed = new pg.Client(`${url}/porter`);
-await seed.connect();
-await seed.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 24)`);
-await seed.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
-if (process.env.CAPPED === "1") await seed.query(`INSERT INTO queues (id, pool_id, concurrency_cap) VALUES ('capped', 'bench', 4)`);
-await seed.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
-const tenants =
-  TENANTS === 1
-    ? [{ id: "bench", weight: 1 }]
-    : [
-        { id: "tenant_A", weight: 1 },
-        { id: "tenant_B", weight: 1 },
-        { id: "tenant_C", weight: 2 },
-      ];
-for (const t of tenants) {
-  await seed.query(`INSERT INTO tenants (id, weight) VALUES ($1, $2)`, [t.id, t.weight]);
-  await seed.query(`INSERT INTO fair_clocks (queue_id, tenant_id, last_vft) VALUES ('bench', $1, 0)`, [t.id]);
-}
-await seed.query(
-  `INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state,
+const TEMPLATE = await migratedTemplate("claim-cg", async (seed) => {
+  await seed.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 24)`);
+  await seed.query(`INSERT INTO queues (id, pool_id) VALUES ('bench', 'bench')`);
+  if (process.env.CAPPED === "1") await seed.query(`INSERT INTO queues (id, pool_id, concurrency_cap) VALUES ('capped', 'bench', 4)`);
+  await seed.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
+  const tenants =
+    TENANTS === 1
+      ? [{ id: "bench", weight: 1 }]
+      : [
+          { id: "tenant_A", weight: 1 },
+          { id: "tenant_B", weight: 1 },
+          { id: "tenant_C", weight: 2 },
+        ];
+  for (const t of tenants) {
+    await seed.query(`INSERT INTO tenants (id, weight) VALUES ($1, $2)`, [t.id, t.weight]);
+    await seed.query(`INSERT INTO fair_clocks (queue_id, tenant_id, last_vft) VALUES ('bench', $1, 0)`, [t.id]);
+  }
+  await seed.query(
+    `INSERT INTO jobs (job_id, job_type, queue_id, tenant_id, payload, priority, idempotency_key, state,
                      max_attempts, timeout_s, run_at, trace_id, vft)
    SELECT (lpad(to_hex(1700000000000 + g / 20), 12, '0') || '7' || substr(md5(g::text), 2, 3) || '8' || substr(md5(g::text), 5, 15))::uuid,
           'bench.job', 'bench', ($2::text[])[1 + g % array_length($2::text[], 1)], jsonb_build_object('k', g), 50,
           'k-' || g, 'READY', 5, 300, now() - interval '1 hour', md5(g::text), g
      FROM generate_series(1, $1) g`,
-  [JOBS, tenants.map((t) => t.id)],
-);
-await seed.query(`VACUUM ANALYZE jobs`);
-await seed.end();
-asPostgres("pg_ctl", ["-D", TEMPLATE, "-w", "stop"]);
+    [JOBS, tenants.map((t) => t.id)],
+  );
+  await seed.query(`VACUUM ANALYZE jobs`);
+});
 
 const NOW = "2030-01-01T00:00:00Z"; // after every run_at the template wrote
 // ACKS=1 (one tenant only): after each claim, the previous claim's jobs are acked by core's ack
@@ -137,46 +108,14 @@ const script = (v: Variant, n: number): string => {
 };
 
 const count = (v: Variant, n: number): { total: number; claimed: number } => {
-  const dir = mkdtempSync(join(tmpdir(), "claim-cg-"));
-  execFileSync("cp", ["-a", TEMPLATE, join(dir, "data")]);
-  writeFileSync(join(dir, "in.sql"), script(v, n));
-  execFileSync("chown", ["-R", "postgres", dir]);
-  chmodSync(dir, 0o755);
-  const run = spawnSync(
-    "runuser",
-    [
-      "-u",
-      "postgres",
-      "--",
-      "valgrind",
-      "--tool=callgrind",
-      `--callgrind-out-file=${join(dir, "cg.out")}`,
-      "--trace-children=no",
-      join(BIN, "postgres"),
-      "--single",
-      "-j",
-      "-D",
-      join(dir, "data"),
-      "porter",
-    ],
-    { input: readFileSync(join(dir, "in.sql")), maxBuffer: 1 << 30 },
-  );
-  const out = readdirSync(dir).includes("cg.out") ? readFileSync(join(dir, "cg.out"), "utf8") : "";
-  const total = /^(?:summary|totals): (\d+)/m.exec(out)?.[1];
-  const stdout = run.stdout.toString();
-  const errors = stdout.match(/ERROR:.*$/gm);
-  if (errors) console.log(`${v.name}: ${errors.slice(0, 3).join(" | ")}`);
+  const { total, stdout } = countInstructions(v.name, TEMPLATE, "claim-cg", script(v, n));
   const claimed = [...stdout.matchAll(/count = "(\d+)"/g)].reduce((s, m) => s + Number(m[1]), 0);
   const acked = [...stdout.matchAll(/\bid = "\d+"/g)].length;
   if (ACKS && acked !== (n - 1) * LIMIT) throw new Error(`${v.name}: ${acked} jobs acked of ${(n - 1) * LIMIT}`);
-  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
-  else console.log(`kept ${dir}`);
-  if (!total) throw new Error(`${v.name}: no callgrind total (${run.stderr.toString().slice(-500)})`);
-  return { total: Number(total), claimed };
+  return { total, claimed };
 };
 
 const results: Array<{ v: Variant; perJob: number }> = [];
-process.on("exit", () => rmSync(root, { recursive: true, force: true }));
 for (const v of VARIANTS) {
   const a = count(v, warm);
   const b = count(v, warm + measured);

@@ -10,19 +10,12 @@
 // statement's length: compare variants at the same CHUNK (docs/performance.md, batch enqueue).
 //   [ONLY=base,plain] [CHUNK=250] npx tsx bench/src/probe/enqueue-callgrind.ts [warm] [measured]
 // Needs valgrind and runs as root (PostgreSQL as the `postgres` user).
-import { execFileSync, spawnSync } from "node:child_process";
-import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { PolicyCache } from "@porter/core";
 import { chunkArrays, INSERT_PLAIN_SQL_FOR_PROBES, INSERT_SQL_FOR_PROBES } from "@porter/core/sql/enqueue-insert";
 import { type Prepared, prepareEnqueue } from "@porter/core/sql/enqueue-prepare";
-import { migrate } from "@porter/db/migrator";
-import pg from "pg";
+import { countInstructions, migratedTemplate } from "./single-user-callgrind";
 
 const [warm, measured] = [Number(process.argv[2] ?? 3), Number(process.argv[3] ?? 2)];
-const BIN = "/usr/lib/postgresql/15/bin";
 /** Rows per statement (CHUNK=…; enqueueJobs sends 250). */
 const CHUNK = Number(process.env.CHUNK ?? 250);
 
@@ -72,43 +65,20 @@ const VARIANTS: Variant[] = [
 ].filter((v) => !process.env.ONLY || process.env.ONLY.split(",").includes(v.name));
 
 // The template data directory, and the jobs prepared against it (their policies).
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-const asPostgres = (cmd: string, args: string[]) => execFileSync("runuser", ["-u", "postgres", "--", join(BIN, cmd), ...args], { stdio: "pipe" });
-const root = mkdtempSync(join(tmpdir(), "enq-cg-template-"));
-execFileSync("chown", ["postgres", root]);
-const TEMPLATE = join(root, "data");
-asPostgres("initdb", ["-D", TEMPLATE, "-A", "trust", "-U", "postgres"]);
-const port = await freePort();
-appendFileSync(join(TEMPLATE, "postgresql.conf"), `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${root}'\n`);
-asPostgres("pg_ctl", ["-D", TEMPLATE, "-w", "-l", join(root, "log"), "start"]);
-const url = `postgres://postgres@127.0.0.1:${port}`;
-const admin = new pg.Client(`${url}/postgres`);
-await admin.connect();
-await admin.query("CREATE DATABASE porter");
-await admin.end();
-await migrate(`${url}/porter`);
-const seed = new pg.Client(`${url}/porter`);
-await seed.connect();
-await seed.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 10)`);
-await seed.query(`INSERT INTO queues (id, pool_id, default_max_attempts, max_attempts) VALUES ('bench', 'bench', 25, 25)`);
-await seed.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
-await seed.query(`INSERT INTO tenants (id) VALUES ('bench')`);
-const policyCache = new PolicyCache({ ttlMs: 600_000 });
 const now = new Date("2026-12-02T12:00:00Z");
-let k = 0;
 const batches: Prepared[][] = [];
-for (let b = 0; b < warm + measured; b++) {
-  const inputs = Array.from({ length: 1000 }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++k }, idempotency_key: `k-${k}` }));
-  batches.push(await prepareEnqueue(seed, inputs, { now, policyCache }));
-}
-await seed.end();
-asPostgres("pg_ctl", ["-D", TEMPLATE, "-w", "stop"]);
+const TEMPLATE = await migratedTemplate("enq-cg", async (seed) => {
+  await seed.query(`INSERT INTO pools (id, worker_concurrency) VALUES ('bench', 10)`);
+  await seed.query(`INSERT INTO queues (id, pool_id, default_max_attempts, max_attempts) VALUES ('bench', 'bench', 25, 25)`);
+  await seed.query(`INSERT INTO job_types (id, queue_id) VALUES ('bench.job', 'bench')`);
+  await seed.query(`INSERT INTO tenants (id) VALUES ('bench')`);
+  const policyCache = new PolicyCache({ ttlMs: 600_000 });
+  let k = 0;
+  for (let b = 0; b < warm + measured; b++) {
+    const inputs = Array.from({ length: 1000 }, () => ({ job_type: "bench.job", tenant_id: "bench", payload: { k: ++k }, idempotency_key: `k-${k}` }));
+    batches.push(await prepareEnqueue(seed, inputs, { now, policyCache }));
+  }
+});
 
 const script = (v: Variant, n: number): string => {
   const parts = [v.schema, v.prepare].filter(Boolean) as string[];
@@ -120,43 +90,9 @@ const script = (v: Variant, n: number): string => {
   return `${parts.join(";\n\n")};\n\n`;
 };
 
-const count = (v: Variant, n: number): number => {
-  const dir = mkdtempSync(join(tmpdir(), "enq-cg-"));
-  execFileSync("cp", ["-a", TEMPLATE, join(dir, "data")]);
-  writeFileSync(join(dir, "in.sql"), script(v, n));
-  execFileSync("chown", ["-R", "postgres", dir]);
-  chmodSync(dir, 0o755);
-  const run = spawnSync(
-    "runuser",
-    [
-      "-u",
-      "postgres",
-      "--",
-      "valgrind",
-      "--tool=callgrind",
-      `--callgrind-out-file=${join(dir, "cg.out")}`,
-      "--trace-children=no",
-      join(BIN, "postgres"),
-      "--single",
-      "-j",
-      "-D",
-      join(dir, "data"),
-      "porter",
-    ],
-    { input: readFileSync(join(dir, "in.sql")), maxBuffer: 1 << 30 },
-  );
-  const out = readdirSync(dir).includes("cg.out") ? readFileSync(join(dir, "cg.out"), "utf8") : "";
-  const total = /^(?:summary|totals): (\d+)/m.exec(out)?.[1];
-  const errors = run.stdout.toString().match(/ERROR:.*$/gm);
-  if (errors) console.log(`${v.name}: ${errors.slice(0, 3).join(" | ")}`);
-  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
-  else console.log(`kept ${dir}`);
-  if (!total) throw new Error(`${v.name}: no callgrind total (${run.stderr.toString().slice(-500)})`);
-  return Number(total);
-};
+const count = (v: Variant, n: number): number => countInstructions(v.name, TEMPLATE, "enq-cg", script(v, n)).total;
 
 const results: Array<{ v: Variant; perJob: number }> = [];
-process.on("exit", () => rmSync(root, { recursive: true, force: true }));
 for (const v of VARIANTS) {
   const perJob = (count(v, warm + measured) - count(v, warm)) / (measured * 1000);
   results.push({ v, perJob });
