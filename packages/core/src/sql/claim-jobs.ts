@@ -130,10 +130,11 @@ export type ClaimRow = [
 ];
 
 /**
- * A claim's job rows in claim order. The routine returns them in its update's order, which is
- * claim order in practice (its join reads the picked rows in order) but not a promise of SQL; it
- * returns each row's place instead of sorting them (a sort of the wide rows cost 3.8% of the claim's
- * PostgreSQL instructions, bench/src/probe/claim-callgrind.ts). Sorted here only when out of order.
+ * A claim's job rows in claim order. The routine returns them in its update's order, with each
+ * row's place (`claim_order`) instead of sorting them (a sort of the wide rows cost 3.8% of the
+ * claim's PostgreSQL instructions, bench/src/probe/claim-callgrind.ts). That order is the claim's
+ * for a large backlog, not for a small table (claim-policy.int.test.ts fails without this). Sorted
+ * here only when out of order.
  */
 export const inClaimOrder = <R extends { [k: number]: unknown }>(rows: R[], at: number): R[] => {
   for (let i = 1; i < rows.length; i++) {

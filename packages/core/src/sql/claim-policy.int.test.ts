@@ -2,7 +2,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
 import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
 import { jobInput } from "../testing/fixtures";
-import { claimJobs } from "./claim-jobs";
+import { CLAIM_ORDER_AT, claimBatch, claimJobs } from "./claim-jobs";
 import { enqueueJobs } from "./enqueue-jobs";
 
 const db = useTestDatabase();
@@ -23,6 +23,35 @@ describe("claimJobs honours policy", () => {
     const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 4 });
     expect(claimed.map((c) => c.jobId)).toEqual([high!.job_id, mid1!.job_id, mid2!.job_id, low!.job_id]);
     expect(claimed.every((c) => c.attempt === 1 && c.leaseUntil > new Date())).toBe(true);
+  });
+
+  it("returns each job's place in claim order, and the worker's rows follow it whatever order they arrive in", async () => {
+    // Enqueued lowest priority first, so the heap's order is the reverse of the claim's.
+    const enqueued = [];
+    for (const priority of [10, 20, 30, 40, 50]) enqueued.push((await enqueueJobs(db.pool, [job("q1.job", { priority })]))[0]!);
+    const expected = [...enqueued].reverse().map((r) => r.job_id);
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const { rows } = await client.query<{ job_id: string; claim_order: number }>(
+        `SELECT job_id::text, claim_order FROM porter_claim('p1', 'w', 10, NULL, 10) WHERE bound IS NULL`,
+      );
+      expect(rows.map((r) => r.claim_order).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5]);
+      expect([...rows].sort((a, b) => a.claim_order - b.claim_order).map((r) => r.job_id)).toEqual(expected);
+      await client.query("ROLLBACK");
+      // The same claim through claimBatch, on a connection whose rows arrive in the order 5, 3, 1, 4,
+      // 2 of their places (neither the claim's order nor its reverse, whatever the plan returned).
+      const query = client.query.bind(client) as (...a: unknown[]) => Promise<{ rows: unknown[][] }>;
+      (client as unknown as { query: unknown }).query = async (...a: unknown[]) => {
+        const result = await query(...a);
+        result.rows.sort((x, y) => (((x[CLAIM_ORDER_AT] as number) * 7) % 5) - (((y[CLAIM_ORDER_AT] as number) * 7) % 5));
+        return result;
+      };
+      const { jobs } = await claimBatch(client, { poolId: "p1", workerId: "w", limit: 10 });
+      expect(jobs.map((c) => c.jobId)).toEqual(expected);
+    } finally {
+      client.release(true);
+    }
   });
 
   it("skips paused queues and work not yet due", async () => {
