@@ -20,14 +20,42 @@ const LIMIT = Number(process.env.LIMIT ?? 450);
 const JOBS = Number(process.env.JOBS ?? 20_000);
 const TENANTS = Number(process.env.TENANTS ?? 1);
 
-type Variant = { name: string; schema?: string };
+// `ack`: the ack statement this variant prepares in place of core's (ACKS=1).
+type Variant = { name: string; schema?: string; ack?: (sql: string) => string };
 const FF45 =
   "ALTER INDEX jobs_pkey SET (fillfactor = 45); ALTER INDEX jobs_job_id_key SET (fillfactor = 45); REINDEX INDEX jobs_pkey; REINDEX INDEX jobs_job_id_key";
 const routine = (file: string) => readFileSync(file, "utf8");
+// The ack's text cut at its CTEs: `fin` (the finished row), `flow` and `flow_hist` (the rollups)
+// are the last three, in this order, before the final SELECT.
+const cut = (sql: string, from: string, to?: string): string => {
+  const a = sql.indexOf(`, ${from} AS (`);
+  const b = to ? sql.indexOf(`, ${to} AS (`) : sql.lastIndexOf(" SELECT id::text FROM done");
+  if (a < 0 || b < a) throw new Error(`the ack has no CTE ${from} before ${to ?? "its SELECT"}`);
+  return sql.slice(0, a) + (to ? sql.slice(b) : " SELECT id::text FROM done");
+};
+const FINISHED_TRIGGERS = ["finished_jobs_stream_insert", "finished_jobs_webhook_outbox", "finished_jobs_dlq_record", "finished_jobs_dlq_stamp"];
+const ACK_VARIANTS: Variant[] = [
+  { name: "ack-no-flow", ack: (sql) => cut(sql, "flow") },
+  { name: "ack-no-hist", ack: (sql) => cut(sql, "flow_hist") },
+  { name: "ack-no-finished", ack: (sql) => cut(sql, "fin", "flow") },
+  { name: "ack-no-fin-triggers", schema: FINISHED_TRIGGERS.map((t) => `DROP TRIGGER ${t} ON finished_jobs`).join("; ") },
+  { name: "ack-no-fin-stream", schema: "DROP TRIGGER finished_jobs_stream_insert ON finished_jobs" },
+  { name: "ack-no-fin-webhook", schema: "DROP TRIGGER finished_jobs_webhook_outbox ON finished_jobs" },
+  { name: "ack-no-fin-dlq", schema: "DROP TRIGGER finished_jobs_dlq_record ON finished_jobs; DROP TRIGGER finished_jobs_dlq_stamp ON finished_jobs" },
+  { name: "ack-no-fin-queue-idx", schema: "DROP INDEX finished_jobs_queue_id_state_finished_at_idx" },
+  { name: "ack-no-fin-tenant-idx", schema: "DROP INDEX finished_jobs_tenant_id_finished_at_idx" },
+  { name: "ack-no-fin-dlq-idx", schema: "DROP INDEX finished_jobs_dlq_fingerprint_idx" },
+];
 const VARIANTS: Variant[] = [
   { name: "base" },
   { name: "no-running-idx", schema: "DROP INDEX jobs_running_idx" },
   { name: "no-job-id-idx", schema: "DROP INDEX jobs_job_id_key" },
+  // `state` in the running set's key: the claim changes it, so its insert carries no "unchanged"
+  // hint and a full leaf is never given a bottom-up deletion pass (dead entries wait for hints or VACUUM).
+  {
+    name: "running-idx-state-key",
+    schema: "DROP INDEX jobs_running_idx; CREATE INDEX jobs_running_idx ON jobs (queue_id, tenant_id, state) WHERE state = 'RUNNING'",
+  },
   { name: "no-update-trigger", schema: "DROP TRIGGER jobs_stream_update ON jobs" },
   { name: "reindex", schema: "REINDEX INDEX jobs_pkey; REINDEX INDEX jobs_job_id_key" },
   { name: "ff45", schema: FF45 },
@@ -38,6 +66,8 @@ const VARIANTS: Variant[] = [
       "DROP INDEX jobs_job_id_key; CREATE INDEX jobs_job_id_key ON jobs (job_id) WITH (fillfactor = 45); ALTER INDEX jobs_pkey SET (fillfactor = 45); REINDEX INDEX jobs_pkey",
   },
   { name: "stream-seq-cache", schema: "ALTER SEQUENCE job_stream_id_seq CACHE 1000" },
+  // The ack's parts (ACKS=1): each left out, to price it.
+  ...(process.env.ACKS === "1" ? ACK_VARIANTS : []),
   // ROUTINES=name=file.sql,…: variants of the claim's routines (the file applied over the migrated ones).
   ...(process.env.ROUTINES ?? "")
     .split(",")
@@ -91,18 +121,27 @@ const NOW = "2030-01-01T00:00:00Z"; // after every run_at the template wrote
 // with ids 450k+1 … 450k+450 (claim order is id order) under lease token k+1.
 const ACKS = process.env.ACKS === "1";
 if (ACKS && TENANTS !== 1) throw new Error("ACKS=1 needs TENANTS=1");
-const ack = (k: number): string => {
+// ACK_BATCH: jobs per ack statement (default 150; a worker's completer flushes every 5 ms, at most
+// 500). Above ~300 of this table's 20k rows the planner deletes by a hash join over a scan of `jobs`,
+// which a queue of a realistic depth never chooses.
+const ACK_BATCH = Number(process.env.ACK_BATCH ?? 150);
+const ack = (k: number): string[] => {
   const ids = Array.from({ length: LIMIT }, (_, i) => k * LIMIT + i + 1);
-  const list = (f: (id: number) => string) => `'{${ids.map(f).join(",")}}'`;
-  return `EXECUTE ack(${list(String)}, ${list(() => String(k + 1))}, ${list(() => '"null"')}, '${NOW}', ${list(() => "1")}, ${list(() => "NULL")})`;
+  const chunks: string[] = [];
+  for (let at = 0; at < ids.length; at += ACK_BATCH) {
+    const chunk = ids.slice(at, at + ACK_BATCH);
+    const list = (f: (id: number) => string) => `'{${chunk.map(f).join(",")}}'`;
+    chunks.push(`EXECUTE ack(${list(String)}, ${list(() => String(k + 1))}, ${list(() => '"null"')}, '${NOW}', ${list(() => "1")}, ${list(() => "NULL")})`);
+  }
+  return chunks;
 };
 const script = (v: Variant, n: number): string => {
   // The single-user backend ends a statement at ";" and a blank line, inside dollar quotes too.
   const parts = v.schema ? [v.schema.replaceAll(";\n\n", ";\n \n")] : [];
-  if (ACKS) parts.push(`PREPARE ack AS ${COMPLETE_SQL_FOR_PROBES}`);
+  if (ACKS) parts.push(`PREPARE ack AS ${v.ack ? v.ack(COMPLETE_SQL_FOR_PROBES) : COMPLETE_SQL_FOR_PROBES}`);
   for (let i = 0; i < n; i++) {
     parts.push(`SELECT count(*) FROM porter_claim('bench', 'w1', ${LIMIT}, '${NOW}', 24)`);
-    if (ACKS && i > 0) parts.push(ack(i - 1));
+    if (ACKS && i > 0) parts.push(...ack(i - 1));
   }
   return `${parts.join(";\n\n")};\n\n`;
 };

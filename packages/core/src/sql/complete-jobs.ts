@@ -3,7 +3,7 @@ import { CLAIM_COLUMNS, CLAIM_ORDER_AT, type ClaimedJob, type ClaimRow, claimTyp
 import type { LeaseRef } from "./extend-leases";
 import { fenceSql } from "./fence";
 import { insertFinished } from "./finish";
-import { flowHistogramsSql, flowUpsertSql, msBetween, waitMsSql } from "./flow-write";
+import { flowEndedSql, msBetween, waitMsSql } from "./flow-write";
 
 // The attempt's run time: start (or claim, for a row never marked started) → the ack.
 const RUN_MS = msBetween("coalesce(s.started_at, s.claimed_at)", "(SELECT t FROM at)");
@@ -103,11 +103,7 @@ const COMPLETE_CTES = `WITH input AS (
        partial: "false",
        progress: "coalesce(done.last_progress::jsonb, done.progress)",
      })}
-     ), flow AS (${flowUpsertSql("done", "(SELECT t FROM at)", { succeeded: "count(*)", runs: "count(*)", run_ms_sum: `sum(${RUN_MS})`, wait_ms_sum: `sum(${waitMsSql()})` })}
-     ), flow_hist AS (${flowHistogramsSql("(SELECT t FROM at)", [
-       { source: "done", kind: "w", ms: waitMsSql() },
-       { source: "done", kind: "r", ms: RUN_MS },
-     ])})`;
+     ), ${flowEndedSql("flow", "done", "(SELECT t FROM at)", { wait: waitMsSql(), run: RUN_MS }, { succeeded: "sum(s.n)", runs: "sum(s.n)", run_ms_sum: "sum(s.r)", wait_ms_sum: "sum(s.w)" })}`;
 
 /** The ack without the hand-over. */
 const COMPLETE_TEXT = `${COMPLETE_CTES} SELECT id::text FROM done`;

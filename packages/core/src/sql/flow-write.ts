@@ -66,23 +66,60 @@ export const flowUpsertSql = (source: string, at: string, counters: Partial<Reco
  * One histogram's rows for {@link flowHistogramsSql}: durations `ms` (an SQL expression over the
  * source's row `s`); with `nullable`, rows where `ms` is null are left out (else they count in bucket 0).
  */
-export type FlowHistogramPart = { source: string; kind: "w" | "r"; ms: string; nullable?: boolean };
+export type FlowHistogramPart = { source: string; kind: "w" | "r"; ms: string; nullable?: boolean; bucket?: undefined; n?: undefined };
+/**
+ * Histogram rows already bucketed, each counting `n` attempts: `bucket` and `n` are SQL expressions
+ * over the source's row `s` (see {@link flowEndedSql}).
+ */
+export type FlowHistogramBuckets = { source: string; kind: "w" | "r"; bucket: string; n: string; ms?: undefined; nullable?: undefined };
 
 /**
  * Adds histograms of durations to `flow_histograms`, several kinds in ONE upsert (the cost is per
  * statement, not per row: docs/performance.md "Flow rollups").
  */
-export const flowHistogramsSql = (at: string, parts: FlowHistogramPart[]): string => `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
-    SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, h.kind, h.bucket, count(*)
+export const flowHistogramsSql = (at: string, parts: FlowHistogramPart[] | FlowHistogramBuckets[]): string => {
+  const weighted = parts.some((p) => p.n !== undefined);
+  return `INSERT INTO flow_histograms (${KEY}, kind, bucket, n)
+    SELECT 1, date_trunc('minute', ${at}), h.queue_id, h.job_type, h.tenant_id, ${SHARD}, h.kind, h.bucket, ${weighted ? "sum(h.n)" : "count(*)"}
       FROM (${parts
-        .map(
-          (p) =>
-            `SELECT ${GROUP("s")}, '${p.kind}'::text AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s${p.nullable ? ` WHERE (${p.ms}) IS NOT NULL` : ""}`,
+        .map((p) =>
+          p.bucket !== undefined
+            ? `SELECT ${GROUP("s")}, '${p.kind}'::text AS kind, ${p.bucket} AS bucket, ${p.n} AS n FROM ${p.source} s`
+            : `SELECT ${GROUP("s")}, '${p.kind}'::text AS kind, ${bucketSql(p.ms)} AS bucket FROM ${p.source} s${p.nullable ? ` WHERE (${p.ms}) IS NOT NULL` : ""}`,
         )
         .join(" UNION ALL ")}) h
      GROUP BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
      ORDER BY h.queue_id, h.job_type, h.tenant_id, h.kind, h.bucket
     ON CONFLICT (${KEY}, kind, bucket) DO UPDATE SET n = flow_histograms.n + EXCLUDED.n`;
+};
+
+/**
+ * The rollup and both histograms of attempts that ended, from ONE pass over `source`: a CTE
+ * `${name}_g` groups its rows by (queue, job type, tenant, wait bucket, run bucket) — a handful of
+ * rows for a batch of hundreds — and the two upserts, CTEs `${name}` and `${name}_hist`, read
+ * those. Written separately, the rollup sorted every row of the source and the histograms every
+ * row twice (docs/performance.md "The ack, counted"). `wait` and `run` are SQL expressions over the
+ * source's row `s` (never null: a null counts in bucket 0, as {@link flowHistogramsSql} counts it);
+ * `counters` are the rollup's, as SQL over the groups' columns `s.n` (attempts), `s.w` and `s.r`
+ * (their summed wait and run). Returns the three CTEs' text, `${name}_g AS (…), …` without a
+ * leading comma.
+ */
+export const flowEndedSql = (
+  name: string,
+  source: string,
+  at: string,
+  ms: { wait: string; run: string },
+  counters: Partial<Record<FlowCounter, string>>,
+): string => `${name}_g AS (
+       SELECT e.queue_id, e.job_type, e.tenant_id, ${bucketSql("e.w")} AS wb, ${bucketSql("e.r")} AS rb,
+              count(*) AS n, sum(e.w) AS w, sum(e.r) AS r
+         FROM (SELECT ${GROUP("s")}, ${ms.wait} AS w, ${ms.run} AS r FROM ${source} s) e
+        GROUP BY 1, 2, 3, 4, 5
+     ), ${name} AS (${flowUpsertSql(`${name}_g`, at, counters)}
+     ), ${name}_hist AS (${flowHistogramsSql(at, [
+       { source: `${name}_g`, kind: "w", bucket: "s.wb", n: "s.n" },
+       { source: `${name}_g`, kind: "r", bucket: "s.rb", n: "s.n" },
+     ])})`;
 
 /** Adds a histogram of `ms` (an SQL expression over the source's row `s`; null: left out) to `flow_histograms`. */
 export const flowHistogramSql = (source: string, at: string, kind: "w" | "r", ms: string): string =>
