@@ -25,8 +25,8 @@ type Variant = { name: string; schema?: string; ack?: (sql: string) => string };
 const FF45 =
   "ALTER INDEX jobs_pkey SET (fillfactor = 45); ALTER INDEX jobs_job_id_key SET (fillfactor = 45); REINDEX INDEX jobs_pkey; REINDEX INDEX jobs_job_id_key";
 const routine = (file: string) => readFileSync(file, "utf8");
-// The ack's text cut at its CTEs: `fin` (the finished row), `flow` and `flow_hist` (the rollups)
-// are the last three, in this order, before the final SELECT.
+// The ack's text cut at its CTEs: `fin` (the finished row), then `flow_g`, `flow` and `flow_hist`
+// (the rollups: complete-jobs.ts, flowEndedSql), the last, in this order, before the final SELECT.
 const cut = (sql: string, from: string, to?: string): string => {
   const a = sql.indexOf(`, ${from} AS (`);
   const b = to ? sql.indexOf(`, ${to} AS (`) : sql.lastIndexOf(" SELECT id::text FROM done");
@@ -35,13 +35,26 @@ const cut = (sql: string, from: string, to?: string): string => {
 };
 const FINISHED_TRIGGERS = ["finished_jobs_stream_insert", "finished_jobs_webhook_outbox", "finished_jobs_dlq_record", "finished_jobs_dlq_stamp"];
 const ACK_VARIANTS: Variant[] = [
-  { name: "ack-no-flow", ack: (sql) => cut(sql, "flow") },
+  { name: "ack-no-flow", ack: (sql) => cut(sql, "flow_g") },
   { name: "ack-no-hist", ack: (sql) => cut(sql, "flow_hist") },
-  { name: "ack-no-finished", ack: (sql) => cut(sql, "fin", "flow") },
+  { name: "ack-no-finished", ack: (sql) => cut(sql, "fin", "flow_g") },
   { name: "ack-no-fin-triggers", schema: FINISHED_TRIGGERS.map((t) => `DROP TRIGGER ${t} ON finished_jobs`).join("; ") },
   { name: "ack-no-fin-stream", schema: "DROP TRIGGER finished_jobs_stream_insert ON finished_jobs" },
   { name: "ack-no-fin-webhook", schema: "DROP TRIGGER finished_jobs_webhook_outbox ON finished_jobs" },
   { name: "ack-no-fin-dlq", schema: "DROP TRIGGER finished_jobs_dlq_record ON finished_jobs; DROP TRIGGER finished_jobs_dlq_stamp ON finished_jobs" },
+  {
+    name: "ack-fin-stream-noop",
+    schema: "CREATE OR REPLACE FUNCTION porter_stream_finished_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+  },
+  {
+    name: "ack-fin-stream-unsorted",
+    schema: readFileSync(new URL("../../../packages/core/src/sql/routines/stream.sql", import.meta.url), "utf8")
+      .split("CREATE OR REPLACE FUNCTION porter_stream_finished_insert()")[1]!
+      .split("CREATE OR REPLACE TRIGGER")[0]!
+      .replace("FROM stream_new n ORDER BY n.id;", "FROM stream_new n;")
+      .replace(/^/, "CREATE OR REPLACE FUNCTION porter_stream_finished_insert()"),
+  },
+  { name: "ack-stream-no-pkey", schema: "ALTER TABLE job_stream DROP CONSTRAINT job_stream_pkey" },
   { name: "ack-no-fin-queue-idx", schema: "DROP INDEX finished_jobs_queue_id_state_finished_at_idx" },
   { name: "ack-no-fin-tenant-idx", schema: "DROP INDEX finished_jobs_tenant_id_finished_at_idx" },
   { name: "ack-no-fin-dlq-idx", schema: "DROP INDEX finished_jobs_dlq_fingerprint_idx" },
