@@ -46,14 +46,6 @@ const ACK_VARIANTS: Variant[] = [
     name: "ack-fin-stream-noop",
     schema: "CREATE OR REPLACE FUNCTION porter_stream_finished_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
   },
-  {
-    name: "ack-fin-stream-unsorted",
-    schema: readFileSync(new URL("../../../packages/core/src/sql/routines/stream.sql", import.meta.url), "utf8")
-      .split("CREATE OR REPLACE FUNCTION porter_stream_finished_insert()")[1]!
-      .split("CREATE OR REPLACE TRIGGER")[0]!
-      .replace("FROM stream_new n ORDER BY n.id;", "FROM stream_new n;")
-      .replace(/^/, "CREATE OR REPLACE FUNCTION porter_stream_finished_insert()"),
-  },
   { name: "ack-stream-no-pkey", schema: "ALTER TABLE job_stream DROP CONSTRAINT job_stream_pkey" },
   { name: "ack-no-fin-queue-idx", schema: "DROP INDEX finished_jobs_queue_id_state_finished_at_idx" },
   { name: "ack-no-fin-tenant-idx", schema: "DROP INDEX finished_jobs_tenant_id_finished_at_idx" },

@@ -28,9 +28,10 @@ const base = (name: string, text: string, schema?: string): Variant => ({
   prepare: `PREPARE ins AS ${text}`,
   execute: (chunk, now) =>
     `EXECUTE ins(${[
+      // vfts are indexed by the job's place in its whole batch (`ord`), not in the chunk.
       ...chunkArrays(
         chunk,
-        chunk.map(() => 1),
+        Array.from({ length: Math.max(...chunk.map((p) => p.ord)) + 1 }, () => 1),
         now,
       ),
     ]
@@ -57,7 +58,9 @@ const VARIANTS: Variant[] = [
     INSERT_SQL_FOR_PROBES.replace(
       "), flow AS (",
       `), stream AS (
-       INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind) SELECT job_id, tenant_id, job_type, 'READY', 0, 'state' FROM ins
+       INSERT INTO job_stream (tenant_id, state, kind, job_ids, job_types, attempts, progresses, failures)
+       SELECT tenant_id, 'READY', 'state', array_agg(job_id), array_agg(job_type), array_agg(0), array_agg(NULL::jsonb), array_agg(NULL::jsonb)
+         FROM ins GROUP BY tenant_id
      ), flow AS (`,
     ),
     "DROP TRIGGER jobs_stream_insert ON jobs",

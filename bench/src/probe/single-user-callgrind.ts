@@ -80,7 +80,8 @@ export const countInstructions = (name: string, template: string, prefix: string
   const out = readdirSync(dir).includes("cg.out") ? readFileSync(join(dir, "cg.out"), "utf8") : "";
   const total = /^(?:summary|totals): (\d+)/m.exec(out)?.[1];
   const stdout = run.stdout.toString();
-  const errors = stdout.match(/ERROR:.*$/gm);
+  // A statement's error goes to the server's log (stderr) in single-user mode, and its echo to stdout.
+  const errors = `${stdout}\n${run.stderr.toString()}`.match(/ERROR:.*$/gm);
   if (errors) console.log(`${name}: ${errors.slice(0, 3).join(" | ")}`);
   if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
   else console.log(`kept ${dir}`);

@@ -128,11 +128,7 @@ describe("the ack's flow rows, from one pass over the acked jobs", () => {
   });
 
   it("agree with the contract for any batch (property)", async () => {
-    const ms = fc.oneof(
-      fc.double({ min: 0, max: 0.999, noNaN: true }),
-      fc.integer({ min: 1, max: 200_000 }),
-      fc.constantFrom(1, 2, 4, 1024, 2 ** 27),
-    );
+    const ms = fc.oneof(fc.double({ min: 0, max: 0.999, noNaN: true }), fc.integer({ min: 1, max: 200_000 }), fc.constantFrom(1, 2, 4, 1024, 2 ** 27));
     const job = fc.record({
       queue: fc.constantFrom("q1" as const, "q2" as const),
       tenant: fc.constantFrom("tenant_A" as const, "tenant_B" as const),

@@ -51,9 +51,10 @@ describe("porter_handover: acked jobs of a capped queue hand their room to its n
     expect(new Set(handedOver.map((j) => j.leaseToken)).size).toBe(1);
     expect(await running("q1")).toBe(2);
     // The status stream and the flow rollups see the hand-over's starts as a claim's.
-    const events = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM job_stream WHERE state = 'RUNNING' AND job_id = ANY ($1::uuid[])`, [
-      handedOver.map((j) => j.jobId),
-    ]);
+    const events = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM job_stream s, unnest(s.job_ids) AS e(job_id) WHERE s.state = 'RUNNING' AND e.job_id = ANY ($1::uuid[])`,
+      [handedOver.map((j) => j.jobId)],
+    );
     expect(events.rows[0]!.n).toBe(2);
     const starts = await db.pool.query<{ n: number }>(`SELECT coalesce(sum(starts), 0)::int AS n FROM flow_rollups WHERE queue_id = 'q1'`);
     expect(starts.rows[0]!.n).toBe(4);

@@ -68,8 +68,12 @@ describe("the status stream across an immediate restart of PostgreSQL", () => {
     const before = await enqueue();
     const [claimed] = await claimJobs(db, { poolId: "p1", workerId: "w", limit: 1 });
     await completeJobs(db, [{ id: claimed!.id, leaseToken: claimed!.leaseToken, attempt: claimed!.attempt, result: { ok: 1 } }]);
-    const last = (await db.query<{ x: string; i: string }>(`SELECT xid::text AS x, id::text AS i FROM job_stream ORDER BY xid DESC, id DESC LIMIT 1`)).rows[0]!;
-    const cursorBefore = parseCursor(`${last.x}-${last.i}`)!;
+    const last = (
+      await db.query<{ x: string; i: string; k: number }>(
+        `SELECT xid::text AS x, id::text AS i, cardinality(job_ids) AS k FROM job_stream ORDER BY xid DESC, id DESC LIMIT 1`,
+      )
+    ).rows[0]!;
+    const cursorBefore = parseCursor(`${last.x}-${last.i}-${last.k}`)!;
     expect(await cursorRetained(db, cursorBefore)).toBe(true);
 
     await cluster.restartImmediate();

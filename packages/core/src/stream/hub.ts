@@ -1,6 +1,18 @@
 import pg from "pg";
 import type { Db } from "../db";
-import { compareCursor, currentJobRow, cursorRetained, readStream, STREAM_PAGE, type StreamCursor, type StreamRow, streamHead, streamHeldBack } from "./log";
+import {
+  compareCursor,
+  currentJobRow,
+  cursorRetained,
+  formatCursor,
+  readStream,
+  STREAM_PAGE,
+  type StreamCursor,
+  type StreamRow,
+  streamHead,
+  streamHeldBack,
+  ZERO_CURSOR,
+} from "./log";
 import { STREAM_CHANNEL } from "./notifier";
 
 /** What a subscriber may see: one tenant, the job types of its credential (null: all), optionally one job. */
@@ -101,7 +113,7 @@ export class StreamHub {
       scope,
       onEvent: delivery.onEvent,
       onReset: delivery.onReset,
-      after: { xid: 0n, id: 0n },
+      after: ZERO_CURSOR,
       types: scope.jobTypes === null ? null : new Set(scope.jobTypes),
     };
     let closed = false;
@@ -168,7 +180,7 @@ export class StreamHub {
   }
 
   private async snapshot(db: Db, sub: Subscriber, head: StreamCursor, allLive: boolean): Promise<void> {
-    const id = `${head.xid}-${head.id}`;
+    const id = formatCursor(head);
     if (sub.scope.jobId) {
       const current = await currentJobRow(db, sub.scope.jobId, head);
       if (current && inScope(sub, current.row)) {
@@ -176,7 +188,7 @@ export class StreamHub {
         // shows their outcome: the snapshot takes that position (a client resuming from its id
         // gets exactly what follows) and the live fan-out starts after it.
         const at = current.shownUntil ?? head;
-        sub.onEvent(current.row, `${at.xid}-${at.id}`);
+        sub.onEvent(current.row, formatCursor(at));
         sub.after = at;
       }
       return;

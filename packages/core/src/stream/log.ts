@@ -3,29 +3,39 @@ import type { Db } from "../db";
 import { safeFailure } from "../reads/safe-failure";
 
 // The live status stream's log (issue 13): `job_stream`, written by the statement triggers of
-// sql/routines/stream.sql. Reads go in (xid, id) order and only below the reader's snapshot xmin
-// (every transaction older than it has ended), so a cursor never skips a transaction that was still
-// open when it read and commits later. The SSE `id` is `<xid>-<id>`: opaque to clients.
+// sql/routines/stream.sql and by the claim. A row holds the events of one statement for one tenant
+// and state, its jobs in arrays; reads unnest them into one event per job, in (xid, id, k) order (k:
+// the job's 1-based place in its row), and only below the reader's snapshot xmin (every transaction
+// older than it has ended), so a cursor never skips a transaction that was still open when it read
+// and commits later. The SSE `id` is `<xid>-<id>-<k>`: opaque to clients.
 
 /** How long the log keeps events: a client reconnecting with an older Last-Event-ID is reset. */
 export const STREAM_RETENTION_MS = 60 * 60 * 1000;
 /** Rows per read (a reader loops while a page is full). */
 export const STREAM_PAGE = 1000;
 
-export type StreamCursor = { xid: bigint; id: bigint };
-export const ZERO_CURSOR: StreamCursor = { xid: 0n, id: 0n };
+/** A place in the log: after the event `k` (1-based) of row (xid, id). */
+export type StreamCursor = { xid: bigint; id: bigint; k: number };
+export const ZERO_CURSOR: StreamCursor = { xid: 0n, id: 0n, k: 0 };
+/** The largest place in a row: a cursor at it is after the whole row. */
+export const WHOLE_ROW = 2 ** 31 - 1;
 
-export const formatCursor = (c: StreamCursor): string => `${c.xid}-${c.id}`;
-/** A Last-Event-ID as the stream gave it out, else null (a 400). */
+export const formatCursor = (c: StreamCursor): string => `${c.xid}-${c.id}-${c.k}`;
+/**
+ * A Last-Event-ID as the stream gave it out, else null (a 400). The form of the releases before
+ * rows held several events, `<xid>-<id>`, is after that whole row (its only event).
+ */
 export const parseCursor = (value: string): StreamCursor | null => {
-  const m = /^(\d{1,20})-(\d{1,20})$/.exec(value);
+  const m = /^(\d{1,20})-(\d{1,20})(?:-(\d{1,10}))?$/.exec(value);
   if (!m) return null;
   const xid = BigInt(m[1]!);
   const id = BigInt(m[2]!);
-  if (xid >= 2n ** 64n || id >= 2n ** 63n) return null;
-  return { xid, id };
+  const k = m[3] === undefined ? WHOLE_ROW : Number(m[3]);
+  if (xid >= 2n ** 64n || id >= 2n ** 63n || k > WHOLE_ROW) return null;
+  return { xid, id, k };
 };
-export const compareCursor = (a: StreamCursor, b: StreamCursor): number => (a.xid < b.xid ? -1 : a.xid > b.xid ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+export const compareCursor = (a: StreamCursor, b: StreamCursor): number =>
+  a.xid < b.xid ? -1 : a.xid > b.xid ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : a.k - b.k;
 
 /** One row of the log, as read. */
 export type StreamRow = {
@@ -45,6 +55,7 @@ export type StreamRow = {
 type RawRow = {
   xid: string;
   id: string;
+  k: number;
   at: Date;
   job_id: string;
   tenant_id: string;
@@ -56,7 +67,7 @@ type RawRow = {
   failure: StreamRow["failure"];
 };
 const rowOf = (r: RawRow): StreamRow => ({
-  cursor: { xid: BigInt(r.xid), id: BigInt(r.id) },
+  cursor: { xid: BigInt(r.xid), id: BigInt(r.id), k: r.k },
   at: r.at,
   jobId: r.job_id,
   tenantId: r.tenant_id,
@@ -68,21 +79,27 @@ const rowOf = (r: RawRow): StreamRow => ({
   failure: r.failure,
 });
 
-const COLUMNS = `xid::text AS xid, id::text AS id, at, job_id::text AS job_id, tenant_id, job_type, state, attempt, kind, progress, failure`;
+/** A row of the log unnested into its events (`s` the row, `e` an event with its place `k`). */
+const EVENTS = `job_stream s
+  CROSS JOIN LATERAL unnest(s.job_ids, s.job_types, s.attempts, s.progresses, s.failures)
+    WITH ORDINALITY AS e(job_id, job_type, attempt, progress, failure, k)`;
+const COLUMNS = `s.xid::text AS xid, s.id::text AS id, e.k::int AS k, s.at, e.job_id::text AS job_id, s.tenant_id, e.job_type,
+  s.state, e.attempt, s.kind, e.progress, e.failure`;
 
 /**
  * Events after `after`, oldest first, of transactions that have all ended (xid below the snapshot's
  * xmin), at most `limit`; optionally only up to `upTo` (inclusive) and of one tenant (a resuming
- * subscriber's replay).
+ * subscriber's replay). Rows are found by the key (from `after`'s row on), then unnested.
  */
 export const readStream = async (db: Db, params: { after: StreamCursor; upTo?: StreamCursor; tenantId?: string; limit?: number }): Promise<StreamRow[]> => {
   const { rows } = await db.query<RawRow>(
-    `SELECT ${COLUMNS} FROM job_stream
-      WHERE (xid, id) > ($1::text::xid8, $2::bigint)
-        AND xid < pg_snapshot_xmin(pg_current_snapshot())
-        AND ($3::text IS NULL OR (xid, id) <= ($3::text::xid8, $4::bigint))
-        AND ($5::text IS NULL OR tenant_id = $5)
-      ORDER BY xid, id
+    `SELECT ${COLUMNS} FROM ${EVENTS}
+      WHERE (s.xid, s.id) >= ($1::text::xid8, $2::bigint)
+        AND (s.xid, s.id, e.k) > ($1::text::xid8, $2::bigint, $7::bigint)
+        AND s.xid < pg_snapshot_xmin(pg_current_snapshot())
+        AND ($3::text IS NULL OR (s.xid, s.id, e.k) <= ($3::text::xid8, $4::bigint, $8::bigint))
+        AND ($5::text IS NULL OR s.tenant_id = $5)
+      ORDER BY s.xid, s.id, e.k
       LIMIT $6`,
     [
       String(params.after.xid),
@@ -91,6 +108,8 @@ export const readStream = async (db: Db, params: { after: StreamCursor; upTo?: S
       params.upTo ? String(params.upTo.id) : null,
       params.tenantId ?? null,
       params.limit ?? STREAM_PAGE,
+      params.after.k,
+      params.upTo ? params.upTo.k : null,
     ],
   );
   return rows.map(rowOf);
@@ -103,6 +122,7 @@ export const readStream = async (db: Db, params: { after: StreamCursor; upTo?: S
  */
 export const streamHeldBack = async (db: Db, after: StreamCursor): Promise<boolean> => {
   const { rows } = await db.query<{ held: boolean }>(
+    // Rows after the cursor's own: that one was read (its transaction had ended), whole or in part.
     `SELECT EXISTS (SELECT 1 FROM job_stream WHERE (xid, id) > ($1::text::xid8, $2::bigint)
                        AND xid >= pg_snapshot_xmin(pg_current_snapshot())) AS held`,
     [String(after.xid), String(after.id)],
@@ -112,12 +132,12 @@ export const streamHeldBack = async (db: Db, after: StreamCursor): Promise<boole
 
 /** The newest position a reader may start from: the last event of an ended transaction (or zero). */
 export const streamHead = async (db: Db): Promise<StreamCursor> => {
-  const { rows } = await db.query<{ xid: string; id: string }>(
-    `SELECT xid::text AS xid, id::text AS id FROM job_stream
+  const { rows } = await db.query<{ xid: string; id: string; k: number }>(
+    `SELECT xid::text AS xid, id::text AS id, cardinality(job_ids) AS k FROM job_stream
       WHERE xid < pg_snapshot_xmin(pg_current_snapshot())
       ORDER BY xid DESC, id DESC LIMIT 1`,
   );
-  return rows[0] ? { xid: BigInt(rows[0].xid), id: BigInt(rows[0].id) } : ZERO_CURSOR;
+  return rows[0] ? { xid: BigInt(rows[0].xid), id: BigInt(rows[0].id), k: rows[0].k } : ZERO_CURSOR;
 };
 
 /**
@@ -128,6 +148,7 @@ export const streamHead = async (db: Db): Promise<StreamCursor> => {
  */
 export const cursorRetained = async (db: Db, cursor: StreamCursor): Promise<boolean> => {
   if (cursor.id === 0n && cursor.xid === 0n) return true;
+  // Its row: retention deletes whole rows.
   const { rowCount } = await db.query(`SELECT 1 FROM job_stream WHERE xid = $1::text::xid8 AND id = $2::bigint`, [String(cursor.xid), String(cursor.id)]);
   return (rowCount ?? 0) > 0;
 };
@@ -185,8 +206,8 @@ export const streamEventData = (row: StreamRow, id = formatCursor(row.cursor)): 
  * null when the snapshot is at or before the cursor (nothing to skip).
  */
 export const currentJobRow = async (db: Db, jobId: string, cursor: StreamCursor): Promise<{ row: StreamRow; shownUntil: StreamCursor | null } | null> => {
-  const { rows } = await db.query<Omit<RawRow, "xid" | "id" | "kind"> & { shown_xid: string | null; shown_id: string | null }>(
-    `SELECT j.*, s.xid::text AS shown_xid, s.id::text AS shown_id
+  const { rows } = await db.query<Omit<RawRow, "xid" | "id" | "k" | "kind"> & { shown_xid: string | null; shown_id: string | null; shown_k: number | null }>(
+    `SELECT j.*, s.xid::text AS shown_xid, s.id::text AS shown_id, s.k AS shown_k
        FROM (SELECT job_id::text AS job_id, tenant_id, job_type, state, attempt, progress,
                     CASE WHEN state = 'RETRY_WAIT' THEN last_error END AS failure, coalesce(heartbeat_at, claimed_at, created_at) AS at
                FROM jobs WHERE job_id = $1::uuid
@@ -195,10 +216,11 @@ export const currentJobRow = async (db: Db, jobId: string, cursor: StreamCursor)
                FROM finished_jobs WHERE job_id = $1::uuid
              LIMIT 1) j
        LEFT JOIN LATERAL (
-         SELECT xid, id FROM job_stream
-          WHERE (xid, id) > ($2::xid8, $3::bigint) AND job_id = $1::uuid
+         SELECT xid, id, array_position(job_ids, $1::uuid) AS k FROM job_stream
+          WHERE (xid, id) >= ($2::xid8, $3::bigint) AND $1::uuid = ANY (job_ids)
+            AND (xid, id, array_position(job_ids, $1::uuid)) > ($2::xid8, $3::bigint, $4::int)
           ORDER BY xid DESC, id DESC LIMIT 1) s ON true`,
-    [jobId, String(cursor.xid), String(cursor.id)],
+    [jobId, String(cursor.xid), String(cursor.id), cursor.k],
   );
   const r = rows[0];
   if (!r) return null;
@@ -213,8 +235,9 @@ export const currentJobRow = async (db: Db, jobId: string, cursor: StreamCursor)
     at: r.at,
     xid: String(cursor.xid),
     id: String(cursor.id),
+    k: cursor.k,
     kind: "state",
     failure: f ? { code: f.code, class: f.class, message: f.message } : null,
   });
-  return { row, shownUntil: r.shown_xid === null ? null : { xid: BigInt(r.shown_xid), id: BigInt(r.shown_id!) } };
+  return { row, shownUntil: r.shown_xid === null ? null : { xid: BigInt(r.shown_xid), id: BigInt(r.shown_id!), k: r.shown_k! } };
 };

@@ -12,7 +12,21 @@ import { redriveJobs } from "../sql/redrive-jobs";
 import { rescueExpiredLeases } from "../sql/rescue-expired-leases";
 import { controlPlane } from "../testing/control-plane-factory";
 import { XMIN_WAIT } from "../testing/stream-wait";
-import { cursorRetained, pruneStream, readStream, STREAM_RETENTION_MS, type StreamRow, streamEventData, streamEventName, streamHead, ZERO_CURSOR } from "./log";
+import {
+  compareCursor,
+  cursorRetained,
+  formatCursor,
+  parseCursor,
+  pruneStream,
+  readStream,
+  STREAM_RETENTION_MS,
+  type StreamRow,
+  streamEventData,
+  streamEventName,
+  streamHead,
+  WHOLE_ROW,
+  ZERO_CURSOR,
+} from "./log";
 
 // The status stream's log: every transition writes its event (statement triggers of
 // sql/routines/stream.sql), in order, and a reader below the snapshot xmin never skips a late commit.
@@ -105,7 +119,7 @@ describe("the stream triggers", () => {
       status: "RETRY_WAIT",
       attempt: 1,
       failure: { code: "BOOM", class: "retryable", message: "boom at <host>" },
-      id: `${rows[2]!.cursor.xid}-${rows[2]!.cursor.id}`,
+      id: formatCursor(rows[2]!.cursor),
     });
     expect(JSON.stringify(data)).not.toContain("internal.example.com");
   });
@@ -176,6 +190,58 @@ describe("the stream triggers", () => {
     await expect.poll(async () => (await allRows()).filter((r) => ids.includes(r.jobId)).length, XMIN_WAIT).toBe(3);
     const rows = (await allRows()).filter((r) => ids.includes(r.jobId));
     expect(new Set(rows.map((r) => String(r.cursor.xid))).size).toBe(1);
+  });
+
+  it("keeps one statement's events of one tenant in one row, read one event per job, resumable inside the row", async () => {
+    const results = await enqueueJobs(db.pool, [
+      input(),
+      input({ tenant_id: "tenant_B", job_type: "q2.job" }),
+      input(),
+      input(),
+      input({ tenant_id: "tenant_B", job_type: "q2.job" }),
+    ]);
+    const ids = results.map((r) => r.job_id);
+    await expect.poll(async () => (await allRows()).filter((r) => ids.includes(r.jobId)).length, XMIN_WAIT).toBe(5);
+    // Two rows: tenant_A's three jobs, tenant_B's two.
+    const { rows: stored } = await db.pool.query<{ tenant_id: string; n: number }>(
+      `SELECT tenant_id, cardinality(job_ids) AS n FROM job_stream WHERE job_ids && $1::uuid[] ORDER BY tenant_id`,
+      [ids],
+    );
+    expect(stored).toEqual([
+      { tenant_id: "tenant_A", n: 3 },
+      { tenant_id: "tenant_B", n: 2 },
+    ]);
+    const events = (await allRows()).filter((r) => ids.includes(r.jobId));
+    expect(events.map((r) => r.jobType).sort()).toEqual(["q1.job", "q1.job", "q1.job", "q2.job", "q2.job"]);
+    for (let i = 1; i < events.length; i++) expect(compareCursor(events[i - 1]!.cursor, events[i]!.cursor)).toBeLessThan(0);
+    // Pages of one event: each read resumes after the last one, inside a row as between rows.
+    const start = { ...events[0]!.cursor, k: events[0]!.cursor.k - 1 };
+    const paged: StreamRow[] = [];
+    let after = start;
+    for (let i = 0; i < 5; i++) {
+      const [next] = await readStream(db.pool, { after, limit: 1 });
+      paged.push(next!);
+      after = next!.cursor;
+    }
+    expect(paged.map((r) => formatCursor(r.cursor))).toEqual(events.map((r) => formatCursor(r.cursor)));
+    // A replay up to an event inside a row stops there; one tenant's replay skips the other's row.
+    const upTo = events[1]!.cursor;
+    expect((await readStream(db.pool, { after: start, upTo })).map((r) => r.jobId)).toEqual([events[0]!.jobId, events[1]!.jobId]);
+    const tenantA = await readStream(db.pool, { after: start, tenantId: "tenant_A" });
+    expect(tenantA.filter((r) => ids.includes(r.jobId)).map((r) => r.tenantId)).toEqual(["tenant_A", "tenant_A", "tenant_A"]);
+  });
+
+  it("reads a Last-Event-ID of the one-event-per-row form as after that whole row", async () => {
+    const results = await enqueueJobs(db.pool, [input(), input()]);
+    const ids = results.map((r) => r.job_id);
+    await expect.poll(async () => (await allRows()).filter((r) => ids.includes(r.jobId)).length, XMIN_WAIT).toBe(2);
+    const [first] = (await allRows()).filter((r) => ids.includes(r.jobId));
+    const old = parseCursor(`${first!.cursor.xid}-${first!.cursor.id}`)!;
+    expect(old).toEqual({ xid: first!.cursor.xid, id: first!.cursor.id, k: WHOLE_ROW });
+    expect((await readStream(db.pool, { after: old, limit: 100_000 })).map((r) => r.jobId)).not.toContain(ids[1]);
+    expect(parseCursor(formatCursor(first!.cursor))).toEqual(first!.cursor);
+    expect(parseCursor(`1-2-${WHOLE_ROW + 1}`)).toBeNull();
+    expect(parseCursor("1-2-3-4")).toBeNull();
   });
 });
 

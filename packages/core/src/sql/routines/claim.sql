@@ -104,11 +104,14 @@ BEGIN
               j.checkpoint, j.traceparent, j.run_at
   ), stream AS (
     -- The status stream's RUNNING events (routines/stream.sql: the claim writes its own, so no
-    -- trigger has to look at every UPDATE of jobs). Not sorted: one claim's events are of different
-    -- jobs, each job's own events stay in order (one per transaction here), and sorting 450 wide rows
-    -- cost 1.8% of the claim (bench/src/probe/claim-callgrind.ts).
-    INSERT INTO job_stream (job_id, tenant_id, job_type, state, attempt, kind)
-    SELECT c.job_id, c.tenant_id, c.job_type, 'RUNNING', c.attempt, 'state' FROM claimed c
+    -- trigger has to look at every UPDATE of jobs): one row per tenant, its jobs in arrays. Not
+    -- ordered: one claim's events are of different jobs, each job's own events stay in order (one
+    -- per transaction here), and sorting 450 wide rows cost 1.8% of the claim
+    -- (bench/src/probe/claim-callgrind.ts).
+    INSERT INTO job_stream (tenant_id, state, kind, job_ids, job_types, attempts, progresses, failures)
+    SELECT c.tenant_id, 'RUNNING', 'state', array_agg(c.job_id), array_agg(c.job_type), array_agg(c.attempt),
+           array_agg(NULL::jsonb), array_agg(NULL::jsonb)
+      FROM claimed c GROUP BY c.tenant_id
   ), flow AS (
     -- The flow rollups (packages/core/src/sql/flow-write.ts, which the other writers use: keep in
     -- step): the starts, one row per (queue, job type, tenant) of this claim, in key order, on this
