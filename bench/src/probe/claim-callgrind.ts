@@ -55,12 +55,6 @@ const VARIANTS: Variant[] = [
   { name: "base" },
   { name: "no-running-idx", schema: "DROP INDEX jobs_running_idx" },
   { name: "no-job-id-idx", schema: "DROP INDEX jobs_job_id_key" },
-  // `state` in the running set's key: the claim changes it, so its insert carries no "unchanged"
-  // hint and a full leaf is never given a bottom-up deletion pass (dead entries wait for hints or VACUUM).
-  {
-    name: "running-idx-state-key",
-    schema: "DROP INDEX jobs_running_idx; CREATE INDEX jobs_running_idx ON jobs (queue_id, tenant_id, state) WHERE state = 'RUNNING'",
-  },
   { name: "no-update-trigger", schema: "DROP TRIGGER jobs_stream_update ON jobs" },
   { name: "reindex", schema: "REINDEX INDEX jobs_pkey; REINDEX INDEX jobs_job_id_key" },
   { name: "ff45", schema: FF45 },
