@@ -11,7 +11,7 @@ import { safeFailure } from "../reads/safe-failure";
 
 /** How long the log keeps events: a client reconnecting with an older Last-Event-ID is reset. */
 export const STREAM_RETENTION_MS = 60 * 60 * 1000;
-/** Rows per read (a reader loops while a page is full). */
+/** Events per read (a reader loops while a page is full); a page may end inside a row. */
 export const STREAM_PAGE = 1000;
 
 /** A place in the log: after the event `k` (1-based) of row (xid, id). */
