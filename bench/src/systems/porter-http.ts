@@ -19,7 +19,11 @@ export const startPorterHttp = async (pool: pg.Pool, url: string, connections: n
   // The node flags `npm start` gives the process serving the producer API (PRODUCER_SERVER_SEMI_SPACE,
   // apps/porter/src/launcher/console-args.ts).
   const entry = await httpServerEntry();
-  const execArgv = ["--max-semi-space-size=32", ...entry.execArgv];
+  const execArgv = [
+    "--max-semi-space-size=32",
+    ...entry.execArgv,
+    ...(process.env.SERVER_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROF}`] : []),
+  ];
   const child = fork(entry.path, [url, String(connections)], { execArgv, stdio: ["ignore", 2, 2, "ipc"] });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   const serverUrl = await new Promise<string>((resolve, reject) => {

@@ -51,4 +51,105 @@ describe("Attempt", () => {
     expect(seen).toBe(true);
     expect(recorded).toEqual([]); // a lost lease records nothing
   });
+
+  it("gives the handler a ctx whose members work destructured, and one that throws at once on a bad progress", async () => {
+    let seen: Record<string, unknown> = {};
+    const handler = defineHandler({
+      type: "test.wait",
+      run: async (_job, ctx) => {
+        const { signal, attempt, workerId, lastCheckpoint, trace, progress, heartbeat, logger } = ctx;
+        progress({ fraction: 0.5, step: "half" });
+        let refused: unknown;
+        try {
+          progress({ fraction: 2 });
+        } catch (error) {
+          refused = error;
+        }
+        await heartbeat();
+        seen = {
+          aborted: signal.aborted,
+          attempt,
+          workerId,
+          lastCheckpoint,
+          traceId: trace.traceId,
+          isLogger: typeof logger.info === "function",
+          sameProgress: ctx.progress === progress,
+          refused: refused instanceof Error,
+        };
+        return { ok: true };
+      },
+    });
+    const acked: unknown[] = [];
+    let heartbeats = 0;
+    let ended = 0;
+    const deps: AttemptDeps = {
+      db: undefined as unknown as pg.Pool,
+      workerId: "w-ctx",
+      version: "test",
+      logger: createLogger({ level: "silent" }),
+      handlers: createHandlerMap([handler]),
+      completer: {
+        ack: async (completion: unknown) => {
+          acked.push(completion);
+          return "applied";
+        },
+        fail: async () => "applied",
+      } as unknown as Completer,
+      hangGraceMs: 1000,
+      heartbeat: async () => {
+        heartbeats += 1;
+      },
+      onEnded: () => {
+        ended += 1;
+      },
+    };
+    const attempt = new Attempt(job, deps);
+    await attempt.run();
+    expect(seen).toEqual({
+      aborted: false,
+      attempt: job.attempt,
+      workerId: "w-ctx",
+      lastCheckpoint: null,
+      traceId: job.traceId,
+      isLogger: true,
+      sameProgress: true,
+      refused: true,
+    });
+    expect(heartbeats).toBe(1);
+    expect(ended).toBe(1);
+    expect(acked).toEqual([expect.objectContaining({ result: { ok: true }, progress: JSON.stringify({ fraction: 0.5, step: "half" }) })]);
+  });
+
+  it("fails the attempt of a handler that throws synchronously, and ends it once", async () => {
+    const handler = defineHandler({
+      type: "test.wait",
+      run: (() => {
+        throw new Error("at once");
+      }) as never,
+    });
+    const failed: Array<{ error: { message: string } }> = [];
+    let ended = 0;
+    const deps: AttemptDeps = {
+      db: undefined as unknown as pg.Pool,
+      workerId: "w",
+      version: "test",
+      logger: createLogger({ level: "silent" }),
+      handlers: createHandlerMap([handler]),
+      completer: {
+        ack: async () => "applied",
+        fail: async (item: { error: { message: string } }) => {
+          failed.push(item);
+          return "applied";
+        },
+      } as unknown as Completer,
+      hangGraceMs: 1000,
+      heartbeat: async () => {},
+      onEnded: () => {
+        ended += 1;
+      },
+    };
+    await new Attempt(job, deps).run();
+    expect(failed.map((f) => f.error.message)).toEqual(["at once"]);
+    expect(ended).toBe(1);
+  });
 });

@@ -61,7 +61,11 @@ export type AttemptDeps = {
   onResultWritten?: (job: ClaimedJob) => void;
   /** Counts outcomes by job type (in memory; the worker's metrics). */
   probe?: WorkerProbe;
+  /** Called once `run()` is over and the slot is free (the worker's slots refill it). */
+  onEnded?: (attempt: Attempt) => void;
 };
+
+type Handler = NonNullable<ReturnType<HandlerMap["get"]>>;
 
 type Settlement =
   | { kind: "ok"; result: unknown }
@@ -97,7 +101,8 @@ export class Attempt {
   private checkpointChain: Promise<void> | undefined;
   private isCancelRequested: boolean;
   private closedWhy: string | undefined;
-  private settle: ((settlement: Settlement) => void) | undefined;
+  /** Resolves `run()`'s wait with the first settlement; undefined before the run and once settled. */
+  private resolveSettlement: ((settlement: Settlement) => void) | undefined;
   private timeoutTimer: NodeJS.Timeout | undefined;
   private hangTimer: NodeJS.Timeout | undefined;
   private readonly startedAt = Date.now();
@@ -186,7 +191,8 @@ export class Attempt {
 
   /** Ends the attempt's span with its outcome (the job's next state, lowercased, or `succeeded`/`discarded`). */
   private endSpan(outcome: string, errorCode?: string): void {
-    const { span } = this.traced;
+    // Made at the start when tracing is on; an attempt that started without it has none.
+    const span = this.attemptSpan?.span;
     if (!span) return;
     span.setAttribute("porter.outcome", outcome);
     if (errorCode === undefined) span.end();
@@ -202,17 +208,34 @@ export class Attempt {
     return { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt };
   }
 
-  /** Runs the attempt; resolves once its outcome is buffered (or discarded) and the slot is free. */
+  /**
+   * Runs the attempt; resolves once its outcome is buffered (or discarded) and the slot is free,
+   * after `deps.onEnded`. Never rejects: an error of the worker's own (not the handler's) is
+   * logged as the attempt's crash.
+   */
   async run(): Promise<void> {
-    const settlement = await new Promise<Settlement>((resolve) => {
-      let isSettled = false;
-      this.settle = (s) => {
-        if (isSettled) return;
-        isSettled = true;
-        resolve(s);
-      };
-      this.start();
+    try {
+      await this.runToOutcome();
+    } catch (error) {
+      this.deps.logger.error("attempt crashed", { err: error, jobId: this.job.jobId });
+    }
+    this.deps.onEnded?.(this);
+  }
+
+  /** The first settlement wins; later ones (a late result, a second abort) are dropped. */
+  private settle(settlement: Settlement): void {
+    const resolve = this.resolveSettlement;
+    if (resolve === undefined) return;
+    this.resolveSettlement = undefined;
+    resolve(settlement);
+  }
+
+  private async runToOutcome(): Promise<void> {
+    const settled = new Promise<Settlement>((resolve) => {
+      this.resolveSettlement = resolve;
     });
+    this.start();
+    const settlement = await settled;
     clearTimeout(this.timeoutTimer);
     clearTimeout(this.hangTimer);
     // A checkpoint the handler did not await lands before the outcome is recorded (the outcome's
@@ -252,7 +275,7 @@ export class Attempt {
     this.closedWhy = "lease lost";
     this.logger.warn("lease lost; the attempt's result will be discarded");
     this.controller.abort(new LeaseLostError(this.job.jobId)); // made now if the handler has not read its signal yet
-    this.settle?.({ kind: "discarded", why: "lease lost" });
+    this.settle({ kind: "discarded", why: "lease lost" });
   }
 
   /**
@@ -262,7 +285,7 @@ export class Attempt {
   closeForHandBack(): void {
     if (!this.isOpen) return;
     this.closedWhy = "handed back";
-    this.settle?.({ kind: "discarded", why: "handed back by a draining worker" });
+    this.settle({ kind: "discarded", why: "handed back by a draining worker" });
   }
 
   private start(): void {
@@ -270,16 +293,16 @@ export class Attempt {
     const handler = this.deps.handlers.get(job.jobType);
     if (!handler) {
       const error = new PermanentError(`no handler for job type "${job.jobType}" in this worker`, { code: "NO_HANDLER" });
-      this.settle?.({ kind: "error", error });
+      this.settle({ kind: "error", error });
       return;
     }
     if (this.isCancelRequested) {
-      this.settle?.({ kind: "error", error: new CancelledError("cancel requested before the attempt started") });
+      this.settle({ kind: "error", error: new CancelledError("cancel requested before the attempt started") });
       return;
     }
     const timeoutMs = Math.min(job.timeoutS * 1000, job.deadlineAt ? job.deadlineAt.getTime() - Date.now() : Infinity);
     if (timeoutMs <= 0) {
-      this.settle?.({ kind: "error", error: new TimeoutError(0) });
+      this.settle({ kind: "error", error: new TimeoutError(0) });
       return;
     }
     this.timeoutTimer = setTimeout(() => this.abort(new TimeoutError(Math.round(timeoutMs))), timeoutMs);
@@ -287,7 +310,7 @@ export class Attempt {
     try {
       payload = handler.parsePayload(job.payload);
     } catch (error) {
-      this.settle?.({ kind: "error", error });
+      this.settle({ kind: "error", error });
       return;
     }
     const view: Job<unknown> = {
@@ -304,70 +327,89 @@ export class Attempt {
       priority: job.priority,
     };
     // The handler runs in the attempt span's context (when an SDK made one): its own spans nest under it.
-    const spanContext = this.traced.context;
-    const running = () => Promise.resolve().then(() => handler.run(view, this.context()));
-    (spanContext ? context.with(spanContext, running) : running()).then(
-      (result) => this.settle?.({ kind: "ok", result }),
-      (error: unknown) => this.settle?.({ kind: "error", error }),
-    );
+    const spanContext = isTracingEnabled() ? this.traced.context : undefined;
+    if (spanContext) context.with(spanContext, () => void this.execute(handler, view));
+    else void this.execute(handler, view);
+  }
+
+  /**
+   * Calls the handler in a later microtask (never on the caller's stack: a handler that throws at
+   * once fails its attempt as one that rejects does) and settles with its outcome. One async
+   * frame, no closures.
+   */
+  private async execute(handler: Handler, view: Job<unknown>): Promise<void> {
+    await undefined;
+    let result: unknown;
+    try {
+      result = await handler.run(view, this.context());
+    } catch (error) {
+      this.settle({ kind: "error", error });
+      return;
+    }
+    this.settle({ kind: "ok", result });
   }
 
   private context(): HandlerContext {
+    return new AttemptContext(this);
+  }
+
+  /** `ctx.progress`: validated at once, written with the next heartbeat (due within PROGRESS_FLUSH_MS). */
+  reportProgress(progress: Parameters<HandlerContext["progress"]>[0]): void {
+    const json = JSON.stringify(validateProgress(progress));
+    if (!this.isOpen) return;
+    this.pendingProgress = json;
+    this.heartbeatDueAt = Math.min(this.heartbeatDueAt, this.lastExtendedAt + PROGRESS_FLUSH_MS);
+  }
+
+  /** `ctx.checkpoint`: encoded at once (throws: nothing written), written after the previous ones. */
+  checkpoint(data: unknown): Promise<void> {
+    const json = encodeCheckpoint(data);
+    const write = (this.checkpointChain ?? Promise.resolve()).then(() => this.writeCheckpoint(json));
+    // Marks `write` handled too: a handler that does not await its checkpoint must not bring
+    // the worker down with an unhandled rejection (an awaiting handler still gets it).
+    this.checkpointChain = write.catch(() => undefined);
+    return write;
+  }
+
+  /** `ctx.heartbeat`: extends the lease now; throws once the attempt is closed. */
+  async heartbeatNow(): Promise<void> {
+    this.assertOpen();
+    await this.deps.heartbeat(this);
+    this.assertOpen();
+  }
+
+  /** `ctx.effect` (see the SDK's HandlerContext): a lost lease found on the way closes the attempt. */
+  async effect(key: string, fnOrStatement: ((tx: pg.PoolClient) => Promise<unknown>) | EffectStatement, options?: EffectOptions): Promise<unknown> {
+    this.assertOpen();
     const { job, deps } = this;
     const scope = { id: job.id, jobId: job.jobId, tenantId: job.tenantId, attempt: job.attempt, leaseToken: job.leaseToken };
-    const attempt = this;
-    return {
-      get signal() {
-        return attempt.controller.signal;
-      },
-      attempt: job.attempt,
-      workerId: deps.workerId,
-      get logger() {
-        return attempt.logger;
-      },
-      lastCheckpoint: job.lastCheckpoint ?? null,
-      trace: this.traced.trace,
-      progress: (progress) => {
-        const json = JSON.stringify(validateProgress(progress));
-        if (!this.isOpen) return;
-        this.pendingProgress = json;
-        this.heartbeatDueAt = Math.min(this.heartbeatDueAt, this.lastExtendedAt + PROGRESS_FLUSH_MS);
-      },
-      checkpoint: (data) => {
-        const json = encodeCheckpoint(data); // throws at once: nothing is written
-        const write = (this.checkpointChain ?? Promise.resolve()).then(() => this.writeCheckpoint(json));
-        // Marks `write` handled too: a handler that does not await its checkpoint must not bring
-        // the worker down with an unhandled rejection (an awaiting handler still gets it).
-        this.checkpointChain = write.catch(() => undefined);
-        return write;
-      },
-      heartbeat: async () => {
-        this.assertOpen();
-        await deps.heartbeat(this);
-        this.assertOpen();
-      },
-      effect: (async (key: string, fnOrStatement: ((tx: pg.PoolClient) => Promise<unknown>) | EffectStatement, options?: EffectOptions) => {
-        this.assertOpen();
-        try {
-          if (typeof fnOrStatement !== "function") return await applyEffectStatement(deps.db, scope, key, fnOrStatement);
-          const fn = fnOrStatement;
-          const { result } = await applyEffect(
-            deps.db,
-            scope,
-            key,
-            async (tx) => {
-              this.assertOpen();
-              return fn(tx);
-            },
-            { txOnly: options?.txOnly === true },
-          );
-          return result;
-        } catch (error) {
-          if (error instanceof StaleLeaseError) this.loseLease();
-          throw error;
-        }
-      }) as HandlerContext["effect"],
-    };
+    try {
+      if (typeof fnOrStatement !== "function") return await applyEffectStatement(deps.db, scope, key, fnOrStatement);
+      const fn = fnOrStatement;
+      const { result } = await applyEffect(
+        deps.db,
+        scope,
+        key,
+        async (tx) => {
+          this.assertOpen();
+          return fn(tx);
+        },
+        { txOnly: options?.txOnly === true },
+      );
+      return result;
+    } catch (error) {
+      if (error instanceof StaleLeaseError) this.loseLease();
+      throw error;
+    }
+  }
+
+  get workerId(): string {
+    return this.deps.workerId;
+  }
+
+  /** The attempt's trace context, as `ctx.trace` gives it. */
+  get jobTrace(): JobTrace {
+    return this.traced.trace;
   }
 
   /** One fenced, synchronously committed statement; a refused one means the lease is gone. */
@@ -390,13 +432,13 @@ export class Attempt {
     if (!this.isOpen || this.abortController?.signal.aborted) return;
     this.logger.info("aborting the attempt", { reason: reason.message });
     this.controller.abort(reason);
-    this.hangTimer = setTimeout(() => this.settle?.({ kind: "abandoned", error: reason }), this.deps.hangGraceMs);
+    this.hangTimer = setTimeout(() => this.settle({ kind: "abandoned", error: reason }), this.deps.hangGraceMs);
   }
 
   private recordSuccess(value: unknown): void {
     const result = value === undefined ? null : value;
     try {
-      JSON.stringify(result);
+      if (result !== null) JSON.stringify(result);
     } catch (error) {
       this.recordFailure(new PermanentError(`the handler's result is not JSON-serializable: ${(error as Error).message}`, { code: "RESULT_NOT_SERIALIZABLE" }));
       return;
@@ -451,5 +493,69 @@ export class Attempt {
     });
     // A progress report no heartbeat carried yet is recorded with the outcome.
     return { ...failure, progress: this.pendingProgress ?? null };
+  }
+}
+
+/**
+ * A handler's `ctx`. Its members are read through accessors on the prototype, so an attempt costs
+ * one object however many members its handler uses: the signal, the logger and the trace are made
+ * on first read, and each function is bound to the attempt on first read — a handler may pass it
+ * on or destructure it (`const { effect, signal } = ctx`). Spreading ctx (`{ ...ctx }`) copies
+ * only its own fields (attempt, workerId, lastCheckpoint): pass ctx itself instead.
+ * (As an object literal with getters and closures it was a sixth of the worker's allocations per
+ * job: docs/performance.md, "the worker's allocations".)
+ */
+class AttemptContext implements HandlerContext {
+  readonly attempt: number;
+  readonly workerId: string;
+  readonly lastCheckpoint: unknown;
+  readonly #owner: Attempt;
+  #progress: HandlerContext["progress"] | undefined;
+  #checkpoint: HandlerContext["checkpoint"] | undefined;
+  #heartbeat: HandlerContext["heartbeat"] | undefined;
+  #effect: HandlerContext["effect"] | undefined;
+
+  constructor(owner: Attempt) {
+    this.#owner = owner;
+    this.attempt = owner.job.attempt;
+    this.workerId = owner.workerId;
+    this.lastCheckpoint = owner.job.lastCheckpoint ?? null;
+  }
+
+  get signal(): AbortSignal {
+    return this.#owner.controller.signal;
+  }
+
+  get logger(): Logger {
+    return this.#owner.logger;
+  }
+
+  get trace(): JobTrace {
+    return this.#owner.jobTrace;
+  }
+
+  get progress(): HandlerContext["progress"] {
+    const owner = this.#owner;
+    this.#progress ??= (progress) => owner.reportProgress(progress);
+    return this.#progress;
+  }
+
+  get checkpoint(): HandlerContext["checkpoint"] {
+    const owner = this.#owner;
+    this.#checkpoint ??= (data) => owner.checkpoint(data);
+    return this.#checkpoint;
+  }
+
+  get heartbeat(): HandlerContext["heartbeat"] {
+    const owner = this.#owner;
+    this.#heartbeat ??= () => owner.heartbeatNow();
+    return this.#heartbeat;
+  }
+
+  get effect(): HandlerContext["effect"] {
+    const owner = this.#owner;
+    this.#effect ??= ((key: string, fnOrStatement: ((tx: pg.PoolClient) => Promise<unknown>) | EffectStatement, options?: EffectOptions) =>
+      owner.effect(key, fnOrStatement, options)) as HandlerContext["effect"];
+    return this.#effect;
   }
 }

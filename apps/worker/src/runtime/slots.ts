@@ -10,11 +10,15 @@ import { Attempt, type AttemptDeps } from "./attempt";
 export class Slots {
   private readonly attempts = new Map<string, Attempt>();
   private idleWaiters: Array<() => void> = [];
+  /** The attempts' dependencies with this slot set's end-of-attempt callback: one object for all. */
+  private readonly attemptDeps: AttemptDeps;
 
   constructor(
     readonly concurrency: number,
     private readonly deps: { attempt: AttemptDeps; logger: Logger; onFreed: () => void },
-  ) {}
+  ) {
+    this.attemptDeps = { ...deps.attempt, onEnded: (attempt) => this.ended(attempt) };
+  }
 
   /** Attempts running now. */
   get size(): number {
@@ -29,18 +33,19 @@ export class Slots {
     return this.attempts.values();
   }
 
-  /** Runs `job` in a slot; the caller checked that one is free. */
+  /** Runs `job` in a slot; the caller checked that one is free. The attempt ends in `ended` (its `run()` never rejects). */
   launch(job: ClaimedJob): void {
-    const attempt = new Attempt(job, this.deps.attempt);
+    const attempt = new Attempt(job, this.attemptDeps);
     this.attempts.set(job.id, attempt);
-    void attempt
-      .run()
-      .catch((error: unknown) => this.deps.logger.error("attempt crashed", { err: error, jobId: job.jobId }))
-      .finally(() => {
-        if (this.attempts.get(job.id) === attempt) this.attempts.delete(job.id);
-        this.deps.onFreed();
-        if (this.attempts.size === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
-      });
+    void attempt.run();
+  }
+
+  /** Frees the slot of an attempt that ended, and refills it. */
+  private ended(attempt: Attempt): void {
+    const id = attempt.job.id;
+    if (this.attempts.get(id) === attempt) this.attempts.delete(id);
+    this.deps.onFreed();
+    if (this.attempts.size === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
   }
 
   /** Resolves once no attempt runs (at once when none does). */

@@ -1,4 +1,5 @@
 import type { Db } from "../db";
+import { integerArray, textArray } from "./array-literal";
 import { CLAIM_COLUMNS, CLAIM_ORDER_AT, type ClaimedJob, type ClaimRow, claimTypes, inClaimOrder, toClaimedJob } from "./claim-jobs";
 import type { LeaseRef } from "./extend-leases";
 import { fenceSql } from "./fence";
@@ -52,12 +53,12 @@ export type Handover = {
 export const completeJobs = async (db: Db, items: Completion[], now?: Date, handover?: Handover): Promise<CompleteOutcome> => {
   if (items.length === 0) return { completed: [], stale: [], handedOver: [] };
   const values: unknown[] = [
-    items.map((i) => i.id),
-    items.map((i) => i.leaseToken),
-    items.map((i) => JSON.stringify(i.result ?? null)),
+    integerArray(items, (i) => i.id),
+    integerArray(items, (i) => i.leaseToken),
+    textArray(items, (i) => (i.result === null || i.result === undefined ? "null" : JSON.stringify(i.result))),
     now ?? null,
-    items.map((i) => i.attempt),
-    items.map((i) => i.progress ?? null),
+    integerArray(items, (i) => i.attempt),
+    textArray(items, (i) => i.progress ?? null),
   ];
   if (!handover || handover.queueIds.length === 0 || handover.limit <= 0) {
     const { rows } = await db.query<{ id: string }>({ name: "porter.complete", text: COMPLETE_TEXT, values });

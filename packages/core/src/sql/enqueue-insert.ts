@@ -2,6 +2,7 @@ import { AppError, type TEnqueueResult, type TJobState } from "@porter/contracts
 import pg from "pg";
 import { type Db, inTransaction } from "../db";
 import { admit } from "./admission";
+import { arrayLiteral, textElement } from "./array-literal";
 import type { Prepared } from "./enqueue-prepare";
 import { reserveClocksSql } from "./fair-clock";
 import { flowUpsertSql } from "./flow-write";
@@ -154,10 +155,6 @@ export const asInputError = (error: unknown): unknown =>
 /** JSON string literal (ids and names from the registry need no escaping beyond this). */
 const str = (value: string): string => JSON.stringify(value);
 
-/** An element of a PostgreSQL array literal: quoted, with `"` and `\\` escaped; NULL for null. */
-const elem = (value: string | null): string => (value === null ? "NULL" : `"${value.replace(/["\\]/g, "\\$&")}"`);
-const list = (values: Array<string | number | null>): string => `{${values.join(",")}}`;
-
 /**
  * One chunk as the statement's parameters: one array literal per column, assembled from each
  * payload's JSON text already made for the size check. PostgreSQL reads arrays with `unnest`
@@ -167,29 +164,29 @@ const list = (values: Array<string | number | null>): string => `{${values.join(
 export const chunkArrays = (chunk: Prepared[], vfts: number[] | undefined, now: Date): string[] => {
   const nowMs = now.getTime();
   const n = chunk.length;
-  const cols: Array<Array<string | number | null>> = Array.from({ length: 17 }, () => new Array(n));
+  const cols: Array<Array<string | number>> = Array.from({ length: 17 }, () => new Array(n));
   for (let i = 0; i < n; i++) {
     const p = chunk[i]!;
     const input = p.input;
     cols[0]![i] = p.ord;
     cols[1]![i] = p.jobId;
-    cols[2]![i] = elem(input.job_type);
-    cols[3]![i] = elem(p.queueId);
-    cols[4]![i] = elem(input.tenant_id);
-    cols[5]![i] = elem(p.payloadJson);
+    cols[2]![i] = textElement(input.job_type);
+    cols[3]![i] = textElement(p.queueId);
+    cols[4]![i] = textElement(input.tenant_id);
+    cols[5]![i] = textElement(p.payloadJson);
     cols[6]![i] = p.priority;
-    cols[7]![i] = elem(input.idempotency_key);
+    cols[7]![i] = textElement(input.idempotency_key);
     cols[8]![i] = p.maxAttempts;
     cols[9]![i] = p.timeoutS;
     cols[10]![i] = p.notBefore ? p.notBefore.toISOString() : "NULL";
     cols[11]![i] = p.deadlineAt ? p.deadlineAt.toISOString() : "NULL";
     cols[12]![i] = p.runAt.getTime() === nowMs ? "NULL" : p.runAt.toISOString();
     cols[13]![i] = p.createdAt.getTime() === nowMs ? "NULL" : p.createdAt.toISOString();
-    cols[14]![i] = elem(p.traceId);
+    cols[14]![i] = textElement(p.traceId);
     cols[15]![i] = vfts ? vfts[p.ord]! : "NULL";
-    cols[16]![i] = elem(p.traceparent);
+    cols[16]![i] = textElement(p.traceparent);
   }
-  return cols.map(list);
+  return cols.map(arrayLiteral);
 };
 
 /**

@@ -1,4 +1,5 @@
 import type { Db } from "../db";
+import { integerArray } from "./array-literal";
 import type { LeaseRef } from "./extend-leases";
 import { fenceSql } from "./fence";
 
@@ -26,7 +27,7 @@ export const startJobs = async (db: Db, items: LeaseRef[], now?: Date): Promise<
                   (SELECT set_config('synchronous_commit', 'off', true)) AS async
             WHERE ${fenceSql()}
            RETURNING j.id::text`,
-    values: [items.map((i) => i.id), items.map((i) => i.leaseToken), items.map((i) => i.attempt), now ?? null],
+    values: [integerArray(items, (i) => i.id), integerArray(items, (i) => i.leaseToken), integerArray(items, (i) => i.attempt), now ?? null],
   });
   const started = new Set(rows.map((r) => r.id));
   return { started: [...started], lost: items.map((i) => i.id).filter((id) => !started.has(id)) };
