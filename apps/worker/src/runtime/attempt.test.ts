@@ -5,7 +5,7 @@ import { createHandlerMap } from "../handlers/handler-map";
 import { createLogger } from "../logger";
 import { claimedJob } from "../testing/claimed-job";
 import { Attempt, type AttemptDeps } from "./attempt";
-import type { Completer } from "./completer";
+import type { AckOwner, Completer } from "./completer";
 
 const job = claimedJob({ jobType: "test.wait", leaseUntil: new Date(Date.now() + 30_000) }, new Date());
 
@@ -30,9 +30,9 @@ describe("Attempt", () => {
       logger: createLogger({ level: "silent" }),
       handlers: createHandlerMap([handler]),
       completer: {
-        ack: async () => {
+        ack: (_item: unknown, owner: AckOwner) => {
           recorded.push("ack");
-          return "applied";
+          owner.flushed("applied");
         },
         fail: async () => {
           recorded.push("fail");
@@ -89,9 +89,9 @@ describe("Attempt", () => {
       logger: createLogger({ level: "silent" }),
       handlers: createHandlerMap([handler]),
       completer: {
-        ack: async (completion: unknown) => {
+        ack: (completion: unknown, owner: AckOwner) => {
           acked.push(completion);
-          return "applied";
+          owner.flushed("applied");
         },
         fail: async () => "applied",
       } as unknown as Completer,
@@ -136,7 +136,7 @@ describe("Attempt", () => {
       logger: createLogger({ level: "silent" }),
       handlers: createHandlerMap([handler]),
       completer: {
-        ack: async () => "applied",
+        ack: (_item: unknown, owner: AckOwner) => owner.flushed("applied"),
         fail: async (item: { error: { message: string } }) => {
           failed.push(item);
           return "applied";

@@ -30,7 +30,7 @@ import {
 import type pg from "pg";
 import type { HandlerMap } from "../handlers/handler-map";
 import type { Logger } from "../logger";
-import type { Completer } from "./completer";
+import type { Completer, FlushResult } from "./completer";
 import { AttemptClosedError, LeaseLostError } from "./errors";
 import { buildFailure } from "./failure";
 import { failureOutcome, type WorkerProbe } from "./worker-probe";
@@ -215,7 +215,16 @@ export class Attempt {
    */
   async run(): Promise<void> {
     try {
-      await this.runToOutcome();
+      const settlement = await new Promise<Settlement>((resolve) => {
+        this.resolveSettlement = resolve;
+        this.start();
+      });
+      clearTimeout(this.timeoutTimer);
+      clearTimeout(this.hangTimer);
+      // A checkpoint the handler did not await lands before the outcome is recorded (the outcome's
+      // statement would refuse it afterwards, and a failure carries the last checkpoint).
+      if (this.checkpointChain && (settlement.kind === "ok" || settlement.kind === "error")) await this.checkpointChain;
+      this.conclude(settlement);
     } catch (error) {
       this.deps.logger.error("attempt crashed", { err: error, jobId: this.job.jobId });
     }
@@ -230,17 +239,8 @@ export class Attempt {
     resolve(settlement);
   }
 
-  private async runToOutcome(): Promise<void> {
-    const settled = new Promise<Settlement>((resolve) => {
-      this.resolveSettlement = resolve;
-    });
-    this.start();
-    const settlement = await settled;
-    clearTimeout(this.timeoutTimer);
-    clearTimeout(this.hangTimer);
-    // A checkpoint the handler did not await lands before the outcome is recorded (the outcome's
-    // statement would refuse it afterwards, and a failure carries the last checkpoint).
-    if (this.checkpointChain && (settlement.kind === "ok" || settlement.kind === "error")) await this.checkpointChain;
+  /** Records the settled attempt's outcome (buffered in the completer), or logs its discarding. */
+  private conclude(settlement: Settlement): void {
     if (settlement.kind === "discarded") {
       this.logger.info("attempt discarded", { why: settlement.why });
       this.endSpan("discarded");
@@ -447,11 +447,17 @@ export class Attempt {
     this.endSpan("succeeded");
     this.deps.probe?.onOutcome(this.job.jobType, "succeeded");
     const completion = { id: this.job.id, leaseToken: this.job.leaseToken, attempt: this.job.attempt, result, progress: this.pendingProgress ?? null };
-    void this.deps.completer
-      .ack(completion, () => this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date()))
-      .then((flushed) => {
-        if (flushed !== "dropped") this.deps.onResultWritten?.(this.job);
-      });
+    this.deps.completer.ack(completion, this);
+  }
+
+  /** The completer asks (an ack's owner): the failure to record instead, the database having refused the result. */
+  rejectAs(): Failure {
+    return this.failure(new PermanentError("the database refused the handler's result", { code: "RESULT_REJECTED" }), new Date());
+  }
+
+  /** The completer tells (an ack's owner): the ack, or the failure recorded instead, was written, refused as stale, or given up. */
+  flushed(result: FlushResult): void {
+    if (result !== "dropped") this.deps.onResultWritten?.(this.job);
   }
 
   private recordFailure(error: unknown): void {

@@ -9,8 +9,16 @@ import type { WorkerProbe } from "./worker-probe";
 /** How a buffered result ended: written, refused by the fence (lease no longer held), or given up. */
 export type FlushResult = "applied" | "stale" | "dropped";
 
-type Pending<T> = { item: T; tries: number; resolve: (result: FlushResult) => void };
-type PendingAck = Pending<Completion> & { rejectAs: () => Failure };
+/** Told how a buffered result ended. */
+type Done = { flushed: (result: FlushResult) => void };
+/**
+ * An ack's owner (its attempt): told how the ack ended, and asked for the failure to record
+ * instead if the database keeps refusing the result. An object rather than a promise and two
+ * closures per ack (docs/performance.md, "the worker's allocations").
+ */
+export type AckOwner = Done & { rejectAs: () => Failure };
+type Pending<T, D extends Done = Done> = { item: T; tries: number; done: D };
+type PendingAck = Pending<Completion, AckOwner>;
 
 export type CompleterOptions = {
   logger: Logger;
@@ -93,18 +101,16 @@ export class Completer {
     return this.acks.length + this.fails.length + (this.isRunning ? 1 : 0);
   }
 
-  /** Buffers an ack; `rejectAs` gives the failure to record instead if the database refuses the result. */
-  ack(item: Completion, rejectAs: () => Failure): Promise<FlushResult> {
-    return new Promise((resolve) => {
-      this.acks.push({ item, tries: 0, resolve, rejectAs });
-      this.schedule(this.options.isUrgent?.(item) ?? false);
-    });
+  /** Buffers an ack; `owner.flushed` is told how it ended (`owner.rejectAs` gives the failure to record instead if the database refuses the result). */
+  ack(item: Completion, owner: AckOwner): void {
+    this.acks.push({ item, tries: 0, done: owner });
+    this.schedule(this.options.isUrgent?.(item) ?? false);
   }
 
   /** Buffers a failure (retry, dead, cancelled, expired — decided by the caller). */
   fail(item: Failure): Promise<FlushResult> {
     return new Promise((resolve) => {
-      this.fails.push({ item, tries: 0, resolve });
+      this.fails.push({ item, tries: 0, done: { flushed: resolve } });
       this.schedule();
     });
   }
@@ -197,7 +203,7 @@ export class Completer {
    * the next round; a statement error on a batch retries its results one by one, so one poisoned
    * result cannot hold the others back.
    */
-  private async writeGroup<P extends Pending<Completion | Failure>>(
+  private async writeGroup<P extends Pending<Completion | Failure, Done>>(
     group: P[],
     write: (items: Array<P["item"]>) => Promise<string[]>,
     requeue: (items: P[], isCountingTry: boolean) => void,
@@ -208,7 +214,7 @@ export class Completer {
       if (stale.size > 0) {
         this.options.logger.warn("results refused: the lease is no longer held by this worker", { jobRowIds: [...stale] });
       }
-      for (const p of items) p.resolve(stale.has(p.item.id) ? "stale" : "applied");
+      for (const p of items) p.done.flushed(stale.has(p.item.id) ? "stale" : "applied");
     };
     try {
       await attempt(group);
@@ -237,7 +243,7 @@ export class Completer {
     for (const ack of acks) {
       if (isCountingTry && ++ack.tries >= this.maxTries) {
         this.options.logger.error("the database refuses this result; recording a permanent failure instead", { jobRowId: ack.item.id });
-        this.fails.unshift({ item: ack.rejectAs(), tries: 0, resolve: ack.resolve });
+        this.fails.unshift({ item: ack.done.rejectAs(), tries: 0, done: ack.done });
       } else {
         kept.push(ack);
       }
@@ -251,7 +257,7 @@ export class Completer {
     for (const fail of fails) {
       if (isCountingTry && ++fail.tries >= this.maxTries) {
         this.options.logger.error("gave up recording a failure; the job runs again once its lease expires", { jobRowId: fail.item.id });
-        fail.resolve("dropped");
+        fail.done.flushed("dropped");
       } else {
         kept.push(fail);
       }
