@@ -58,7 +58,11 @@ export type ApplyEffect = {
   <R extends pg.QueryResultRow = pg.QueryResultRow>(key: string, statement: EffectStatement): Promise<EffectStatementResult<R>>;
 };
 
-/** What the worker gives a handler for one attempt. */
+/**
+ * What the worker gives a handler for one attempt. Its members are read through accessors (each
+ * made on first read): read them, destructure them (`const { signal, effect } = ctx`) or pass ctx
+ * on; a spread copy (`{ ...ctx }`) holds only `attempt`, `workerId` and `lastCheckpoint`.
+ */
 export type HandlerContext = {
   /**
    * Aborted when the attempt must stop: its timeout or deadline passed (reason: core's
