@@ -12,6 +12,7 @@
 //   [ROUTINES=name=file.sql] [ONLY=base,no-running-idx] npx tsx bench/src/probe/claim-callgrind.ts [warm] [measured]
 // Needs valgrind and runs as root (PostgreSQL as the `postgres` user).
 import { readFileSync } from "node:fs";
+import { CLAIM_COLUMNS } from "@porter/core/sql/claim-jobs";
 import { COMPLETE_SQL_FOR_PROBES } from "@porter/core/sql/complete-jobs";
 import { countInstructions, migratedTemplate } from "./single-user-callgrind";
 
@@ -54,6 +55,16 @@ const ACK_VARIANTS: Variant[] = [
     schema: ["job_ids", "job_types", "attempts", "progresses", "failures"]
       .map((c) => `ALTER TABLE job_stream ALTER COLUMN ${c} SET STORAGE EXTERNAL`)
       .join("; "),
+  },
+  {
+    name: "ack-stream-mixed",
+    schema: [
+      "ALTER TABLE job_stream ALTER COLUMN job_ids SET STORAGE EXTERNAL",
+      "ALTER TABLE job_stream ALTER COLUMN job_types SET COMPRESSION lz4",
+      "ALTER TABLE job_stream ALTER COLUMN attempts SET COMPRESSION lz4",
+      "ALTER TABLE job_stream ALTER COLUMN progresses SET COMPRESSION lz4",
+      "ALTER TABLE job_stream ALTER COLUMN failures SET COMPRESSION lz4",
+    ].join("; "),
   },
   {
     name: "ack-stream-lz4",
@@ -138,6 +149,10 @@ if (ACKS && TENANTS !== 1) throw new Error("ACKS=1 needs TENANTS=1");
 // 500). Above ~300 of this table's 20k rows the planner deletes by a hash join over a scan of `jobs`,
 // which a queue of a realistic depth never chooses.
 const ACK_BATCH = Number(process.env.ACK_BATCH ?? 150);
+// OUTPUT=all (core's CLAIM_COLUMNS) or a column list: the claim's rows are also turned into text,
+// column by column, as a worker's claim sends them (each column's output function; the wire's
+// framing aside). Without it only the claim's work is counted.
+const OUTPUT = process.env.OUTPUT === "all" ? CLAIM_COLUMNS : process.env.OUTPUT;
 const ack = (k: number): string[] => {
   const ids = Array.from({ length: LIMIT }, (_, i) => k * LIMIT + i + 1);
   const chunks: string[] = [];
@@ -153,7 +168,7 @@ const script = (v: Variant, n: number): string => {
   const parts = v.schema ? [v.schema.replaceAll(";\n\n", ";\n \n")] : [];
   if (ACKS) parts.push(`PREPARE ack AS ${v.ack ? v.ack(COMPLETE_SQL_FOR_PROBES) : COMPLETE_SQL_FOR_PROBES}`);
   for (let i = 0; i < n; i++) {
-    parts.push(`SELECT count(*) FROM porter_claim('bench', 'w1', ${LIMIT}, '${NOW}', 24)`);
+    parts.push(`SELECT count(*) FROM porter_claim('bench', 'w1', ${LIMIT}, '${NOW}', 24) c${OUTPUT ? ` WHERE concat_ws(',', ${OUTPUT}) IS NOT NULL` : ""}`);
     if (ACKS && i > 0) parts.push(...ack(i - 1));
   }
   return `${parts.join(";\n\n")};\n\n`;

@@ -231,6 +231,33 @@ describe("the stream triggers", () => {
     expect(tenantA.filter((r) => ids.includes(r.jobId)).map((r) => r.tenantId)).toEqual(["tenant_A", "tenant_A", "tenant_A"]);
   });
 
+  it("reads back a batch of 600 jobs — arrays stored out of line — as 600 events, resumable anywhere", async () => {
+    const ids = (
+      await enqueueJobs(
+        db.pool,
+        Array.from({ length: 600 }, () => input()),
+      )
+    ).map((r) => r.job_id);
+    await expect.poll(async () => (await allRows()).filter((r) => ids.includes(r.jobId)).length, XMIN_WAIT).toBe(600);
+    // A row per statement of the enqueue (chunks of 250): its job ids past the TOAST threshold,
+    // stored without compression, its job types compressed with lz4 (20261203000400).
+    const { rows: stored } = await db.pool.query<{ n: number; ids: string | null; types: string | null }>(
+      `SELECT cardinality(job_ids) AS n, pg_column_compression(job_ids) AS ids, pg_column_compression(job_types) AS types
+         FROM job_stream WHERE job_ids && $1::uuid[] ORDER BY id`,
+      [ids],
+    );
+    expect(stored.map((r) => [r.n, r.ids])).toEqual([
+      [250, null],
+      [250, null],
+      [100, null],
+    ]);
+    expect(stored.slice(0, 2).map((r) => r.types)).toEqual(["lz4", "lz4"]);
+    const events = (await allRows()).filter((r) => ids.includes(r.jobId));
+    expect(events.map((r) => r.jobId).sort()).toEqual([...ids].sort());
+    const resumed = await readStream(db.pool, { after: events[299]!.cursor, limit: 1000 });
+    expect(resumed.filter((r) => ids.includes(r.jobId)).map((r) => r.jobId)).toEqual(events.slice(300).map((r) => r.jobId));
+  });
+
   it("reads a Last-Event-ID of the one-event-per-row form as after that whole row", async () => {
     const results = await enqueueJobs(db.pool, [input(), input()]);
     const ids = results.map((r) => r.job_id);
