@@ -43,6 +43,15 @@ const VARIANTS: Variant[] = [
   base("plain", INSERT_PLAIN_SQL_FOR_PROBES),
   base("no-stream-trigger", INSERT_SQL_FOR_PROBES, "DROP TRIGGER jobs_stream_insert ON jobs"),
   base("no-aging-idx", INSERT_SQL_FOR_PROBES, "DROP INDEX jobs_aging_idx"),
+  // The stream's arrays as before 20261203000400 (PostgreSQL's default: pglz, compression tried).
+  base(
+    "stream-pglz",
+    INSERT_SQL_FOR_PROBES,
+    [
+      "ALTER TABLE job_stream ALTER COLUMN job_ids SET STORAGE EXTENDED",
+      ...["job_types", "attempts", "progresses", "failures"].map((c) => `ALTER TABLE job_stream ALTER COLUMN ${c} SET COMPRESSION pglz`),
+    ].join("; "),
+  ),
   base("no-ledger", INSERT_SQL_FOR_PROBES.replace("FROM input i JOIN keys k ON k.job_id = i.job_id", "FROM input i")),
   base("keys-unsorted", INSERT_SQL_FOR_PROBES.replace("ORDER BY tenant_id, idempotency_key, ord\n", "\n")),
   base("keys-plain", INSERT_SQL_FOR_PROBES.replace("ON CONFLICT DO NOTHING\n", "\n")),
