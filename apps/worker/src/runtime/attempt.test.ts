@@ -7,7 +7,7 @@ import { claimedJob } from "../testing/claimed-job";
 import { Attempt, type AttemptDeps } from "./attempt";
 import type { AckOwner, Completer } from "./completer";
 
-const job = claimedJob({ jobType: "test.wait", leaseUntil: new Date(Date.now() + 30_000) }, new Date());
+const job = claimedJob({ jobType: "test.wait" }, new Date());
 
 describe("Attempt", () => {
   it("a handler that reads its signal only after the lease was lost finds it aborted", async () => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
+import { claimTimesOf } from "../testing/claim-times";
 import { controlPlane } from "../testing/control-plane-factory";
 import { claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
@@ -50,7 +51,10 @@ const starve = async (ms: number): Promise<Run> => {
       const batch = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 5 });
       run.batches.push(batch.length);
       const low = batch.find((c) => c.jobId === lowJob!.job_id);
-      if (low) run.low = { waitS: (low.claimedAt.getTime() - low.createdAt.getTime()) / 1000, priority: low.priority };
+      if (low) {
+        const times = await claimTimesOf(db.pool, low);
+        run.low = { waitS: (times.claimedAt.getTime() - times.createdAt.getTime()) / 1000, priority: low.priority };
+      }
       run.highClaimed += batch.length - (low ? 1 : 0);
       await completeJobs(
         db.pool,

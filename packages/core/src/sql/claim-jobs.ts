@@ -16,10 +16,7 @@ export type ClaimedJob = {
   timeoutS: number;
   deadlineAt: Date | null;
   traceId: string;
-  createdAt: Date;
-  claimedAt: Date;
   leaseToken: string;
-  leaseUntil: Date;
   leaseSeconds: number;
   backoffBaseMs: number;
   backoffCapMs: number;
@@ -120,17 +117,15 @@ export const claimTypes = {
  * collect), of `porter_claim`'s rows and of `porter_handover`'s (complete-jobs.ts).
  */
 export const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant_id, payload, priority, idempotency_key, attempt,
-                  max_attempts, timeout_s, deadline_at, trace_id, created_at, claimed_at, lease_token::text,
-                  lease_until, lease_seconds, backoff_base_ms, backoff_cap_ms, cancel_requested, resource_key_id, started,
-                  last_checkpoint, traceparent, bound, claim_order`;
+                  max_attempts, timeout_s, deadline_at, trace_id, lease_token::text, lease_seconds, backoff_base_ms,
+                  backoff_cap_ms, cancel_requested, resource_key_id, started, last_checkpoint, traceparent, bound, claim_order`;
 
 // biome-ignore format: the tuple reads against CLAIM_COLUMNS, several columns a line
 export type ClaimRow = [
   id: string, jobId: string, jobType: string, queueId: string, tenantId: string, payload: Record<string, unknown>,
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
-  deadlineAt: string | null, traceId: string, createdAt: string, claimedAt: string, leaseToken: string, leaseUntil: string,
-  leaseSeconds: number, backoffBaseMs: number, backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null,
-  isStarted: boolean, lastCheckpoint: unknown, traceparent: string | null, bound: string | null, claimOrder: number | null,
+  deadlineAt: string | null, traceId: string, leaseToken: string, leaseSeconds: number, backoffBaseMs: number,
+  backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null, isStarted: boolean, lastCheckpoint: unknown, traceparent: string | null, bound: string | null, claimOrder: number | null,
 ];
 
 /**
@@ -147,86 +142,35 @@ export const inClaimOrder = <R extends { [k: number]: unknown }>(rows: R[], at: 
   return rows;
 };
 /** Where `claim_order` is in a ClaimRow. */
-export const CLAIM_ORDER_AT = 26;
+export const CLAIM_ORDER_AT = 23;
+/** Where `bound` is in a ClaimRow. */
+const BOUND_AT = 22;
 
-/**
- * A claimed job from its row. Its creation, claim and lease-end times are parsed on first read
- * (the worker reads none of them: three Date objects and their parsing per job, ~6% of its CPU in
- * the burn-down, docs/performance.md "the worker's allocations"); the deadline, which every attempt
- * reads, at once.
- */
-class ClaimedJobRecord implements ClaimedJob {
-  readonly id: string;
-  readonly jobId: string;
-  readonly jobType: string;
-  readonly queueId: string;
-  readonly tenantId: string;
-  readonly payload: Record<string, unknown>;
-  readonly priority: number;
-  readonly idempotencyKey: string;
-  readonly attempt: number;
-  readonly maxAttempts: number;
-  readonly timeoutS: number;
-  readonly deadlineAt: Date | null;
-  readonly traceId: string;
-  readonly leaseToken: string;
-  readonly leaseSeconds: number;
-  readonly backoffBaseMs: number;
-  readonly backoffCapMs: number;
-  readonly cancelRequested: boolean;
-  readonly resourceKeyId: string | null;
-  readonly isStarted: boolean;
-  readonly lastCheckpoint: unknown;
-  readonly traceparent: string | null;
-  #createdAt: string | Date;
-  #claimedAt: string | Date;
-  #leaseUntil: string | Date;
-
-  constructor(r: ClaimRow) {
-    this.id = r[0];
-    this.jobId = r[1];
-    this.jobType = r[2];
-    this.queueId = r[3];
-    this.tenantId = r[4];
-    this.payload = r[5];
-    this.priority = r[6];
-    this.idempotencyKey = r[7];
-    this.attempt = r[8];
-    this.maxAttempts = r[9];
-    this.timeoutS = r[10];
-    this.deadlineAt = r[11] === null ? null : parseTimestamptz(r[11]);
-    this.traceId = r[12];
-    this.#createdAt = r[13];
-    this.#claimedAt = r[14];
-    this.leaseToken = r[15];
-    this.#leaseUntil = r[16];
-    this.leaseSeconds = r[17];
-    this.backoffBaseMs = r[18];
-    this.backoffCapMs = r[19];
-    this.cancelRequested = r[20];
-    this.resourceKeyId = r[21];
-    this.isStarted = r[22];
-    this.lastCheckpoint = r[23];
-    this.traceparent = r[24];
-  }
-
-  get createdAt(): Date {
-    if (typeof this.#createdAt === "string") this.#createdAt = parseTimestamptz(this.#createdAt);
-    return this.#createdAt;
-  }
-
-  get claimedAt(): Date {
-    if (typeof this.#claimedAt === "string") this.#claimedAt = parseTimestamptz(this.#claimedAt);
-    return this.#claimedAt;
-  }
-
-  get leaseUntil(): Date {
-    if (typeof this.#leaseUntil === "string") this.#leaseUntil = parseTimestamptz(this.#leaseUntil);
-    return this.#leaseUntil;
-  }
-}
-
-export const toClaimedJob = (r: ClaimRow): ClaimedJob => new ClaimedJobRecord(r);
+/** A claimed job from its row (the deadline, a timestamp, parsed here: `claimTypes` leaves timestamps as text). */
+export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
+  id: r[0],
+  jobId: r[1],
+  jobType: r[2],
+  queueId: r[3],
+  tenantId: r[4],
+  payload: r[5],
+  priority: r[6],
+  idempotencyKey: r[7],
+  attempt: r[8],
+  maxAttempts: r[9],
+  timeoutS: r[10],
+  deadlineAt: r[11] === null ? null : parseTimestamptz(r[11]),
+  traceId: r[12],
+  leaseToken: r[13],
+  leaseSeconds: r[14],
+  backoffBaseMs: r[15],
+  backoffCapMs: r[16],
+  cancelRequested: r[17],
+  resourceKeyId: r[18],
+  isStarted: r[19],
+  lastCheckpoint: r[20],
+  traceparent: r[21],
+});
 
 /**
  * Claims up to `limit` jobs of a pool for one worker, atomically, in one round trip: the
@@ -300,9 +244,9 @@ export const claimBatch = async (db: Db, params: ClaimParams): Promise<ClaimResu
   const bounds: ClaimBound[] = [];
   let hasMore = false;
   for (const r of rows) {
-    if (r[25] === null) jobRows.push(r);
-    else if (r[25] === "more") hasMore = true;
-    else bounds.push(r[25]);
+    if (r[BOUND_AT] === null) jobRows.push(r);
+    else if (r[BOUND_AT] === "more") hasMore = true;
+    else bounds.push(r[BOUND_AT]);
   }
   return { jobs: inClaimOrder(jobRows, CLAIM_ORDER_AT).map(toClaimedJob), bounds, hasMore };
 };

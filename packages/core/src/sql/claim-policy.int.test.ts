@@ -1,5 +1,6 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
+import { claimTimes, claimTimesOf } from "../testing/claim-times";
 import { controlPlane, type QueueRow } from "../testing/control-plane-factory";
 import { jobInput } from "../testing/fixtures";
 import { CLAIM_ORDER_AT, claimBatch, claimJobs } from "./claim-jobs";
@@ -22,7 +23,8 @@ describe("claimJobs honours policy", () => {
     const [mid2] = await enqueueJobs(db.pool, [job("q2.job", { priority: 50 })]);
     const claimed = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 4 });
     expect(claimed.map((c) => c.jobId)).toEqual([high!.job_id, mid1!.job_id, mid2!.job_id, low!.job_id]);
-    expect(claimed.every((c) => c.attempt === 1 && c.leaseUntil > new Date())).toBe(true);
+    const times = await claimTimes(db.pool, claimed);
+    expect(claimed.every((c) => c.attempt === 1 && times.get(c.id)!.leaseUntil > new Date())).toBe(true);
   });
 
   it("returns each job's place in claim order, and the worker's rows follow it whatever order they arrive in", async () => {
@@ -74,7 +76,7 @@ describe("claimJobs honours policy", () => {
     const deadline = new Date(Date.now() + 5_000);
     await enqueueJobs(db.pool, [job("q1.job", { deadline_at: deadline.toISOString() })]);
     const [c] = await claimJobs(db.pool, { poolId: "p1", workerId: "w", limit: 1 });
-    expect(c!.leaseUntil.getTime()).toBe(deadline.getTime());
+    expect((await claimTimesOf(db.pool, c!)).leaseUntil.getTime()).toBe(deadline.getTime());
   });
 
   it("gives every claim batch a new fencing token", async () => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import { beforeEach, describe, expect, it } from "vitest";
+import { claimTimes } from "../testing/claim-times";
 import { controlPlane } from "../testing/control-plane-factory";
 import { type ClaimedJob, claimJobs } from "./claim-jobs";
 import { completeJobs } from "./complete-jobs";
@@ -61,7 +62,8 @@ describe("weighted fair share", () => {
         for (;;) {
           const batch = await claimJobs(db.pool, { poolId: "p1", workerId: `w${i}`, limit: 10 });
           if (batch.length === 0) return;
-          for (const c of batch) order.push({ tenant: c.tenantId, at: c.claimedAt.getTime(), vft: vftOf.get(c.id)! });
+          const times = await claimTimes(db.pool, batch);
+          for (const c of batch) order.push({ tenant: c.tenantId, at: times.get(c.id)!.claimedAt.getTime(), vft: vftOf.get(c.id)! });
           await ack(batch);
         }
       }),
@@ -156,9 +158,10 @@ const measureLanes = async () => {
     // Each lane: two claimers, batches of 10, a 25 ms pause between batches (a busy lane's pace).
     while (isProducing || (quietLeft > 0 && Date.now() < drainUntil)) {
       const batch = await claimJobs(db.pool, { poolId: pool, workerId: `${pool}-${i}`, limit: 10 });
+      const times = await claimTimes(db.pool, batch);
       for (const c of batch) {
         if (c.tenantId === "C") continue;
-        waits[pool]!.push(c.claimedAt.getTime() - c.createdAt.getTime());
+        waits[pool]!.push(times.get(c.id)!.claimedAt.getTime() - times.get(c.id)!.createdAt.getTime());
         quietLeft -= 1;
       }
       await ack(batch);

@@ -4,6 +4,7 @@ import { useTestDatabase } from "@porter/db/testing/test-database";
 import type pg from "pg";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { getJob } from "../reads/get-job";
+import { claimTimesOf } from "../testing/claim-times";
 import { controlPlane } from "../testing/control-plane-factory";
 import { stateOf } from "../testing/fixtures";
 import { applyEffect, applyEffectStatement, StaleLeaseError } from "./apply-effect";
@@ -124,9 +125,10 @@ describe("ack", () => {
 describe("heartbeat", () => {
   it("extends the lease but never past the max-runtime bound", async () => {
     const job = await running();
-    const later = new Date(job.claimedAt.getTime() + 50_000);
+    const { claimedAt } = await claimTimesOf(db.pool, job);
+    const later = new Date(claimedAt.getTime() + 50_000);
     const { extended } = await extendLeases(db.pool, [{ id: job.id, leaseToken: job.leaseToken, attempt: job.attempt }], later);
-    expect(extended[0]!.leaseUntil.getTime()).toBe(job.claimedAt.getTime() + 60_000);
+    expect(extended[0]!.leaseUntil.getTime()).toBe(claimedAt.getTime() + 60_000);
   });
 
   it("reports a cancel request", async () => {
