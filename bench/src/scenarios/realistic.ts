@@ -29,11 +29,7 @@ export const realistic = async (ctx: BenchContext): Promise<ScenarioResult> => {
         ctx.progress.update(`${label}: preloading ${fmt(done + n)}/${fmt(jobs)}`);
       }
       const before = await settledStats(session.observer);
-      // The worker process's clock against ours (their monotonic clocks drift apart here: a 141 s offset
-      // was seen), measured around the start call; its stamps are converted to our time below.
-      const p0 = nowMs();
-      const { at } = await worker.start(session.url);
-      const offset = at - (p0 + nowMs()) / 2;
+      await worker.start(session.url);
       const deadline = nowMs() + capS * 1000;
       const ticker = setInterval(() => ctx.progress.update(`${label}: ${fmt(worker.progress().succeeded)}/${fmt(jobs)} done`), 500);
       let pending = jobs;
@@ -49,7 +45,7 @@ export const realistic = async (ctx: BenchContext): Promise<ScenarioResult> => {
       }
       const endAt = nowMs();
       const after = await settledStats(session.observer);
-      const burnRate = (jobs - pending) / ((endAt - (worker.progress().firstStartAt - offset)) / 1000);
+      const burnRate = (jobs - pending) / ((endAt - worker.progress().firstStartAt) / 1000);
       if (pending > 0) {
         rows.note(session.variant.label, session.variant.id, `burn-down stopped at the ${capS} s cap (${fmt(jobs - pending)}/${fmt(jobs)} done)`);
         await worker.waitFor((p) => p.succeeded >= jobs, 60_000);
@@ -75,9 +71,8 @@ export const realistic = async (ctx: BenchContext): Promise<ScenarioResult> => {
       }
       const total = jobs + sent;
       const caughtUp = await worker.waitFor((p) => p.succeeded >= total, 15_000);
-      // Enqueue stamps (and so the window) are on our clock, the start stamps on the worker's.
-      const measured = await worker.latency(warm, end);
-      const start = { ...measured, p50: measured.p50 - offset, p99: measured.p99 - offset, max: measured.max - offset, mean: measured.mean - offset };
+      // Enqueue and start stamps are on one clock (the worker's is ours: worker/protocol.ts).
+      const start = await worker.latency(warm, end);
       if (!caughtUp) rows.note(session.variant.label, session.variant.id, `did not keep up with ${fmt(rate)} arrivals/s (latencies are of the jobs that ran)`);
       const summary = await worker.stop();
       if (summary.repeatedSuccesses > 0 || (caughtUp && summary.distinctSucceeded !== total)) {
@@ -94,7 +89,6 @@ export const realistic = async (ctx: BenchContext): Promise<ScenarioResult> => {
         run: run.index,
         jobs,
         pending,
-        clockOffsetMs: offset,
         burnRate,
         arrivals: sent,
         latency: start,

@@ -1,14 +1,16 @@
-// The worker process of one variant: started by the bench (spawn.ts) with its config as argv[2],
+// The worker process of one variant: started by the bench (spawn.ts) with its config as argv[2]
+// and its parent's clock anchor as argv[3] (protocol.ts: its stamps are on the parent's clock),
 // driven over IPC. Every system runs in a process of its own, the same way, so the producer and
 // the measuring code never share an event loop with the worker under test.
 import { variantById } from "../variants";
 import { ClaimTimer } from "./claim-timer";
 import { JobLog } from "./job-log";
-import { type FromWorker, nowMs, type ToWorker, type WorkerConfig } from "./protocol";
+import { type FromWorker, nowMs, type ToWorker, useClockAnchor, type WorkerConfig } from "./protocol";
 import type { RunningWorker } from "./runner";
 import { flushTrace, installTrace } from "./trace";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as WorkerConfig;
+if (process.argv[3] !== undefined) useClockAnchor(Number(process.argv[3]));
 const send = (message: FromWorker) => process.send?.(message);
 const system = variantById(config.variant).system;
 

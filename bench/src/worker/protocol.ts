@@ -1,7 +1,29 @@
 import type { Budget, VariantId } from "../variants";
 
-/** Epoch milliseconds with sub-millisecond resolution, comparable across processes on one machine. */
-export const nowMs = (): number => performance.timeOrigin + performance.now();
+// The bench's one clock: epoch milliseconds with sub-millisecond resolution, the same in every
+// process of a run. Node's `performance.timeOrigin + performance.now()` is the monotonic clock plus
+// the wall time the process read when it started; when the wall clock is stepped (this machine's
+// is, by whole seconds), processes started before and after the step disagree by the step. Stamps
+// of a worker child (a job's start) compared with the parent's (the end of a burn-down, a job's
+// enqueue) were then off by seconds: burn-down rates came out several times too high in one full
+// run, and at other times too low (docs/performance.md, "the bench's clocks"). So each worker
+// child takes its parent's anchor — the wall time at the monotonic clock's zero — and the monotonic
+// clock, shared by every process, does the rest.
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+/** This process's own anchor, as Node's performance clock has it. */
+const ownAnchor = performance.timeOrigin + performance.now() - monotonicMs();
+let delta = 0;
+
+/** Milliseconds on the bench's clock (see above). */
+export const nowMs = (): number => performance.timeOrigin + performance.now() + delta;
+
+/** The anchor of this process's clock: a parent gives it to the worker children it forks. */
+export const clockAnchor = (): number => ownAnchor + delta;
+
+/** Puts this process on the clock of `anchor` (a worker child, on its parent's). */
+export const useClockAnchor = (anchor: number): void => {
+  delta = anchor - ownAnchor;
+};
 
 /** What a job carries: its bench-wide number and, for latency scenarios, when it was enqueued. */
 export type BenchPayload = { k: number; t?: number };

@@ -1,6 +1,15 @@
 import { fork } from "node:child_process";
 import { workerEntry } from "./bundle";
-import type { ClaimStats, Distribution, FromWorker, Progress, ToWorker, WorkerConfig, WorkerSummary } from "./protocol";
+import {
+  type ClaimStats,
+  clockAnchor,
+  type Distribution,
+  type FromWorker,
+  type Progress,
+  type ToWorker,
+  type WorkerConfig,
+  type WorkerSummary,
+} from "./protocol";
 
 /** The parent's handle on one worker process. */
 export type WorkerHandle = {
@@ -26,7 +35,8 @@ export type WorkerHandle = {
 export const spawnWorker = async (config: WorkerConfig): Promise<WorkerHandle> => {
   const entry = await workerEntry();
   return new Promise((resolveBoot, rejectBoot) => {
-    const child = fork(entry.path, [JSON.stringify(config)], {
+    // argv[3]: the parent's clock anchor, so that the child's stamps are on the parent's clock (protocol.ts).
+    const child = fork(entry.path, [JSON.stringify(config), String(clockAnchor())], {
       execArgv: entry.execArgv,
       // graphile-worker reads NO_LOG_SUCCESS when loaded; it logs every completed job otherwise.
       env: { ...process.env, NO_LOG_SUCCESS: "1" },
