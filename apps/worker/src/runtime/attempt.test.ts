@@ -7,7 +7,7 @@ import { claimedJob } from "../testing/claimed-job";
 import { Attempt, type AttemptDeps } from "./attempt";
 import type { AckOwner, Completer } from "./completer";
 
-const job = claimedJob({ jobType: "test.wait" }, new Date());
+const job = claimedJob({ jobType: "test.wait" });
 
 /** An attempt's dependencies without a database: the completer records what it is given, in order. */
 const fakeDeps = (handler: AnyHandler, workerId = "w") => {

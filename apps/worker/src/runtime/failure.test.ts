@@ -5,7 +5,7 @@ import { claimedJob } from "../testing/claimed-job";
 import { buildFailure, redactSecrets } from "./failure";
 
 const now = new Date("2026-11-30T10:00:00Z");
-const job = (over: Partial<ClaimedJob> = {}): ClaimedJob => claimedJob(over, now);
+const job = (over: Partial<ClaimedJob> = {}): ClaimedJob => claimedJob(over);
 const fail = (error: unknown, over: { job?: Partial<ClaimedJob>; abortReason?: unknown; cancelRequested?: boolean; lastCheckpoint?: unknown } = {}) =>
   buildFailure({
     job: job(over.job),

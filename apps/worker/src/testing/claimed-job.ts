@@ -1,7 +1,7 @@
 import type { ClaimedJob } from "@porter/core";
 
 /** A claimed job as a worker receives it, for unit tests of attempts and failures (no database). */
-export const claimedJob = (over: Partial<ClaimedJob> = {}, now = new Date("2026-11-30T10:00:00Z")): ClaimedJob => ({
+export const claimedJob = (over: Partial<ClaimedJob> = {}): ClaimedJob => ({
   id: "7",
   jobId: "00000000-0000-4000-8000-000000000007",
   jobType: "diag.fail",
