@@ -103,13 +103,9 @@ export const parseTimestamptz = (text: string): Date => {
 };
 
 const TIMESTAMPTZ_OID = 1184;
-const asText = (text: string): string => text;
-/**
- * The claim's result types: timestamps as PostgreSQL's text (`toClaimedJob` parses them, the ones
- * a worker seldom reads on first read), everything else as pg parses it.
- */
+/** The claim's result types: timestamps through `parseTimestamptz`, everything else as pg parses it. */
 export const claimTypes = {
-  getTypeParser: (oid: number, format?: "text" | "binary") => (oid === TIMESTAMPTZ_OID ? asText : pg.types.getTypeParser(oid, format ?? "text")),
+  getTypeParser: (oid: number, format?: "text" | "binary") => (oid === TIMESTAMPTZ_OID ? parseTimestamptz : pg.types.getTypeParser(oid, format ?? "text")),
 } as pg.CustomTypesConfig;
 
 /**
@@ -124,7 +120,7 @@ export const CLAIM_COLUMNS = `id::text, job_id::text, job_type, queue_id, tenant
 export type ClaimRow = [
   id: string, jobId: string, jobType: string, queueId: string, tenantId: string, payload: Record<string, unknown>,
   priority: number, idempotencyKey: string, attempt: number, maxAttempts: number, timeoutS: number,
-  deadlineAt: string | null, traceId: string, leaseToken: string, leaseSeconds: number, backoffBaseMs: number,
+  deadlineAt: Date | null, traceId: string, leaseToken: string, leaseSeconds: number, backoffBaseMs: number,
   backoffCapMs: number, cancelRequested: boolean, resourceKeyId: string | null, isStarted: boolean, lastCheckpoint: unknown, traceparent: string | null, bound: string | null, claimOrder: number | null,
 ];
 
@@ -146,7 +142,7 @@ export const CLAIM_ORDER_AT = 23;
 /** Where `bound` is in a ClaimRow. */
 const BOUND_AT = 22;
 
-/** A claimed job from its row (the deadline, a timestamp, parsed here: `claimTypes` leaves timestamps as text). */
+/** A claimed job from its row. */
 export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   id: r[0],
   jobId: r[1],
@@ -159,7 +155,7 @@ export const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   attempt: r[8],
   maxAttempts: r[9],
   timeoutS: r[10],
-  deadlineAt: r[11] === null ? null : parseTimestamptz(r[11]),
+  deadlineAt: r[11],
   traceId: r[12],
   leaseToken: r[13],
   leaseSeconds: r[14],
