@@ -17,6 +17,7 @@ import { FAIRNESS_FULL, FAIRNESS_QUICK, fairness } from "./scenarios/fairness";
 import { idleLatency, steadyArrivals } from "./scenarios/latency";
 import { realistic } from "./scenarios/realistic";
 import { fmt, markdownTable } from "./table";
+import { targetsMarkdown } from "./targets";
 import { isBurnDownOnly } from "./variants";
 import { childForm } from "./worker/bundle";
 
@@ -129,7 +130,12 @@ const header = (): string => {
 };
 
 const save = (final: boolean) => {
-  const report = [header(), ...results.map(scenarioMarkdown), ...extras.map((e) => e.markdown)].join("\n\n");
+  const report = [
+    header(),
+    ...results.map(scenarioMarkdown),
+    ...extras.map((e) => e.markdown),
+    ...(results.length > 0 ? [targetsMarkdown(results, environment.mode === "quick" ? "quick" : "full")] : []),
+  ].join("\n\n");
   const elapsed = `total ${fmt((Date.now() - startedAt) / 1000)} s (${Object.entries(timings)
     .map(([k, v]) => `${k} ${fmt(v)} s`)
     .join(", ")})`;

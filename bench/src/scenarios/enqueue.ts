@@ -1,11 +1,19 @@
 import { type PerJob, perJob, settledStats } from "../database";
+import { pgTicks } from "../pg-ticks";
+import { describeStatement, statementProfile } from "../statements";
 import type { BenchJob, Session } from "../systems/types";
 import { fmt } from "../table";
 import type { Variant } from "../variants";
 import { distribution, nowMs } from "../worker/protocol";
 import { type BenchContext, COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type ScenarioResult } from "./common";
 
-type Producer = { label: string; enqueueBatch: (jobs: BenchJob[]) => Promise<string[]>; enqueueOne: (job: BenchJob) => Promise<string> };
+type Producer = {
+  label: string;
+  enqueueBatch: (jobs: BenchJob[]) => Promise<string[]>;
+  enqueueOne: (job: BenchJob) => Promise<string>;
+  /** The CPU of the process serving the calls, when it is not this one (Porter's HTTP API). */
+  serverCpuMs?: () => number;
+};
 
 /** One variant per distinct enqueue path (graphile-worker's tuning is worker-side: one row for both). */
 const enqueueVariants = (variants: readonly Variant[]): Variant[] => {
@@ -33,7 +41,7 @@ const producersOf = async (session: Session): Promise<Producer[]> => {
  * `jobKey` per job (the deduplication Porter's producers always get). Not in (b): it runs for a
  * fixed time per level, and one more row there would add a minute to a full run.
  */
-const batchProducersOf = async (session: Session): Promise<Array<Pick<Producer, "label" | "enqueueBatch">>> => [
+const batchProducersOf = async (session: Session): Promise<Array<Pick<Producer, "label" | "enqueueBatch" | "serverCpuMs">>> => [
   ...(await producersOf(session)),
   ...(session.keyedBatch ? [{ label: "jobKey", enqueueBatch: session.keyedBatch }] : []),
 ];
@@ -61,6 +69,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
   const rows = new RowSet();
   const variants = enqueueVariants(ctx.variants);
   const n = ctx.sizes.enqueueJobs;
+  const statementNotes = new Map<string, string>();
   await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
     const jobs = n;
     let k = 1;
@@ -75,7 +84,12 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
       const values: Record<string, number> = {};
       for (const size of [100, 1000]) {
         let rate = 0;
-        const cost = await phase(session, size === 1000, async () => {
+        const isCosted = size === 1000;
+        const statements = isCosted ? await statementProfile(session.observer) : null;
+        const cost = await phase(session, isCosted, async () => {
+          const cpu0 = process.cpuUsage();
+          const server0 = producer.serverCpuMs?.() ?? 0;
+          const pg0 = pgTicks();
           const t0 = nowMs();
           for (let done = 0; done < jobs; done += size) {
             const batch = Array.from({ length: Math.min(size, jobs - done) }, () => ({ k: k++ }));
@@ -83,8 +97,19 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
             ctx.progress.update(`(a) ${label}, ${runLabel(run, ctx.sizes.runs)}: ${size}/call ${done + batch.length}/${jobs}`);
           }
           rate = jobs / ((nowMs() - t0) / 1000);
+          if (isCosted) {
+            const cpu = process.cpuUsage(cpu0);
+            const nodeMs = (cpu.user + cpu.system) / 1000 + ((producer.serverCpuMs?.() ?? 0) - server0);
+            const pgMs = (pgTicks() - pg0) * 10;
+            values.nodeCpu = (nodeMs * 1000) / jobs;
+            values.pgCpu = pgMs > 0 ? (pgMs * 1000) / jobs : Number.NaN;
+          }
           return jobs;
         });
+        if (statements) {
+          const top = await statements.top(3);
+          statementNotes.set(label, `${label}: ${top.map((t) => describeStatement(t, jobs)).join("; ")}`);
+        }
         values[`b${size}`] = rate;
         if (cost) Object.assign(values, perJobValues(cost));
       }
@@ -99,8 +124,18 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
       `${fmt(n)} jobs per batch size per run, sequential calls from one producer; per-job costs are of the 1000-per-call phase.`,
       "Porter direct = core enqueueJobs (what producer.enqueueBatch runs); HTTP = the producer API over HTTP (SDK client in this process → the API's server in a process of its own, as `npm start` serves it); graphile-worker addJobs; pg-boss insert.",
       "Every Porter job carries an idempotency key (the contract requires one: a ledger row per job); graphile-worker's plain rows carry none. The row 'jobKey per job' is graphile-worker with the same key as its jobKey — the same deduplication; the target is stated against the plain row.",
+      "CPU per job at 1000/call: the producer's Node CPU (this process's; for the HTTP row also the API server process's) and PostgreSQL's (every postgres process on this machine) over the calls.",
+      ...(statementNotes.size > 0
+        ? [`Where PostgreSQL's time went at 1000/call (pg_stat_statements, top-level statements, last run): ${[...statementNotes.values()].join(" — ")}`]
+        : []),
     ],
-    columns: [{ key: "b100", label: "100/call jobs/s", better: "higher" }, { key: "b1000", label: "1000/call jobs/s", better: "higher" }, ...COST_COLUMNS],
+    columns: [
+      { key: "b100", label: "100/call jobs/s", better: "higher" },
+      { key: "b1000", label: "1000/call jobs/s", better: "higher" },
+      { key: "nodeCpu", label: "producer Node CPU µs/job", digits: 1, better: "lower" },
+      { key: "pgCpu", label: "PostgreSQL CPU µs/job", digits: 1, better: "lower" },
+      ...COST_COLUMNS,
+    ],
     rows: rows.all(),
     details: [],
   };

@@ -1,5 +1,7 @@
 import { perJob, settledStats } from "../database";
 import { FULL } from "../options";
+import { pgTicks } from "../pg-ticks";
+import { describeStatement, statementProfile } from "../statements";
 import { readEffects } from "../systems/types";
 import { fmt } from "../table";
 import type { Variant } from "../variants";
@@ -20,6 +22,7 @@ const FAIL_PERCENT = 10;
 export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
   const details: unknown[] = [];
+  const statementNotes = new Map<string, string>();
   // Porter runs four times: with a plain write as the peers do — first, so that the report gives
   // each ctx.effect row ÷ the plain write (the target: ≥ 0.8×) — and with its effect ledger: the
   // effect as one statement (one message), as a function with { txOnly: true }, and as a function
@@ -53,8 +56,15 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     ctx.progress.update(`${label}: generating ${fmt(jobs)} jobs…`);
     await session.generate("ready", 1, jobs);
     const before = await settledStats(session.observer);
+    const statements = session.variant.system === "porter" ? await statementProfile(session.observer) : null;
+    const pgTicksBefore = pgTicks();
     const r = await drainWith(session, worker, ctx, { jobs, capS: ctx.sizes.failureCapS, label });
+    const pgCpuMs = (pgTicks() - pgTicksBefore) * 10;
     const after = await settledStats(session.observer);
+    if (statements) {
+      const top = await statements.top(3);
+      statementNotes.set(name, `${name}: ${top.map((t) => describeStatement(t, jobs)).join("; ")}`);
+    }
     const effects = await readEffects(session.observer);
     // At the cap, only jobs the system already reports done can count as lost.
     const lost = Math.max(0, r.done - effects.applied);
@@ -69,6 +79,8 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
       duplicated: effects.duplicated,
       repeated: r.summary.repeatedSuccesses,
       attempts: r.summary.executed / jobs,
+      workerCpu: (r.summary.cpuMs * 1000) / jobs,
+      pgCpu: pgCpuMs > 0 ? (pgCpuMs * 1000) / jobs : Number.NaN,
       ...perJobValues(perJob(before, after, jobs)),
     });
     details.push({ variant: name, run: run.index, jobs, done: r.done, capped: r.capped, effects, summary: r.summary, info: r.info });
@@ -89,6 +101,10 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
       "effective jobs/s = jobs whose effect applied ÷ all done s (last job done as the system's tables show − first start), so it includes one retry delay, each system's own: Porter full-jitter backoff from 1 s (queue default), graphile-worker exp(1) ≈ 2.7 s (fixed), pg-boss retryDelay 1 s.",
       "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked, the key claimed before fn runs), Porter (ctx.effect, txOnly) the same with { txOnly: true } (fn only writes through tx: it runs first and the key is claimed in the commit message), Porter (ctx.effect, statement) the same INSERT given as ctx.effect(key, { text, values }) (the statement, the lease check and the ledger row in one message: one round trip), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
       "lost = jobs without their effect when the system says all are done; duplicated = effects applied twice; re-run after success = jobs whose handler succeeded twice (the ledger absorbs the effect; a plain write would duplicate it).",
+      "CPU per job: the worker process's own and PostgreSQL's (every postgres process on this machine) over the drain.",
+      ...(statementNotes.size > 0
+        ? [`Where PostgreSQL's time went (pg_stat_statements, top-level statements, last run): ${[...statementNotes.values()].join(" — ")}`]
+        : []),
     ],
     columns: [
       { key: "jobs", label: "jobs", better: "none" },
@@ -98,6 +114,8 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
       { key: "duplicated", label: "duplicated", better: "none" },
       { key: "repeated", label: "re-run after success", better: "none" },
       { key: "attempts", label: "attempts/job", digits: 3, better: "none" },
+      { key: "workerCpu", label: "worker CPU µs/job", digits: 1, better: "lower" },
+      { key: "pgCpu", label: "PostgreSQL CPU µs/job", digits: 1, better: "lower" },
       ...COST_COLUMNS,
     ],
     rows: rows.all(),

@@ -3,6 +3,7 @@ import { createApiKey } from "@porter/core";
 import { createPrisma } from "@porter/db/prisma";
 import { createProducerClient } from "@porter/sdk";
 import type pg from "pg";
+import { processCpuMs } from "../pg-ticks";
 import { httpServerEntry } from "../worker/bundle";
 import { PORTER_JOB_TYPE, PORTER_TENANT, porterInput } from "./porter";
 import type { HttpProducer } from "./types";
@@ -46,6 +47,7 @@ export const startPorterHttp = async (pool: pg.Pool, url: string, connections: n
   return {
     enqueueOne: async (job) => (await client.enqueue(request(porterInput(job)))).job_id,
     enqueueBatch: async (jobs) => (await client.enqueueBatch(jobs.map((j) => request(porterInput(j))))).map((r) => r.job_id),
+    serverCpuMs: () => (child.pid === undefined ? Number.NaN : processCpuMs(child.pid)),
     close: async () => {
       child.kill("SIGTERM");
       await exited;

@@ -8,6 +8,8 @@ export type BenchJob = { k: number; t?: number };
 export type HttpProducer = {
   enqueueOne: (job: BenchJob) => Promise<string>;
   enqueueBatch: (jobs: BenchJob[]) => Promise<string[]>;
+  /** CPU (user + system, ms) the server process has used so far: the producer's CPU split in (a). */
+  serverCpuMs: () => number;
   close: () => Promise<void>;
 };
 
