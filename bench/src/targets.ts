@@ -24,7 +24,7 @@ const byVariant =
     row.variant === id;
 
 /** The median of `key` in the first row of `scenario` that `find` picks; NaN if there is none. */
-const valueOf = (results: readonly ScenarioResult[], scenario: string, find: Find, key: string): number => {
+const medianOf = (results: readonly ScenarioResult[], scenario: string, find: Find, key: string): number => {
   const row = results.find((s) => s.id === scenario)?.rows.find(find);
   const values = row?.values[key];
   return values?.length ? median(values) : Number.NaN;
@@ -47,7 +47,7 @@ const compare = (target: string, a: number, b: number, digits: number, unit: str
 
 /** Every target of issue 15 that `results` can speak to, in the issue's order. */
 export const targetsOf = (results: readonly ScenarioResult[]): Target[] => {
-  const get = (scenario: string, find: Find, key: string) => valueOf(results, scenario, find, key);
+  const get = (scenario: string, find: Find, key: string) => medianOf(results, scenario, find, key);
   const rate = (id: VariantId) => get("c", byVariant(id), "rate");
   const porter = rate("porter");
   const policy = rate("porter-policy");
