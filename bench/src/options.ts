@@ -42,6 +42,7 @@ export const FULL: Sizes = {
   runs: 3,
   defaultRuns: 1,
   enqueueJobs: 20_000,
+  enqueueJobsLarge: 100_000,
   singleSeconds: 1.5,
   burnDownJobs: 200_000,
   burnDownCapS: 90,
@@ -67,6 +68,7 @@ const QUICK: Sizes = {
   runs: 1,
   defaultRuns: 1,
   enqueueJobs: 5_000,
+  enqueueJobsLarge: 20_000,
   singleSeconds: 0.75,
   // 60k, not 15k: at 15k Porter's adaptive prefetch is still ramping up (139 jobs per claim against
   // 249–349 at 60k) and start-up weighs on a 2 s run: quick ratios were half of full mode's. At 60k

@@ -11,7 +11,13 @@ export type Sizes = {
   runs: number;
   /** Runs of the peers' default configurations (slow by design; shown for reference). */
   defaultRuns: number;
+  /** (a)'s jobs per run at 100 per call. */
   enqueueJobs: number;
+  /**
+   * (a)'s jobs per run at 1000 per call: more than at 100, so that the phase lasts seconds — at
+   * 20k (20 calls, ≈ 0.5 s) one producer's 1000/call rate ranged 29,780–44,487 over three runs.
+   */
+  enqueueJobsLarge: number;
   singleSeconds: number;
   burnDownJobs: number;
   burnDownCapS: number;
