@@ -3,7 +3,11 @@
 import { ZEnqueueRequest, ZPayload, ZStorableText } from "@porter/contracts";
 import { z } from "zod";
 
-const ZIdentifier = z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/);
+const ZIdentifier = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/);
 const key = ZStorableText.min(1).max(200);
 const jobs = Array.from({ length: 1000 }, (_, i) => ({ job_type: "bench.job", payload: { k: i }, idempotency_key: `k-${i}` }));
 const time = (name: string, fn: (j: (typeof jobs)[number]) => unknown) => {
