@@ -23,7 +23,7 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: workspaces.flatMap((dir) => [`${dir}/**/src/**/*.int.test.ts`, `${dir}/*/tests/**/*.int.test.ts`]),
+          include: [...workspaces.flatMap((dir) => [`${dir}/**/src/**/*.int.test.ts`, `${dir}/*/tests/**/*.int.test.ts`]), "bench/src/**/*.int.test.ts"],
           exclude: ["**/node_modules/**", "**/generated/**"],
           environment: "node",
           globalSetup: ["packages/db/src/testing/global-setup.ts"],
