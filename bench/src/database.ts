@@ -47,7 +47,8 @@ export const dropLeftovers = async (adminUrl: string): Promise<number> => {
   }
 };
 
-const isAlive = (pid: number): boolean => {
+/** Whether process `pid` still exists (a backend not yet reaped counts). */
+export const isAlive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,6 +1,7 @@
 import { useTestDatabase } from "@porter/db/testing/test-database";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import { isAlive } from "./database";
 import { pgTicks, postmasterOf } from "./pg-ticks";
 
 const testDb = useTestDatabase();
@@ -22,12 +23,3 @@ describe("PostgreSQL's CPU as the bench counts it", () => {
     expect(usedMs).toBeGreaterThanOrEqual(200);
   });
 });
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
