@@ -10,15 +10,20 @@ import type pg from "pg";
  * `postmaster`, only that server's processes (its children): on a cluster of one's own, the other
  * work on the machine stays out.
  */
+/** A process's /proc/<pid>/stat: its command name and the fields after it (f[1] ppid, f[11] utime …). Throws once it has ended. */
+const statOf = (pid: number | string): { name: string; f: string[] } => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const close = stat.lastIndexOf(")");
+  return { name: stat.slice(stat.indexOf("(") + 1, close), f: stat.slice(close + 2).split(" ") };
+};
+
 export const pgTicks = (postmaster?: number): number => {
   let sum = 0;
   for (const pid of readdirSync("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const close = stat.lastIndexOf(")");
-      if (!stat.slice(stat.indexOf("(") + 1, close).startsWith("postgres")) continue;
-      const f = stat.slice(close + 2).split(" ");
+      const { name, f } = statOf(pid);
+      if (!name.startsWith("postgres")) continue;
       if (postmaster !== undefined && Number(pid) !== postmaster && Number(f[1]) !== postmaster) continue;
       sum += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
     } catch {
@@ -32,8 +37,7 @@ export const pgTicks = (postmaster?: number): number => {
 export const postmasterOf = async (db: pg.Pool): Promise<number | undefined> => {
   const { rows } = await db.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
   try {
-    const stat = readFileSync(`/proc/${rows[0]!.pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return Number(statOf(rows[0]!.pid).f[1]);
   } catch {
     return undefined;
   }
@@ -42,8 +46,7 @@ export const postmasterOf = async (db: pg.Pool): Promise<number | undefined> => 
 /** utime+stime of one process, in ms (NaN once it has ended). */
 export const processCpuMs = (pid: number): number => {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const { f } = statOf(pid);
     return (Number(f[11]) + Number(f[12])) * 10;
   } catch {
     return Number.NaN;

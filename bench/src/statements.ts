@@ -35,3 +35,24 @@ export const describeStatement = (s: StatementCost, jobs: number): string => {
   const text = s.query.length > 90 ? `${s.query.slice(0, 87)}…` : s.query;
   return `\`${text.replace(/`/g, "'")}\` ${s.calls} calls, ${((s.totalMs * 1000) / jobs).toFixed(1)} µs/job`;
 };
+
+/** A scenario's statement profiles, a line per configuration, printed as one note under its table. */
+export class StatementNotes {
+  private readonly lines = new Map<string, string>();
+
+  /** Keeps `label`'s costliest statements (its last run's). */
+  add(label: string, top: StatementCost[], jobs: number): void {
+    this.lines.set(label, `${label}: ${top.map((t) => describeStatement(t, jobs)).join("; ")}`);
+  }
+
+  get size(): number {
+    return this.lines.size;
+  }
+
+  /** The note, or none when no profile was taken (the server does not load pg_stat_statements). */
+  notes(scope = ""): string[] {
+    return this.lines.size > 0
+      ? [`Where PostgreSQL's time went${scope} (pg_stat_statements, top-level statements, last run): ${[...this.lines.values()].join(" — ")}`]
+      : [];
+  }
+}

@@ -1,6 +1,6 @@
 import { perJob, settledStats } from "../database";
 import { pgTicks } from "../pg-ticks";
-import { describeStatement, statementProfile } from "../statements";
+import { StatementNotes, statementProfile } from "../statements";
 import type { Session } from "../systems/types";
 import { fmt, median } from "../table";
 import type { VariantId } from "../variants";
@@ -66,7 +66,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
   const details: unknown[] = [];
   const rates = new Map<VariantId, number[]>();
-  const statementNotes = new Map<string, string>();
+  const statementNotes = new StatementNotes();
   await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, worker) => {
     const label = `(c) ${session.variant.label}, ${runLabel(run, ctx.sizes.runs)}`;
     const isDefault = isPeerDefault(session.variant);
@@ -103,7 +103,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     });
     if (statements) {
       const top = await statements.top(3);
-      statementNotes.set(session.variant.label, `${session.variant.label}: ${top.map((t) => describeStatement(t, r.done)).join("; ")}`);
+      statementNotes.add(session.variant.label, top, r.done);
       details.push({ variant: session.variant.id, run: run.index, statements: top });
     }
     (rates.get(session.variant.id) ?? rates.set(session.variant.id, []).get(session.variant.id)!).push(rate);
@@ -138,7 +138,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
       "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
       "CPU per job: the worker process's own (user + system, start to stop), and PostgreSQL's — every postgres process on this machine over the drain, so other databases' work on the server counts too.",
       ...(statementNotes.size > 0
-        ? [`Where PostgreSQL's time went (pg_stat_statements, top-level statements, last run): ${[...statementNotes.values()].join(" — ")}`]
+        ? statementNotes.notes()
         : ["Statement profile: not available (the server does not load pg_stat_statements; set shared_preload_libraries = 'pg_stat_statements' to get it)."]),
     ],
     columns: [

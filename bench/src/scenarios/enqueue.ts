@@ -1,6 +1,6 @@
 import { type PerJob, perJob, settledStats } from "../database";
 import { pgTicks } from "../pg-ticks";
-import { describeStatement, statementProfile } from "../statements";
+import { StatementNotes, statementProfile } from "../statements";
 import type { BenchJob, Session } from "../systems/types";
 import { fmt } from "../table";
 import type { Variant } from "../variants";
@@ -69,7 +69,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
   const rows = new RowSet();
   const variants = enqueueVariants(ctx.variants);
   const jobsAt = (size: number) => (size === 1000 ? ctx.sizes.enqueueJobsLarge : ctx.sizes.enqueueJobs);
-  const statementNotes = new Map<string, string>();
+  const statementNotes = new StatementNotes();
   await interleave(ctx, variants, { runs: ctx.sizes.runs }, async (session, run) => {
     let k = 1;
     let isFirst = true;
@@ -106,10 +106,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
           }
           return jobs;
         });
-        if (statements) {
-          const top = await statements.top(3);
-          statementNotes.set(label, `${label}: ${top.map((t) => describeStatement(t, jobs)).join("; ")}`);
-        }
+        if (statements) statementNotes.add(label, await statements.top(3), jobs);
         values[`b${size}`] = rate;
         if (cost) Object.assign(values, perJobValues(cost));
       }
@@ -125,9 +122,7 @@ export const batchEnqueue = async (ctx: BenchContext): Promise<ScenarioResult> =
       "Porter direct = core enqueueJobs (what producer.enqueueBatch runs); HTTP = the producer API over HTTP (SDK client in this process → the API's server in a process of its own, as `npm start` serves it); graphile-worker addJobs; pg-boss insert.",
       "Every Porter job carries an idempotency key (the contract requires one: a ledger row per job); graphile-worker's plain rows carry none. The row 'jobKey per job' is graphile-worker with the same key as its jobKey — the same deduplication; the target is stated against the plain row.",
       "CPU per job at 1000/call: the producer's Node CPU (this process's; for the HTTP row also the API server process's) and PostgreSQL's (every postgres process on this machine) over the calls.",
-      ...(statementNotes.size > 0
-        ? [`Where PostgreSQL's time went at 1000/call (pg_stat_statements, top-level statements, last run): ${[...statementNotes.values()].join(" — ")}`]
-        : []),
+      ...statementNotes.notes(" at 1000/call"),
     ],
     columns: [
       { key: "b100", label: "100/call jobs/s", better: "higher" },

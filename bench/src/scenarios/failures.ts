@@ -1,7 +1,7 @@
 import { perJob, settledStats } from "../database";
 import { FULL } from "../options";
 import { pgTicks } from "../pg-ticks";
-import { describeStatement, statementProfile } from "../statements";
+import { StatementNotes, statementProfile } from "../statements";
 import { readEffects } from "../systems/types";
 import { fmt } from "../table";
 import type { Variant } from "../variants";
@@ -22,7 +22,7 @@ const FAIL_PERCENT = 10;
 export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
   const rows = new RowSet();
   const details: unknown[] = [];
-  const statementNotes = new Map<string, string>();
+  const statementNotes = new StatementNotes();
   // Porter runs four times: with a plain write as the peers do — first, so that the report gives
   // each ctx.effect row ÷ the plain write (the target: ≥ 0.8×) — and with its effect ledger: the
   // effect as one statement (one message), as a function with { txOnly: true }, and as a function
@@ -61,10 +61,7 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     const r = await drainWith(session, worker, ctx, { jobs, capS: ctx.sizes.failureCapS, label });
     const pgCpuMs = (pgTicks() - pgTicksBefore) * 10;
     const after = await settledStats(session.observer);
-    if (statements) {
-      const top = await statements.top(3);
-      statementNotes.set(name, `${name}: ${top.map((t) => describeStatement(t, jobs)).join("; ")}`);
-    }
+    if (statements) statementNotes.add(name, await statements.top(3), jobs);
     const effects = await readEffects(session.observer);
     // At the cap, only jobs the system already reports done can count as lost.
     const lost = Math.max(0, r.done - effects.applied);
@@ -102,9 +99,7 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
       "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked, the key claimed before fn runs), Porter (ctx.effect, txOnly) the same with { txOnly: true } (fn only writes through tx: it runs first and the key is claimed in the commit message), Porter (ctx.effect, statement) the same INSERT given as ctx.effect(key, { text, values }) (the statement, the lease check and the ledger row in one message: one round trip), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
       "lost = jobs without their effect when the system says all are done; duplicated = effects applied twice; re-run after success = jobs whose handler succeeded twice (the ledger absorbs the effect; a plain write would duplicate it).",
       "CPU per job: the worker process's own and PostgreSQL's (every postgres process on this machine) over the drain.",
-      ...(statementNotes.size > 0
-        ? [`Where PostgreSQL's time went (pg_stat_statements, top-level statements, last run): ${[...statementNotes.values()].join(" — ")}`]
-        : []),
+      ...statementNotes.notes(),
     ],
     columns: [
       { key: "jobs", label: "jobs", better: "none" },
