@@ -134,7 +134,7 @@ const serveProducer = async (
 
   // The input is parsed when a procedure asks for it — after key authentication, as tRPC does —
   // and a body that is not JSON is the 400 tRPC gives (its message is JSON.parse's). The parsed
-  // value is not kept here: zod's output is what the procedure holds through its database round
+  // value is not kept here: the validated input is what the procedure holds through its database round
   // trip, and a 1000-job body's raw copy kept beside it lived long enough to be promoted out of
   // V8's young generation on every call (docs/performance.md, "Fourth pass"). Asked twice (no
   // procedure here does), the text is parsed again.

@@ -85,9 +85,13 @@ const t = initTRPC
  * 1.6 → 0.6 ms (bench/src/probe/zod-cost.ts, load ~12). A schema that does have an async check
  * still gets `parseAsync`. Types and everything else are the schema's own.
  */
-export const parsedSync = <T extends z.ZodType>(schema: T): T =>
+export const parsedSync = <T extends z.ZodType>(schema: T, accept?: (value: unknown) => z.output<T> | undefined): T =>
   Object.assign(Object.create(schema) as T, {
     async parseAsync(value: unknown) {
+      // `accept`: the contracts' exact subset of the schema for its common inputs (e.g.
+      // @porter/contracts `acceptEnqueueBatchRequest`); anything it does not accept is parsed.
+      const accepted = accept?.(value);
+      if (accepted !== undefined) return accepted;
       try {
         return schema.parse(value);
       } catch (error) {

@@ -1,5 +1,9 @@
 import {
   AppError,
+  acceptEnqueueBatchRequest,
+  acceptEnqueueRequest,
+  acceptEnqueueResult,
+  acceptEnqueueResults,
   type TEnqueueRequest,
   ZCancelJobRequest,
   ZCancelJobResult,
@@ -85,8 +89,8 @@ export const traceparentHeader = (req: RequestHead): string | undefined => {
 export const producerRouter = createTRPCRouter({
   /** Enqueues one job; the same (tenant, idempotency_key) and payload returns the same job. */
   enqueue: producerProcedure
-    .input(parsedSync(ZEnqueueRequest))
-    .output(parsedSync(ZEnqueueResult))
+    .input(parsedSync(ZEnqueueRequest, acceptEnqueueRequest))
+    .output(parsedSync(ZEnqueueResult, acceptEnqueueResult))
     .mutation(async ({ ctx, input }) => {
       const scoped = scopeEnqueueRequest(ctx.apiKey, input);
       const traceparent = traceparentHeader(ctx.req);
@@ -96,8 +100,8 @@ export const producerRouter = createTRPCRouter({
 
   /** Enqueues up to 1000 jobs in one transaction: all are stored, or (on any error) none. */
   enqueueBatch: producerProcedure
-    .input(parsedSync(ZEnqueueBatchRequest))
-    .output(parsedSync(z.object({ results: z.array(ZEnqueueResult) })))
+    .input(parsedSync(ZEnqueueBatchRequest, acceptEnqueueBatchRequest))
+    .output(parsedSync(z.object({ results: z.array(ZEnqueueResult) }), acceptEnqueueResults))
     .mutation(async ({ ctx, input }) => {
       const scoped = input.jobs.map((job, index) => scopeEnqueueRequest(ctx.apiKey, job, index));
       const traceparent = traceparentHeader(ctx.req);
