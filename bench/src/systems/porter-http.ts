@@ -17,14 +17,10 @@ import type { HttpProducer } from "./types";
  * and an API key from core's `createApiKey`.
  */
 export const startPorterHttp = async (pool: pg.Pool, url: string, connections: number): Promise<HttpProducer> => {
-  // The node flags `npm start` gives the process serving the producer API (PRODUCER_SERVER_SEMI_SPACE,
-  // apps/porter/src/launcher/console-args.ts).
+  // The node flags `npm start` gives the process serving the producer API: none beyond the bundle's
+  // (apps/porter/src/launcher/console-args.ts).
   const entry = await httpServerEntry();
-  const execArgv = [
-    "--max-semi-space-size=32",
-    ...entry.execArgv,
-    ...(process.env.SERVER_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROF}`] : []),
-  ];
+  const execArgv = [...entry.execArgv, ...(process.env.SERVER_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.SERVER_PROF}`] : [])];
   const child = fork(entry.path, [url, String(connections)], { execArgv, stdio: ["ignore", 2, 2, "ipc"] });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   const serverUrl = await new Promise<string>((resolve, reject) => {

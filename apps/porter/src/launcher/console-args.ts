@@ -1,6 +1,3 @@
-/** The node flag of every process that serves the producer API (the bench's server takes it too). */
-export const PRODUCER_SERVER_SEMI_SPACE = "--max-semi-space-size=32";
-
 /**
  * The console process's node arguments: the console's own server (`apps/console/src/server/serve.ts`:
  * Next's custom server, with the producer API answered before Next), as the bundle `npm start`
@@ -8,10 +5,9 @@ export const PRODUCER_SERVER_SEMI_SPACE = "--max-semi-space-size=32";
  * never every interface by accident.
  */
 export const consoleStartArgs = (options: { server: string; guard: string }): string[] => [
-  // A young generation of 2 × 32 MB (V8's default is 16): a 1000-job enqueueBatch's parsed body
-  // and zod's copy of it die young instead of being promoted and collected by mark-compact —
-  // the producer API's server CPU per such call 26 → 19–20 ms (docs/performance.md, "Fourth pass").
-  PRODUCER_SERVER_SEMI_SPACE,
+  // V8's own young generation: the 2 × 32 MB one given here since the fourth pass cost the
+  // producer API's server CPU once a 1000-job batch no longer went through zod (docs/performance.md
+  // "Issue 15: the HTTP producer API", fifth pass).
   "--import",
   "tsx",
   "--import",

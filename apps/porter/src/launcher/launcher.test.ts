@@ -91,7 +91,6 @@ describe("the console's interface (HOST)", () => {
     // The console's server reads PORT and HOST from the environment the launcher gives it.
     expect(env({ HOST: "0.0.0.0" }).HOST).toBe("0.0.0.0");
     expect(consoleStartArgs({ server: "/srv/porter/apps/console/.porter-bundle/serve.mjs", guard: "file:///g.mjs" })).toEqual([
-      "--max-semi-space-size=32",
       "--import",
       "tsx",
       "--import",
