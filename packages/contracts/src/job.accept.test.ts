@@ -214,6 +214,10 @@ describe("acceptEnqueueBatchRequest", () => {
     expect(acceptEnqueueBatchRequest({ jobs: Array.from({ length: MAX_BATCH_SIZE }, (_, i) => job(i)) })?.jobs).toHaveLength(MAX_BATCH_SIZE);
     expect(acceptEnqueueBatchRequest({ jobs: Array.from({ length: MAX_BATCH_SIZE + 1 }, (_, i) => job(i)) })).toBeUndefined();
     expect(acceptEnqueueBatchRequest({ jobs: [] })).toBeUndefined();
+    // Another field beside a hidden `jobs`: the schema refuses the batch.
+    const hidden = Object.defineProperty({ other: 1 }, "jobs", { value: [job(1)], enumerable: false });
+    expect(ZEnqueueBatchRequest.safeParse(hidden).success).toBe(false);
+    expect(acceptEnqueueBatchRequest(hidden)).toBeUndefined();
   });
 });
 

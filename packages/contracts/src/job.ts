@@ -204,9 +204,8 @@ const isLengthIn = (value: string, [min, max]: readonly [number, number]): boole
 export const acceptEnqueueBatchRequest = (value: unknown): TEnqueueBatchRequest | undefined => {
   if (!isJsonObject(value)) return undefined;
   const { jobs } = value;
-  if (!Array.isArray(jobs) || jobs.length < 1 || jobs.length > MAX_BATCH_SIZE || Object.keys(value).length !== 1 || !Object.hasOwn(value, "jobs")) {
-    return undefined;
-  }
+  const keys = Object.keys(value);
+  if (keys.length !== 1 || keys[0] !== "jobs" || !Array.isArray(jobs) || jobs.length < 1 || jobs.length > MAX_BATCH_SIZE) return undefined;
   const out: TEnqueueRequest[] = new Array(jobs.length);
   for (let i = 0; i < jobs.length; i++) {
     const job = acceptEnqueueRequest(jobs[i]);
