@@ -3,7 +3,7 @@ import type { Session } from "../systems/types";
 import { fmt, median } from "../table";
 import { distribution, nowMs } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
-import { type BenchContext, bootWorker, COST_COLUMNS, interleave, perJobValues, RowSet, type ScenarioResult } from "./common";
+import { type BenchContext, bootWorker, COST_COLUMNS, interleave, perJobValues, RowSet, type ScenarioResult, settle } from "./common";
 
 type Phase = { key: string; label: string };
 
@@ -30,19 +30,6 @@ const measurePhase = async (session: Session, ctx: BenchContext, booting: Promis
   } finally {
     worker.kill();
   }
-};
-
-/**
- * After each generation: VACUUM ANALYZE (the state autovacuum would reach), then CHECKPOINT (the
- * state the checkpointer would reach). Generating 1M rows writes over a gigabyte of WAL in seconds,
- * which starts a checkpoint that ran through the 1M phase's drains and in none of the 10k phase's:
- * its writes and syncs set that phase's p99 (1.80×, 2.73× and 3.27× of 10k in three runs, against
- * 1.12×, 1.25× and 1.45× with both phases starting after a checkpoint; docs/performance.md "claim at
- * depth"). A drain still pays the full-page images of the first change to each page after it.
- */
-const settle = async (session: Session) => {
-  await session.observer.query("VACUUM ANALYZE");
-  await session.observer.query("CHECKPOINT");
 };
 
 /**

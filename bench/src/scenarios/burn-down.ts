@@ -6,7 +6,7 @@ import { fmt, median } from "../table";
 import type { VariantId } from "../variants";
 import { nowMs, type WorkerSummary } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
-import { type BenchContext, COST_COLUMNS, interleave, isPeerDefault, perJobValues, RowSet, runLabel, type ScenarioResult, sleep } from "./common";
+import { type BenchContext, COST_COLUMNS, interleave, isPeerDefault, perJobValues, RowSet, runLabel, type ScenarioResult, settle, sleep } from "./common";
 
 /** Enqueues jobs k = from … from+count-1 in calls of `batch` through the system's batch API. */
 const preload = async (session: Session, from: number, count: number, batch: number, onProgress: (done: number) => void) => {
@@ -74,6 +74,8 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
     const capS = isDefault ? ctx.sizes.defaultCapS : ctx.sizes.burnDownCapS;
     ctx.progress.update(`${label}: generating ${fmt(jobs)} jobs…`);
     await session.generate("ready", 1, jobs);
+    ctx.progress.update(`${label}: VACUUM ANALYZE and CHECKPOINT after the generation…`);
+    await settle(session);
     const before = await settledStats(session.observer);
     const statements = isDefault ? null : await statementProfile(session.observer);
     const pgTicksBefore = pgTicks();
@@ -133,7 +135,7 @@ export const burnDown = async (ctx: BenchContext): Promise<ScenarioResult> => {
         ? `Not full mode (${fmt(ctx.sizes.burnDownJobs)} jobs, ${ctx.sizes.runs} run(s); full: ${fmt(full)} jobs, 3 runs): these ratios do not agree with full mode's — quote full mode's. Measured in pairs on 2026-12-02 (docs/performance.md, "Quick mode against full mode"), Porter ÷ graphile-worker tuned: 0.70× and 0.74× at 60k jobs against 0.87× and 1.38× at 200k (15k: 0.46×). Porter's rate grows with the drain's length (its adaptive prefetch ramps up: 139 jobs per claim at 15k, 249–349 at 60k, 250–443 at 200k), graphile-worker's falls (dead entries pile up at the head of its claim index), so a short drain understates Porter against it.`
         : undefined,
     notes: [
-      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 20_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
+      `${fmt(ctx.sizes.burnDownJobs)} no-op jobs generated into each system's own tables (INSERT … SELECT, cloned from a job it stored), then VACUUM ANALYZE and a CHECKPOINT (as in (f): autovacuum's first pass and the checkpoint the generation starts would otherwise land in some drains and not others), drained by one worker process: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections; cap ${ctx.sizes.burnDownCapS} s. The peers' default configurations: ${fmt(Math.min(ctx.sizes.burnDownJobs, 20_000))} jobs, ${ctx.sizes.defaultCapS} s cap, rate over what they did.`,
       "jobs/s = jobs ÷ (done as the system's own tables show − first handler start). Every run checks each job ran exactly once and the system recorded all of them done.",
       "jobs/claim and claim p50 come from timing each system's claim statement at the driver (Porter: its whole claim transaction).",
       "CPU per job: the worker process's own (user + system, start to stop), and PostgreSQL's — every postgres process on this machine over the drain, so other databases' work on the server counts too.",

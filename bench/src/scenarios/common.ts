@@ -129,6 +129,21 @@ export const isPeerDefault = (v: Variant): boolean => v.system !== "porter" && !
 export type Run = { index: number };
 
 /**
+ * After a generation: VACUUM ANALYZE (the state autovacuum would reach), then CHECKPOINT (the
+ * state the checkpointer would reach), so that no drain pays for them at a moment of their choosing.
+ * (f): generating 1M rows writes over a gigabyte of WAL in seconds, which starts a checkpoint that
+ * ran through the 1M phase's drains and in none of the 10k phase's: its writes and syncs set that
+ * phase's p99 (1.80×, 2.73× and 3.27× of 10k in three runs, against 1.12×, 1.25× and 1.45× with both
+ * phases starting after a checkpoint; docs/performance.md "claim at depth"). (c): autovacuum's first
+ * pass over 200k generated rows (and its ANALYZE) landed in some drains and not others. A drain
+ * still pays the full-page images of the first change to each page after the checkpoint.
+ */
+export const settle = async (session: Session): Promise<void> => {
+  await session.observer.query("VACUUM ANALYZE");
+  await session.observer.query("CHECKPOINT");
+};
+
+/**
  * Runs `measure` for every variant, run after run, in an order rotated each run so no system
  * always goes first. Each call gets its own fresh database and, with `worker`, a worker process
  * booted meanwhile (started by `measure`, ended afterwards). The warm-up is one pass for the whole
