@@ -163,6 +163,7 @@ export const estimateMaxRates = async (ctx: BenchContext): Promise<void> => {
     const label = `max of ${session.variant.label}`;
     const jobs = 20_000;
     await session.generate("ready", 1, jobs);
+    await settle(session);
     const r = await drainWith(session, worker, ctx, { jobs, capS: 10, label });
     const rate = r.done / ((r.endAt - r.summary.firstStartAt) / 1000);
     ctx.maxRates.set(session.variant.id, rate);

@@ -134,9 +134,12 @@ export type Run = { index: number };
  * (f): generating 1M rows writes over a gigabyte of WAL in seconds, which starts a checkpoint that
  * ran through the 1M phase's drains and in none of the 10k phase's: its writes and syncs set that
  * phase's p99 (1.80×, 2.73× and 3.27× of 10k in three runs, against 1.12×, 1.25× and 1.45× with both
- * phases starting after a checkpoint; docs/performance.md "claim at depth"). (c): autovacuum's first
- * pass over 200k generated rows (and its ANALYZE) landed in some drains and not others. A drain
- * still pays the full-page images of the first change to each page after the checkpoint.
+ * phases starting after a checkpoint; docs/performance.md "claim at depth"). (c) and (g): a backlog
+ * drained before any ANALYZE is planned as the empty table its statistics describe —
+ * graphile-worker tuned's claim then cost twice its PostgreSQL CPU (quick (c): 17,969 jobs/s
+ * unanalyzed, 29,413 after ANALYZE alone; Porter's claim 26.8k and 26.4k), and autovacuum's own
+ * ANALYZE came in some drains and not others. A drain still pays the full-page images of the first
+ * change to each page after the checkpoint.
  */
 export const settle = async (session: Session): Promise<void> => {
   await session.observer.query("VACUUM ANALYZE");

@@ -7,7 +7,7 @@ import { fmt } from "../table";
 import type { Variant } from "../variants";
 import type { EffectMode, HandlerMode } from "../worker/protocol";
 import { drainWith } from "./burn-down";
-import { type BenchContext, COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type ScenarioResult } from "./common";
+import { type BenchContext, COST_COLUMNS, interleave, perJobValues, RowSet, runLabel, type ScenarioResult, settle } from "./common";
 
 const FAIL_PERCENT = 10;
 
@@ -55,6 +55,7 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
     const jobs = full;
     ctx.progress.update(`${label}: generating ${fmt(jobs)} jobs…`);
     await session.generate("ready", 1, jobs);
+    await settle(session);
     const before = await settledStats(session.observer);
     const statements = session.variant.system === "porter" ? await statementProfile(session.observer) : null;
     const pgTicksBefore = pgTicks();
@@ -94,7 +95,7 @@ export const failures = async (ctx: BenchContext): Promise<ScenarioResult> => {
         ? `Not full mode (${fmt(ctx.sizes.failureJobs)} jobs a run; full: ${fmt(FULL.failureJobs)}): these ratios do not agree with full mode's — quote full mode's. A run's "all done" includes one retry delay (Porter's up to 1 s), a larger share of a short run, which pulls every ratio towards 1: quick mode put ctx.effect at 0.85× (txOnly) and 0.86× (default) of the plain write on 2026-12-03, where the full run of the fifth stop had 0.61× and 0.61× (docs/performance.md, "One statement, one message").`
         : undefined,
     notes: [
-      `10% of the jobs (the same ones everywhere) fail their first attempt with a transient error before doing anything, then succeed. ${fmt(ctx.sizes.failureJobs)} jobs per run (fewer for a configuration whose (c) rate is below ${fmt(ctx.sizes.failureJobs / ctx.sizes.failureTargetS)}/s: ${ctx.sizes.failureTargetS} s of it); cap ${ctx.sizes.failureCapS} s. Max attempts 25 everywhere.`,
+      `Each run's jobs are generated, then VACUUM ANALYZE and a CHECKPOINT (as in (c)). 10% of the jobs (the same ones everywhere) fail their first attempt with a transient error before doing anything, then succeed. ${fmt(ctx.sizes.failureJobs)} jobs per run (fewer for a configuration whose (c) rate is below ${fmt(ctx.sizes.failureJobs / ctx.sizes.failureTargetS)}/s: ${ctx.sizes.failureTargetS} s of it); cap ${ctx.sizes.failureCapS} s. Max attempts 25 everywhere.`,
       "effective jobs/s = jobs whose effect applied ÷ all done s (last job done as the system's tables show − first start), so it includes one retry delay, each system's own: Porter full-jitter backoff from 1 s (queue default), graphile-worker exp(1) ≈ 2.7 s (fixed), pg-boss retryDelay 1 s.",
       "Effect: a row incremented per application in the system's own database — Porter (ctx.effect) through its effect ledger (one transaction with the ledger row, lease checked, the key claimed before fn runs), Porter (ctx.effect, txOnly) the same with { txOnly: true } (fn only writes through tx: it runs first and the key is claimed in the commit message), Porter (ctx.effect, statement) the same INSERT given as ctx.effect(key, { text, values }) (the statement, the lease check and the ledger row in one message: one round trip), Porter (plain write) and the peers as one INSERT … ON CONFLICT on the worker's pool.",
       "lost = jobs without their effect when the system says all are done; duplicated = effects applied twice; re-run after success = jobs whose handler succeeded twice (the ledger absorbs the effect; a plain write would duplicate it).",
