@@ -179,6 +179,8 @@ describe("acceptEnqueueRequest", () => {
       JSON.parse('{"job_type": "a", "payload": {}, "idempotency_key": "k", "__proto__": {}}'),
       Object.assign(Object.create(null), base),
       Object.defineProperty({ ...base }, "tenant_id", { value: "tenant_A", enumerable: false }),
+      // As many keys as fields read, but one of them unknown: a hidden tenant_id beside it.
+      Object.defineProperty({ ...base, surprise: 1 }, "tenant_id", { value: "tenant_A", enumerable: false }),
     ]) {
       expect(acceptEnqueueRequest(other), JSON.stringify(other)).toBeUndefined();
     }

@@ -109,6 +109,8 @@ const isIdentifier = (value: unknown): value is string =>
 const isIntIn = (value: unknown, [min, max]: readonly [number, number]): value is number =>
   typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 
+const isLengthIn = (value: string, [min, max]: readonly [number, number]): boolean => value.length >= min && value.length <= max;
+
 /** A plain object as `JSON.parse` makes them: Object.prototype, no own `__proto__`, no symbol keys. */
 const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object"
@@ -164,41 +166,13 @@ export const acceptEnqueueRequest = (value: unknown): TEnqueueRequest | undefine
     fields++;
   }
   // The fields read above are exactly the object's enumerable keys: no other key (the schema
-  // refuses it, or checks it: dates, traces), no key holding undefined, no hidden or inherited field.
+  // refuses it, or checks it: dates, traces), no key holding undefined, no hidden or inherited
+  // field. `out` holds each field read that was there; equal counts and every key in `out` say so.
   const keys = Object.keys(value);
   if (keys.length !== fields) return undefined;
-  for (const key of keys) {
-    switch (key) {
-      case "job_type":
-      case "payload":
-      case "idempotency_key":
-        continue;
-      case "tenant_id":
-        if (tenant_id === undefined) return undefined;
-        continue;
-      case "priority":
-        if (priority === undefined) return undefined;
-        continue;
-      case "max_attempts":
-        if (max_attempts === undefined) return undefined;
-        continue;
-      case "timeout_s":
-        if (timeout_s === undefined) return undefined;
-        continue;
-      case "contract":
-        if (contract === undefined) return undefined;
-        continue;
-      case "contract_version":
-        if (contract_version === undefined) return undefined;
-        continue;
-      default:
-        return undefined;
-    }
-  }
+  for (const key of keys) if (!Object.hasOwn(out, key)) return undefined;
   return out;
 };
-
-const isLengthIn = (value: string, [min, max]: readonly [number, number]): boolean => value.length >= min && value.length <= max;
 
 /** `ZEnqueueBatchRequest`'s output for a batch of common, valid requests, else undefined. */
 export const acceptEnqueueBatchRequest = (value: unknown): TEnqueueBatchRequest | undefined => {
