@@ -25,6 +25,26 @@ const idleWorker = async (session: Session, worker: WorkerHandle): Promise<{ wor
 };
 
 /**
+ * The second load of (d): Porter's uncapped row and the fastest tuned peer are compared at the same
+ * arrival rate, the slower one's maximum. Returns it for the faster of the two (undefined for every
+ * other variant, and when either maximum is unknown).
+ */
+const sharedLoad = (ctx: BenchContext, id: string): { rate: number; of: string } | undefined => {
+  const porter = ctx.variants.find((v) => v.id === "porter");
+  const peers = ctx.variants.filter((v) => v.tuned && v.system !== "porter");
+  const peer = peers.reduce<(typeof peers)[number] | undefined>(
+    (best, v) => ((ctx.maxRates.get(v.id) ?? 0) > (best ? (ctx.maxRates.get(best.id) ?? 0) : 0) ? v : best),
+    undefined,
+  );
+  const porterMax = porter ? ctx.maxRates.get(porter.id) : undefined;
+  const peerMax = peer ? ctx.maxRates.get(peer.id) : undefined;
+  if (!porter || !peer || !porterMax || !peerMax) return undefined;
+  if (id === porter.id && porterMax > peerMax) return { rate: peerMax, of: peer.label };
+  if (id === peer.id && peerMax > porterMax) return { rate: porterMax, of: porter.label };
+  return undefined;
+};
+
+/**
  * (d) Steady arrivals at 50% and 90% of each system's own maximum (its burn-down rate): a producer
  * enqueues batches every 5 ms at that rate for the window; the first quarter is warm-up. Start is
  * stamped by the handler; done is seen by polling the system's tables every 5 ms for ~100 tracked
@@ -36,15 +56,14 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
   const windowS = ctx.sizes.steadySeconds;
   await interleave(ctx, ctx.variants, { runs: ctx.sizes.runs, worker: { kind: "noop" } }, async (session, run, booted) => {
     const max = ctx.maxRates.get(session.variant.id) ?? 100;
-    // Porter also runs at the fastest tuned peer's rate: the same load, side by side.
-    const peerMax = Math.max(0, ...ctx.variants.filter((v) => v.tuned && v.system !== "porter").map((v) => ctx.maxRates.get(v.id) ?? 0));
+    // Porter and the fastest tuned peer also run at the same load: the faster of the two runs a
+    // second time at the slower one's rate (the same fraction of it), which both can sustain.
+    const shared = sharedLoad(ctx, session.variant.id);
     // Lightest load first, so that a load a system cannot sustain comes after the ones it can.
     const loads = fractions
       .flatMap((fraction, i) => [
         { i, fraction, rate: fraction * max, row: session.variant.label },
-        ...(session.variant.system === "porter" && peerMax > 0
-          ? [{ i, fraction, rate: fraction * peerMax, row: `${session.variant.label} at the fastest tuned peer's rate` }]
-          : []),
+        ...(shared ? [{ i, fraction, rate: fraction * shared.rate, row: `${session.variant.label} at ${shared.of}'s rate` }] : []),
       ])
       .sort((a, b) => a.rate - b.rate);
     const started = await idleWorker(session, booted);
@@ -119,7 +138,7 @@ export const steadyArrivals = async (ctx: BenchContext): Promise<ScenarioResult[
     title: `(d) steady arrivals at ${fraction * 100}% of each system's own maximum`,
     notes: [
       `Rate = ${fraction * 100}% of the system's burn-down jobs/s from (c) (or a short burn-down when (c) did not run); a warm-up of max(1 s, window/4) at that rate, then a ${windowS} s measured window; batches every 5 ms through the batch API. The producer and the worker share the machine's cores, so a system loaded near its burn-down maximum may fall behind.`,
-      "Porter runs a second time at the fastest tuned peer's rate (same fraction of that peer's maximum): the same load as that peer, for a like-for-like latency comparison.",
+      "Porter and the fastest tuned peer also meet at the same load: whichever of the two has the higher maximum runs a second time at the other's rate (the same fraction of the other's maximum), a load both can sustain, for a like-for-like latency comparison.",
       "start = first handler start − enqueue call issued (all jobs); done = seen done in the system's tables (5 ms poll) − enqueue call issued (~100 tracked jobs/s). Per-job costs exclude the probe's queries.",
     ],
     columns: [{ key: "arrivals", label: "arrivals/s", better: "none" }, ...LATENCY_COLUMNS, ...COST_COLUMNS],
