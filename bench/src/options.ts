@@ -71,8 +71,9 @@ const QUICK: Sizes = {
   enqueueJobsLarge: 20_000,
   singleSeconds: 0.75,
   // 60k, not 15k: at 15k Porter's adaptive prefetch is still ramping up (139 jobs per claim against
-  // 249–349 at 60k) and start-up weighs on a 2 s run: quick ratios were half of full mode's. At 60k
-  // they are still 0.54–0.80× of full's, and (c) prints that under them.
+  // 249–349 at 60k) and start-up weighs on a 2 s run: quick ratios were half of full mode's. At 60k,
+  // with each backlog settled before its drain, they came within 20% of full's in 8 of 9
+  // comparisons (2026-12-04); (c) prints those figures under its ratios.
   burnDownJobs: 60_000,
   burnDownCapS: 30,
   defaultCapS: 4,
