@@ -25,11 +25,8 @@ const countByState = async () => {
 
 beforeAll(async () => {
   await controlPlane(db.pool, { pool: "pa", queues: [{ id: "qa" }] });
-  // The backlog: 50k ready jobs, none due for anything the pass does.
+  // The backlog: 50k ready jobs without deadlines, as a pass meets it most of the time.
   await insertJobs({ count: 50_000, prefix: "bulk", state: "READY", runAt: "now() - make_interval(secs => i % 1000)" });
-  await insertJobs({ count: 3, prefix: "due", state: "RETRY_WAIT", runAt: "now() - interval '1 second'" });
-  await insertJobs({ count: 2, prefix: "later", state: "RETRY_WAIT", runAt: "now() + interval '1 hour'" });
-  await insertJobs({ count: 4, prefix: "late", state: "READY", runAt: "now()", deadline: "now() - interval '1 second'" });
   await db.pool.query("ANALYZE jobs");
 });
 
@@ -41,6 +38,7 @@ describe("the maintenance pass's expiry and promotion", () => {
       const { rows } = await client.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF) ${EXPIRE_JOBS_SQL}`, [null, 1000]);
       const plan = rows.map((r) => r["QUERY PLAN"]).join("\n");
       expect(plan).not.toMatch(/Seq Scan on jobs/);
+      expect(plan).toMatch(/jobs_deadline_idx/);
       expect(plan).toMatch(/jobs_retry_wait_idx/);
     } finally {
       await client.query("ROLLBACK");
@@ -49,6 +47,9 @@ describe("the maintenance pass's expiry and promotion", () => {
   });
 
   it("promotes the due retries, expires the late jobs, and leaves the rest", async () => {
+    await insertJobs({ count: 3, prefix: "due", state: "RETRY_WAIT", runAt: "now() - interval '1 second'" });
+    await insertJobs({ count: 2, prefix: "later", state: "RETRY_WAIT", runAt: "now() + interval '1 hour'" });
+    await insertJobs({ count: 4, prefix: "late", state: "READY", runAt: "now()", deadline: "now() - interval '1 second'" });
     expect(await countByState()).toEqual({ RETRY_WAIT: 5, READY: 4 });
     expect(await expireJobs(db.pool)).toEqual({ expired: 4, promoted: 3 });
     expect(await countByState()).toEqual({ RETRY_WAIT: 2, READY: 3 });
