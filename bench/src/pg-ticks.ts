@@ -39,9 +39,10 @@ const procfs: ProcTable = {
  * children are listed first; then the postmasters are read, each child checked, and the postmasters
  * read again, until no child was reaped between those two readings: a child gone at its check is in
  * the postmaster's children's CPU and left out, one still there is counted (its CPU as first read:
- * what it used during the reading is left out, as a process that started during it is). With `postmaster`, only that server's
- * processes (its children): on a cluster of one's own, the other work on the machine stays out;
- * without it, every server's (a postmaster: a postgres process whose parent is not one).
+ * what it used during the reading is left out, as a process that started during it is). With
+ * `postmaster`, only that server's processes (its children): on a cluster of one's own, the other
+ * work on the machine stays out; without it, every server's (a postmaster: a postgres process whose
+ * parent is not one).
  */
 export const ticksOf = (table: ProcTable, postmaster?: number): number => {
   const seen = new Map<number, ProcEntry>();

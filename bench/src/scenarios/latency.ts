@@ -1,6 +1,7 @@
 import { type PgStats, perJob, settledStats } from "../database";
 import type { Session } from "../systems/types";
 import { fmt } from "../table";
+import type { Variant } from "../variants";
 import { distribution, nowMs } from "../worker/protocol";
 import type { WorkerHandle } from "../worker/spawn";
 import { type BenchContext, COST_COLUMNS, type Column, interleave, perJobValues, RowSet, runLabel, type ScenarioResult, sleep } from "./common";
@@ -30,15 +31,12 @@ const idleWorker = async (session: Session, worker: WorkerHandle): Promise<{ wor
  * other variant, and when either maximum is unknown).
  */
 const sharedLoad = (ctx: BenchContext, id: string): { rate: number; of: string } | undefined => {
+  const maxOf = (v: Variant) => ctx.maxRates.get(v.id) ?? 0;
   const porter = ctx.variants.find((v) => v.id === "porter");
-  const peers = ctx.variants.filter((v) => v.tuned && v.system !== "porter");
-  const peer = peers.reduce<(typeof peers)[number] | undefined>(
-    (best, v) => ((ctx.maxRates.get(v.id) ?? 0) > (best ? (ctx.maxRates.get(best.id) ?? 0) : 0) ? v : best),
-    undefined,
-  );
-  const porterMax = porter ? ctx.maxRates.get(porter.id) : undefined;
-  const peerMax = peer ? ctx.maxRates.get(peer.id) : undefined;
-  if (!porter || !peer || !porterMax || !peerMax) return undefined;
+  const [peer] = ctx.variants.filter((v) => v.tuned && v.system !== "porter").sort((a, b) => maxOf(b) - maxOf(a));
+  if (!porter || !peer) return undefined;
+  const [porterMax, peerMax] = [maxOf(porter), maxOf(peer)];
+  if (porterMax === 0 || peerMax === 0) return undefined;
   if (id === porter.id && porterMax > peerMax) return { rate: peerMax, of: peer.label };
   if (id === peer.id && peerMax > porterMax) return { rate: porterMax, of: porter.label };
   return undefined;

@@ -9,7 +9,7 @@ import { flowUpsertSql } from "./flow-write";
  * table to be late and took a sequential scan to find the first $2), then the rows by primary key
  * (`= ANY (ARRAY(…))`, which the planner cannot turn into a hash join over a scan of `jobs`, as it
  * did with `USING late`). It runs on every maintenance pass, and a sequential scan of `jobs` cost
- * 390–420 ms a pass at 1M ready jobs (docs/performance.md, "The maintenance pass read the whole table").
+ * 390–420 ms a pass at 1M ready jobs (docs/performance.md, "Claim at depth (f): the maintenance pass read the whole table").
  */
 export const EXPIRE_JOBS_SQL = `WITH at AS (SELECT coalesce($1::timestamptz, clock_timestamp()) AS t),
      late AS (
