@@ -32,11 +32,32 @@ const startedAt = Date.now();
 const stamp = new Date().toISOString().replace(/[:.]/g, "-");
 const dir = join(dirname(fileURLToPath(import.meta.url)), "..", "results");
 
-const serverVersion = async (): Promise<string> => {
+/**
+ * The server's settings that move these figures, printed with every result: autovacuum above all
+ * (off, a backlog is only settled by the bench's own VACUUM ANALYZE; on, its passes land in some
+ * drains and not others), the buffer cache, the WAL's durability and its checkpoints.
+ */
+const SETTINGS = [
+  "autovacuum",
+  "shared_buffers",
+  "synchronous_commit",
+  "fsync",
+  "full_page_writes",
+  "max_wal_size",
+  "checkpoint_timeout",
+  "shared_preload_libraries",
+];
+
+const serverInfo = async (): Promise<{ version: string; settings: string }> => {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    return (await client.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v;
+    const { rows } = await client.query<{ name: string; value: string }>(
+      `SELECT name, current_setting(name) AS value FROM unnest($1::text[]) WITH ORDINALITY AS s(name, i) ORDER BY i`,
+      [SETTINGS],
+    );
+    const version = (await client.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v;
+    return { version, settings: rows.map((r) => `${r.name} ${r.value === "" ? "''" : r.value}`).join(", ") };
   } finally {
     await client.end();
   }
@@ -44,9 +65,11 @@ const serverVersion = async (): Promise<string> => {
 
 const leftovers = await dropLeftovers(adminUrl);
 if (leftovers) progress.done(`dropped ${leftovers} database(s) left by an interrupted run`);
+const server = await serverInfo();
 const environment = {
   node: process.version,
-  postgres: await serverVersion(),
+  postgres: server.version,
+  settings: server.settings,
   cpus: os.cpus().length,
   cpu: os.cpus()[0]?.model ?? "?",
   mode: options.quick ? "quick" : "full",
@@ -57,6 +80,7 @@ progress.done(
   `bench (${environment.mode}): PostgreSQL ${environment.postgres}, ${environment.cpus} cores, Node ${environment.node}; `
     + `${options.variants.map((v) => v.id).join(", ")}; scenarios ${options.scenarios.join(",")}`,
 );
+progress.done(`server settings: ${environment.settings}`);
 
 let ceiling: CommitCeiling | undefined;
 if (options.pgbench) {
@@ -106,6 +130,8 @@ const header = (): string => {
     `PostgreSQL ${environment.postgres}, ${environment.cpus} × ${environment.cpu}, Node ${environment.node}. `
       + `Every worker: ${ctx.budget.concurrency} jobs at once, ${ctx.budget.connections} pool connections, one process${workerForm}; `
       + `producers: ${ctx.budget.connections} connections. ${ctx.sizes.runs} measured run(s) (the peers' default configurations: ${ctx.sizes.defaultRuns}) after a discarded warm-up, interleaved; median (min–max).`,
+    "",
+    `Server settings: ${environment.settings}.`,
   ];
   if (ceiling) {
     lines.push(
