@@ -127,3 +127,31 @@ export const perJob = (before: PgStats, after: PgStats, jobs: number): PerJob =>
     foreignShare: own + other > 0 ? other / (own + other) : 0,
   };
 };
+
+/**
+ * The server's settings that move the bench's figures, printed with every result: autovacuum above
+ * all (off, a backlog is only settled by the bench's own VACUUM ANALYZE; on, its passes land in some
+ * drains and not others), the buffer cache, the WAL's durability and its checkpoints.
+ */
+export const BENCH_SETTINGS = [
+  "autovacuum",
+  "shared_buffers",
+  "synchronous_commit",
+  "fsync",
+  "full_page_writes",
+  "max_wal_size",
+  "checkpoint_timeout",
+  "shared_preload_libraries",
+] as const;
+
+export type ServerInfo = { version: string; settings: string };
+
+/** The server's version and `BENCH_SETTINGS` as one line ("autovacuum off, shared_buffers 128MB, …"; an empty value as ''). */
+export const readServerInfo = async (client: pg.ClientBase): Promise<ServerInfo> => {
+  const { rows } = await client.query<{ name: string; value: string }>(
+    `SELECT name, current_setting(name) AS value FROM unnest($1::text[]) WITH ORDINALITY AS s(name, i) ORDER BY i`,
+    [["server_version", ...BENCH_SETTINGS]],
+  );
+  const [version, ...settings] = rows;
+  return { version: version!.value, settings: settings.map((r) => `${r.name} ${r.value === "" ? "''" : r.value}`).join(", ") };
+};

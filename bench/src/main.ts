@@ -3,7 +3,7 @@ import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { dropLeftovers } from "./database";
+import { dropLeftovers, readServerInfo, type ServerInfo } from "./database";
 import { HELP, parseOptions, SCENARIO_NAMES, type ScenarioId } from "./options";
 import { type CommitCeiling, measureCommitCeiling } from "./pgbench";
 import { createProgress } from "./progress";
@@ -32,32 +32,11 @@ const startedAt = Date.now();
 const stamp = new Date().toISOString().replace(/[:.]/g, "-");
 const dir = join(dirname(fileURLToPath(import.meta.url)), "..", "results");
 
-/**
- * The server's settings that move these figures, printed with every result: autovacuum above all
- * (off, a backlog is only settled by the bench's own VACUUM ANALYZE; on, its passes land in some
- * drains and not others), the buffer cache, the WAL's durability and its checkpoints.
- */
-const SETTINGS = [
-  "autovacuum",
-  "shared_buffers",
-  "synchronous_commit",
-  "fsync",
-  "full_page_writes",
-  "max_wal_size",
-  "checkpoint_timeout",
-  "shared_preload_libraries",
-];
-
-const serverInfo = async (): Promise<{ version: string; settings: string }> => {
+const serverInfo = async (): Promise<ServerInfo> => {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ name: string; value: string }>(
-      `SELECT name, current_setting(name) AS value FROM unnest($1::text[]) WITH ORDINALITY AS s(name, i) ORDER BY i`,
-      [SETTINGS],
-    );
-    const version = (await client.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v;
-    return { version, settings: rows.map((r) => `${r.name} ${r.value === "" ? "''" : r.value}`).join(", ") };
+    return await readServerInfo(client);
   } finally {
     await client.end();
   }
